@@ -1,0 +1,20 @@
+# The README's two commands: `make demo` and `make test`. Each sets itself up from a fresh clone.
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_HOME ?= .demo-home
+
+.PHONY: setup demo test lint
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(BIN)/zocrates-nb --home $(DEMO_HOME) index --sample
+	$(BIN)/zocrates-nb --home $(DEMO_HOME) search "how does reciprocal rank fusion combine rankings" --limit 3
+
+lint: setup
+	$(BIN)/ruff check zocrates_nb tests scripts
+	$(BIN)/mypy
+
+test: lint
+	HF_HUB_OFFLINE=1 $(BIN)/pytest -q

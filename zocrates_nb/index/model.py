@@ -1,0 +1,66 @@
+"""Boundary types of the index: chunks in, hits out."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+CHUNK_TYPES = ("frontmatter", "abstract", "body", "figure", "table", "note")
+
+
+@dataclass
+class Chunk:
+    """A section-aware passage of one document (attachment or note)."""
+
+    chunk_id: str  # "{attachment_key}:{n:04d}", stable for a given bundle
+    item_key: str  # parent item key (the note/attachment key itself when standalone)
+    attachment_key: str  # the document: attachment key or note key
+    line_start: int  # 1-based inclusive range in the bundle's document.md
+    line_end: int
+    section: str  # heading of the section the chunk lies in ("" for frontmatter)
+    section_id: str  # "s3", "f1", "t2", "abstract"
+    chunk_type: str  # one of CHUNK_TYPES
+    text: str
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    page: int | None = None  # first page of the chunk, when known
+    page_end: int | None = None
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SearchFilter:
+    """Pre-filters applied inside both stores (never after the fact)."""
+
+    item_keys: list[str] | None = None  # parent or attachment/note keys; None = all
+    chunk_types: list[str] | None = None
+    exclude_chunk_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Hit:
+    chunk: Chunk
+    score: float  # fused score (higher is better)
+    ranks: dict[str, int] = field(default_factory=dict)  # 1-based rank per retriever
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.chunk
+        return {
+            "chunk_id": c.chunk_id,
+            "item_key": c.item_key,
+            "attachment_key": c.attachment_key,
+            "title": c.title,
+            "authors": c.authors,
+            "year": c.year,
+            "section": c.section,
+            "chunk_type": c.chunk_type,
+            "text": c.text,
+            "score": round(self.score, 6),
+        }

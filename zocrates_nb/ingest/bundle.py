@@ -1,0 +1,117 @@
+"""Bundles: a converted document as `document.md` + `toc.json`.
+
+The TOC is what agents navigate: sections `s0..` (s0 = frontmatter), figures `f1..`,
+tables `t1..`, each with a 1-based inclusive line range into `document.md`.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+DOCUMENT = "document.md"
+TOC = "toc.json"
+
+
+@dataclass
+class Section:
+    id: str  # "s0" (frontmatter), "s1", ...
+    level: int  # 1..3 from the printed hierarchy (0 for s0)
+    number: str | None  # printed number "3.2", "IV", "A.1" or None
+    title: str  # heading text without its number
+    page: int | None  # 1-based page where the heading is printed
+    line_start: int  # 1-based, inclusive, into document.md
+    line_end: int
+    words: int = 0
+
+
+@dataclass
+class Asset:
+    """A figure (`f1..`) or table (`t1..`)."""
+
+    id: str
+    label: str  # as printed: "Figure 3", "TABLE IV"
+    caption: str
+    page: int | None
+    line_start: int
+    line_end: int
+    csv: str | None = None  # table rows as CSV, where they could be extracted
+
+
+@dataclass
+class Toc:
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    abstract: str = ""
+    abstract_source: str = ""  # "metadata" | "document" | ""
+    pages: int | None = None
+    # page_starts[i] = first line of document.md that belongs to page i+1 (PDFs only).
+    page_starts: list[int] = field(default_factory=list)
+    converter: str = ""  # which converter produced the bundle (and its version)
+    sections: list[Section] = field(default_factory=list)
+    figures: list[Asset] = field(default_factory=list)
+    tables: list[Asset] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Toc:
+        data = dict(data)
+        sections = [Section(**s) for s in data.pop("sections", [])]
+        figures = [Asset(**f) for f in data.pop("figures", [])]
+        tables = [Asset(**t) for t in data.pop("tables", [])]
+        return cls(**data, sections=sections, figures=figures, tables=tables)
+
+    def page_of_line(self, line: int) -> int | None:
+        """1-based page holding a document.md line, when the converter recorded pages."""
+        if not self.page_starts:
+            return None
+        return max(bisect_right(self.page_starts, line), 1)
+
+    def asset(self, asset_id: str) -> Section | Asset | None:
+        for a in (*self.sections, *self.figures, *self.tables):
+            if a.id == asset_id:
+                return a
+        return None
+
+
+@dataclass
+class Bundle:
+    """A converted document held in memory; `save`/`load` map it to a directory."""
+
+    markdown: str
+    toc: Toc
+
+    @property
+    def lines(self) -> list[str]:
+        return self.markdown.split("\n")
+
+    def text(self, line_start: int, line_end: int) -> str:
+        """Lines line_start..line_end (1-based, inclusive) of document.md."""
+        return "\n".join(self.lines[max(line_start, 1) - 1 : line_end])
+
+    def save(self, directory: Path) -> None:
+        """Write atomically enough: toc.json last, so a bundle with a toc is complete."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / DOCUMENT).write_text(self.markdown, encoding="utf-8")
+        tmp = directory / (TOC + ".tmp")
+        tmp.write_text(json.dumps(self.toc.to_json(), ensure_ascii=False, indent=1), "utf-8")
+        tmp.replace(directory / TOC)
+
+    @classmethod
+    def load(cls, directory: Path) -> Bundle:
+        toc = Toc.from_json(json.loads((directory / TOC).read_text("utf-8")))
+        return cls(markdown=(directory / DOCUMENT).read_text("utf-8"), toc=toc)
+
+    @staticmethod
+    def exists(directory: Path) -> bool:
+        return (directory / TOC).is_file() and (directory / DOCUMENT).is_file()
+
+
+class ConversionError(Exception):
+    """A document that cannot be converted; the message is a one-line reason for the report."""
