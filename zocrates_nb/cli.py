@@ -49,9 +49,11 @@ def _library_from_args(args: argparse.Namespace) -> Any:
 def cmd_index(args: argparse.Namespace) -> int:
     from zocrates_nb.index import index_library
 
-    sources = [args.zotero_dir, args.zotero_local or None, args.zotero_web, args.folder, args.sample or None]
+    sources = [args.zotero_dir, args.zotero_local or None, args.zotero_web, args.folder,
+               args.sample or None]
     if sum(s is not None for s in sources) > 1:
-        raise CliError("give one library source: --zotero-dir, --zotero-local, --zotero-web, --folder or --sample")
+        raise CliError("give one library source: --zotero-dir, --zotero-local, --zotero-web, "
+                       "--folder or --sample")
     library = _library_from_args(args)
     settings = load_settings(args.home)
     index = _open_index(args)
@@ -201,9 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     ix = sub.add_parser("index", help="index a library (incremental)")
     src = ix.add_argument_group("library source (default: auto-detect ~/Zotero)")
-    src.add_argument("--zotero-dir", type=Path, help="Zotero data directory (zotero.sqlite + storage/)")
-    src.add_argument("--zotero-local", action="store_true", help="Zotero's local API (Zotero running)")
-    src.add_argument("--zotero-web", metavar="LIBRARY_ID", help="Zotero Web API library id ($ZOTERO_API_KEY)")
+    src.add_argument("--zotero-dir", type=Path,
+                     help="Zotero data directory (zotero.sqlite + storage/)")
+    src.add_argument("--zotero-local", action="store_true",
+                     help="Zotero's local API (Zotero running)")
+    src.add_argument("--zotero-web", metavar="LIBRARY_ID",
+                     help="Zotero Web API library id ($ZOTERO_API_KEY)")
     src.add_argument("--group", action="store_true", help="--zotero-web names a group library")
     src.add_argument("--folder", type=Path, help="a plain folder of PDF/HTML/Markdown files")
     src.add_argument("--sample", action="store_true", help="the built-in sample library")
@@ -220,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     se.add_argument("--collection", nargs="+", metavar="NAME", help="collection names or keys")
     se.add_argument("--type", help="chunk type (frontmatter, abstract, body, figure, table, note)")
     se.add_argument("--limit", type=int, default=10)
-    se.add_argument("--queries", type=Path, help="batch mode: JSONL of {id, query, items?, collections?}")
+    se.add_argument("--queries", type=Path,
+                    help="batch mode: JSONL of {id, query, items?, collections?}")
     se.add_argument("--json", action="store_true")
     se.set_defaults(func=cmd_search)
 

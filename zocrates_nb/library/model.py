@@ -142,3 +142,7 @@ class Library:
             for k, c in self.collections.items()
             if c.name.casefold() == want or self.collection_path(k).casefold() == want
         ]
+
+
+class LibraryError(Exception):
+    """A library cannot be opened or read; the message says what to do about it."""

@@ -9,6 +9,7 @@ import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from markdown_it import MarkdownIt
 
@@ -102,7 +103,7 @@ def _render_pdf(doc: SampleDoc) -> bytes:
                                 fontSize=10.5, leading=13.5)
     cap_style = ParagraphStyle("C", parent=body_style, fontSize=9.5, leading=12)
 
-    flow: list = []
+    flow: list[Any] = []
     lines = doc.body.strip().splitlines()
     i = 0
     while i < len(lines):
@@ -146,9 +147,14 @@ def _render_pdf(doc: SampleDoc) -> bytes:
             flow.append(Paragraph(_inline(line), body_style))
         i += 1
 
+    def stamp_year(canvas: Any, _doc: Any) -> None:
+        # The document's year as its creation date (readers take the year from it).
+        canvas._doc.info._dateFormatter = lambda *_: f"D:{doc.year}0101000000+00'00'"
+
     buf = io.BytesIO()
     SimpleDocTemplate(buf, pagesize=A4, title=doc.title, author="; ".join(doc.authors),
-                      subject=f"zocrates-nb sample library ({doc.year})").build(flow)
+                      subject=f"zocrates-nb sample library ({doc.year})").build(
+        flow, onFirstPage=stamp_year)
     return buf.getvalue()
 
 

@@ -1,0 +1,294 @@
+"""A plain folder of documents as a library: one item per file, sub-folders as collections.
+
+For people without Zotero: PDFs, HTML pages, Markdown and text files are found
+recursively (hidden files and folders skipped), and whatever metadata the files carry
+(PDF document info, HTML citation meta tags, Markdown front matter) fills the items.
+Keys are derived from relative paths, so re-reading a folder gives the same keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from bs4 import BeautifulSoup
+from pypdf import PdfReader
+
+from zocrates_nb.library.model import Attachment, Collection, Creator, Item, Library, LibraryError
+from zocrates_nb.library.zotero_fields import clean_doi, year_of
+
+CONTENT_TYPES = {
+    ".pdf": "application/pdf",
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".xhtml": "application/xhtml+xml",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".txt": "text/plain",
+}
+KEY_CHARS = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"  # Zotero's key alphabet
+
+_USELESS_TITLE = re.compile(
+    r"^(microsoft\s+\w+\s+-\s|untitled\b|title$|document\d*$|slide\s*\d+$|presentation\d*$|"
+    r"pii:|doi:|[a-z]:\\|/)",
+    re.IGNORECASE,
+)
+# PDF /Author values that name an account, not a person.
+_ACCOUNT = re.compile(r"^(?i:administrator|admin|user|owner|author|unknown)$|^[a-z0-9_.-]+$")
+_FILE_LIKE = re.compile(r"\.(pdf|docx?|tex|dvi|ps|eps|indd|qxd|pptx?|odt|rtf|txt)$", re.IGNORECASE)
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_ATX_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+
+
+def folder_key(seed: str, used: set[str]) -> str:
+    """8 characters from Zotero's key alphabet, stable for a seed, unique within `used`."""
+    n = 0
+    while True:
+        h = int.from_bytes(hashlib.sha256(f"{seed}#{n}".encode()).digest(), "big")
+        key = "".join(KEY_CHARS[(h >> (5 * i)) % len(KEY_CHARS)] for i in range(8))
+        if key not in used:
+            used.add(key)
+            return key
+        n += 1
+
+
+@dataclass
+class FileMetadata:
+    """What a file says about itself; empty strings where it says nothing."""
+
+    title: str = ""
+    creators: list[Creator] = field(default_factory=list)
+    date: str = ""
+    doi: str = ""
+    abstract: str = ""
+    venue: str = ""
+    url: str = ""
+    tags: list[str] = field(default_factory=list)
+
+
+def useful_title(title: str) -> bool:
+    """False for the junk PDF producers leave in /Title ('Microsoft Word - a.docx', 'untitled')."""
+    t = " ".join(title.split())
+    if len(t) < 4 or not re.search(r"[^\W\d_]{2}", t):
+        return False
+    return not (_USELESS_TITLE.search(t) or _FILE_LIKE.search(t))
+
+
+def person(name: str) -> Creator:
+    """'Ada Lovelace' or 'Lovelace, Ada' → Creator(last='Lovelace', first='Ada')."""
+    name = " ".join(name.split())
+    if "," in name:
+        last, first = (p.strip() for p in name.split(",", 1))
+        return Creator(last=last, first=first)
+    parts = name.rsplit(" ", 1)
+    return Creator(last=parts[-1], first=parts[0] if len(parts) == 2 else "")
+
+
+def split_authors(value: str) -> list[Creator]:
+    """Free-text authors: 'A. Smith; B. Jones', 'A Smith, B Jones and C Li', 'Smith, John'."""
+    value = value.strip()
+    if not value:
+        return []
+    if ";" in value:
+        names = value.split(";")
+    else:
+        pieces = [p.strip() for p in re.split(r",|\band\b|&", value) if p.strip()]
+        if "," in value and len(pieces) == 2 and all(len(p.split()) == 1 for p in pieces):
+            names = [value]  # 'Smith, John': one person, last name first
+        else:
+            names = pieces
+    return [person(n) for n in names if n.strip()]
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, datetime | date):
+        return value.isoformat()[:10]
+    return "" if value is None else str(value).strip()
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, list):
+        out = []
+        for v in value:
+            out.append(_as_text(v.get("name", "")) if isinstance(v, dict) else _as_text(v))
+        return [v for v in out if v]
+    text = _as_text(value)
+    return [text] if text else []
+
+
+def pdf_metadata(path: Path) -> FileMetadata:
+    meta = FileMetadata()
+    try:
+        info = PdfReader(path).metadata
+    except Exception:  # any unreadable PDF: the file name will do
+        return meta
+    if info is None:
+        return meta
+    title = _as_text(info.title)
+    meta.title = title if useful_title(title) else ""
+    meta.creators = [c for c in split_authors(_as_text(info.author)) if not _ACCOUNT.match(c.name)]
+    try:
+        created = info.creation_date
+    except Exception:  # malformed /CreationDate
+        created = None
+    if created is not None:
+        meta.date = created.date().isoformat()
+    return meta
+
+
+def html_metadata(path: Path) -> FileMetadata:
+    soup = BeautifulSoup(path.read_bytes(), "html.parser")
+
+    def metas(*names: str) -> list[str]:
+        for name in names:
+            found = [
+                _as_text(m.get("content"))
+                for m in soup.find_all("meta")
+                if _as_text(m.get("name") or m.get("property")).casefold() == name
+            ]
+            if any(found):
+                return [f for f in found if f]
+        return []
+
+    head_title = _as_text(soup.title.get_text()) if soup.title else ""
+    meta = FileMetadata(
+        title=(metas("citation_title", "dc.title", "og:title") or [head_title])[0],
+        creators=[person(a) for a in metas("citation_author", "dc.creator", "author")],
+        date=(metas("citation_publication_date", "citation_date", "dc.date") or [""])[0],
+        doi=clean_doi((metas("citation_doi", "dc.identifier") or [""])[0]),
+        abstract=(metas("citation_abstract", "description", "og:description") or [""])[0],
+        venue=(
+            metas("citation_journal_title", "citation_conference_title", "citation_publisher")
+            or [""]
+        )[0],
+        url=(metas("citation_public_url", "citation_abstract_html_url", "og:url") or [""])[0],
+        tags=[t for k in metas("citation_keywords", "keywords") for t in re.split(r"[;,]", k)],
+    )
+    meta.tags = [t.strip() for t in meta.tags if t.strip()]
+    if not useful_title(meta.title):
+        meta.title = ""
+    return meta
+
+
+def markdown_metadata(path: Path) -> FileMetadata:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    meta = FileMetadata()
+    front: dict[str, Any] = {}
+    m = _FRONT_MATTER.match(text)
+    if m:
+        try:
+            loaded = yaml.safe_load(m.group(1))
+        except yaml.YAMLError:
+            loaded = None
+        front = (
+            {str(k).casefold(): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+        )
+        text = text[m.end() :]
+    meta.title = _as_text(front.get("title"))
+    if not meta.title:
+        heading = _ATX_H1.search(text)
+        meta.title = heading.group(1).strip() if heading else ""
+    authors = front.get("authors", front.get("author"))
+    names = _as_list(authors)
+    meta.creators = split_authors(names[0]) if len(names) == 1 else [person(n) for n in names]
+    meta.date = _as_text(front.get("date") or front.get("year"))
+    meta.doi = clean_doi(_as_text(front.get("doi")))
+    meta.abstract = _as_text(
+        front.get("abstract") or front.get("description") or front.get("summary")
+    )
+    meta.venue = _as_text(front.get("venue") or front.get("journal") or front.get("booktitle"))
+    meta.url = _as_text(front.get("url"))
+    meta.tags = _as_list(front.get("tags") or front.get("keywords"))
+    return meta
+
+
+def file_metadata(path: Path) -> FileMetadata:
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".pdf":
+            return pdf_metadata(path)
+        if suffix in (".html", ".htm", ".xhtml"):
+            return html_metadata(path)
+        if suffix in (".md", ".markdown"):
+            return markdown_metadata(path)
+    except OSError:
+        pass
+    return FileMetadata()
+
+
+def _document_files(folder: Path) -> list[Path]:
+    """Supported files under `folder`, hidden files and folders skipped, in a stable order."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.startswith(".") and Path(name).suffix.lower() in CONTENT_TYPES:
+                found.append(Path(root) / name)
+    return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def read_folder(folder: Path) -> Library:
+    """One item (with one linked-file attachment) per document file in `folder`."""
+    folder = Path(folder).expanduser().resolve()
+    if not folder.is_dir():
+        raise LibraryError(f"not a folder: {folder}")
+    library = Library(source=f"folder:{folder}")
+    used: set[str] = set()
+    collection_keys: dict[str, str] = {}
+
+    def collection_for(rel_dir: Path) -> str | None:
+        parent: str | None = None
+        for i in range(len(rel_dir.parts)):
+            rel = "/".join(rel_dir.parts[: i + 1])
+            if rel not in collection_keys:
+                key = folder_key(f"collection:{rel}", used)
+                collection_keys[rel] = key
+                library.collections[key] = Collection(key, rel_dir.parts[i], parent)
+            parent = collection_keys[rel]
+        return parent
+
+    for path in _document_files(folder):
+        rel = path.relative_to(folder)
+        rel_posix = rel.as_posix()
+        st = path.stat()
+        version = f"{st.st_mtime_ns}:{st.st_size}"
+        meta = file_metadata(path)
+        coll = collection_for(rel.parent) if rel.parent.parts else None
+        item_key = folder_key(f"item:{rel_posix}", used)
+        suffix = path.suffix.lower()
+        item = Item(
+            key=item_key,
+            item_type="webpage" if suffix in (".html", ".htm", ".xhtml") else "document",
+            title=meta.title.strip() or path.stem,
+            creators=meta.creators,
+            date=meta.date,
+            year=year_of(meta.date) if meta.date else None,
+            doi=meta.doi,
+            abstract=meta.abstract,
+            venue=meta.venue,
+            url=meta.url,
+            tags=meta.tags,
+            collections=[coll] if coll else [],
+            version=version,
+            fields={"path": rel_posix},
+        )
+        item.attachments.append(
+            Attachment(
+                key=folder_key(f"attachment:{rel_posix}", used),
+                parent_key=item_key,
+                title=path.name,
+                content_type=CONTENT_TYPES[suffix],
+                link_mode="linked_file",
+                path=path,
+                filename=path.name,
+                version=version,
+            )
+        )
+        library.items[item_key] = item
+    return library
