@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 CONFIG_FILE = "zocrates_config.json"
 ENV_HOME = "ZOCRATES_HOME"
@@ -44,8 +46,148 @@ class IndexSettings(_Strict):
     max_pages: int = 400
 
 
+class RetrievalSettings(_Strict):
+    """Per-run ceilings of the search agent; extensions add to them."""
+
+    budget: int = Field(10, ge=1)  # retrieval tool calls per run
+    word_ceiling: int = Field(7500, ge=100)  # evidence words per run
+    max_rerank_chunks: int = Field(15, ge=1)  # evidence chunks handed to the synthesizer
+    # A local sentence-transformers CrossEncoder (name or path); None = the named fallback.
+    rerank_model: str | None = None
+
+
+ROLES = ("coordinator", "search", "synthesizer", "verifier")
+OFFLINE_MODEL = "offline"  # the embedded engine: no language model, nothing leaves the machine
+THINKING_LEVELS = ("off", "on", "minimal", "low", "medium", "high", "xhigh", "max")
+_THINKING_ALIASES = {
+    "none": "off", "false": "off", "disabled": "off", "disable": "off", "no": "off", "0": "off",
+    "true": "on", "yes": "on", "enabled": "on", "default": "on",
+}  # fmt: skip
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODEL_STRING = re.compile(r"^[a-z0-9][a-z0-9_.\-/]*:\S+$")
+
+
+def normalize_thinking(value: object) -> str | None:
+    """`none/off/false/disabled` → "off", `true` → "on", effort names kept; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if not isinstance(value, str):
+        raise ValueError("thinking must be a string such as 'low' or 'off'")
+    text = value.strip().lower()
+    text = _THINKING_ALIASES.get(text, text)
+    if text not in THINKING_LEVELS:
+        raise ValueError(
+            "thinking must be one of off, on, minimal, low, medium, high, xhigh, max "
+            "(none/false/disabled also mean off)"
+        )
+    return text
+
+
+class ModelEndpoint(_Strict):
+    """One model and where to reach it. A bare string is shorthand for `{"model": …}`.
+
+    API keys never live here: `api_key_env` names the environment variable that holds one.
+    """
+
+    model: str | None = None  # "openai:gpt-5.2", "ollama:qwen3", "litellm:mistral/…", "offline"
+    base_url: str | None = None  # any OpenAI-compatible server (vLLM, llama.cpp), a proxy…
+    api_key_env: str | None = None
+    thinking: str | None = None  # None = the role's default
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"model": data} if isinstance(data, str) else data
+
+    @field_validator("model")
+    @classmethod
+    def _model_string(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        v = v.strip()
+        if v == OFFLINE_MODEL or _MODEL_STRING.match(v):
+            return v
+        raise ValueError(
+            f"{v!r} is not a model string: write provider:model, e.g. 'openai:gpt-5.2', "
+            "'anthropic:claude-sonnet-4-5', 'ollama:qwen3', "
+            "'litellm:mistral/mistral-large-latest', or 'offline' for the embedded engine"
+        )
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        if not re.match(r"^https?://[^\s/]+", v.strip()):
+            raise ValueError("base_url must be an http:// or https:// URL")  # value not echoed
+        return v.strip().rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        if not _ENV_NAME.match(v.strip()):
+            # Never echo the value: it may be a key pasted into the wrong field.
+            raise ValueError(
+                "api_key_env must name an environment variable (e.g. OPENAI_API_KEY), "
+                "not hold the key"
+            )
+        return v.strip()
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _thinking(cls, v: object) -> str | None:
+        return normalize_thinking(v)
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> ModelEndpoint:
+        if self.model is None and (self.base_url or self.api_key_env):
+            raise ValueError("base_url and api_key_env need a model string in the same entry")
+        return self
+
+
+class ModelsSettings(_Strict):
+    """The base model and per-role overrides; a role left null inherits the base.
+
+    `base.model` null means the embedded offline engine (no language model, no network).
+    """
+
+    base: ModelEndpoint = Field(default_factory=ModelEndpoint)
+    coordinator: ModelEndpoint | None = None
+    search: ModelEndpoint | None = None
+    synthesizer: ModelEndpoint | None = None
+    verifier: ModelEndpoint | None = None
+    # Seconds one request attempt may wait for data; connecting is capped at 5 s by the client.
+    timeout: float = Field(default=120.0, gt=0, le=3600)
+
+
+class TelemetrySettings(_Strict):
+    otel: bool = False  # pydantic-ai's OpenTelemetry instrumentation (content not recorded)
+
+
+class CompactionSettings(_Strict):
+    """Post-turn compaction of the coordinator's history (see sessions/compaction.py)."""
+
+    enabled: bool = True
+    min_turns: int = Field(default=4, ge=1)
+    token_floor: int = Field(default=30_000, ge=0)
+    ceiling: int = Field(default=100_000, ge=1)
+    keep_last: int = Field(default=2, ge=1)
+
+
+class SessionSettings(_Strict):
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+
+
 class Settings(_Strict):
     index: IndexSettings = Field(default_factory=IndexSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    models: ModelsSettings = Field(default_factory=ModelsSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
 
 
 def default_home() -> Path:
@@ -54,11 +196,36 @@ def default_home() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".zocrates-nb"
 
 
-def _format_error(err: ValidationError, origin: str) -> str:
+# Environment variables that override a config key (file < environment < arguments).
+ENV_OVERRIDES = {
+    "ZOCRATES_MODEL": "models.base",
+    "ZOCRATES_COORDINATOR_MODEL": "models.coordinator",
+    "ZOCRATES_SEARCH_MODEL": "models.search",
+    "ZOCRATES_SYNTHESIZER_MODEL": "models.synthesizer",
+    "ZOCRATES_VERIFIER_MODEL": "models.verifier",
+    "ZOCRATES_OTEL": "telemetry.otel",
+}
+
+
+def env_overrides(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The dotted config keys set by ZOCRATES_* variables (empty values are ignored)."""
+    env = os.environ if environ is None else environ
+    return {k: env[n].strip() for n, k in ENV_OVERRIDES.items() if env.get(n, "").strip()}
+
+
+def _format_error(err: ValidationError, origin: str, sources: dict[str, str] | None = None) -> str:
     parts = []
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "(root)"
-        parts.append(f"{key}: {e['msg']}")
+        hint = ""
+        secretish = e["loc"] and e["loc"][-1] in ("api_key", "key", "token")
+        if secretish and e["type"] == "extra_forbidden":
+            hint = " (API keys are read from the environment: name the variable in api_key_env)"
+        src = next(
+            (f" (set by {s})" for k, s in (sources or {}).items() if f"{key}.".startswith(f"{k}.")),
+            "",
+        )
+        parts.append(f"{key}: {e['msg']}{hint}{src}")
     return f"invalid configuration in {origin}: " + "; ".join(parts)
 
 
@@ -73,13 +240,56 @@ def load_settings(home: Path, overrides: dict[str, Any] | None = None) -> Settin
             raise ConfigError(f"{path} is not valid JSON: {e}") from e
         if not isinstance(data, dict):
             raise ConfigError(f"{path} must hold a JSON object")
-    for dotted, value in (overrides or {}).items():
+    env = env_overrides()
+    sources = {k: next(n for n, d in ENV_OVERRIDES.items() if d == k) for k in env}
+    sources.update({k: "an argument" for k in overrides or {}})
+    for dotted, value in {**env, **(overrides or {})}.items():
         node = data
         *parents, last = dotted.split(".")
         for p in parents:
             node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{dotted}: cannot override inside {p}: not an object in {path}")
         node[last] = value
     try:
         return Settings.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(_format_error(e, str(path))) from e
+        # `from None`: the ValidationError's own text echoes input values, which may hold a secret.
+        raise ConfigError(_format_error(e, str(path), sources)) from None
+
+
+class ConfigWatcher:
+    """The current settings, re-read when the config file changes (mtime in ns, size, inode) or a
+    ZOCRATES_* override changes, so an edit takes effect at the next turn without a restart.
+
+    An invalid edit raises ConfigError at `current()`; the next call retries the file.
+    """
+
+    def __init__(self, home: Path, overrides: dict[str, Any] | None = None) -> None:
+        self.home = Path(home)
+        self.overrides = dict(overrides or {})
+        self.generation = 0  # bumps on every successful (re)load
+        self._stamp: tuple[Any, ...] | None = None
+        self._settings: Settings | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def path(self) -> Path:
+        return self.home / CONFIG_FILE
+
+    def _current_stamp(self) -> tuple[Any, ...]:
+        try:
+            st = self.path.stat()
+            file_stamp: tuple[int, ...] = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except FileNotFoundError:
+            file_stamp = ()
+        return (file_stamp, tuple(sorted(env_overrides().items())))
+
+    def current(self) -> Settings:
+        with self._lock:
+            stamp = self._current_stamp()
+            if self._settings is None or stamp != self._stamp:
+                self._settings = load_settings(self.home, self.overrides)
+                self._stamp = stamp
+                self.generation += 1
+            return self._settings

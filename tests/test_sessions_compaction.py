@@ -1,0 +1,218 @@
+"""Post-turn compaction: the thresholds, one rolling summary, the last two turns verbatim."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    CompactionPart,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import RequestUsage
+
+from zocrates_nb.sessions import (
+    SUMMARY_PREFIX,
+    CheckpointSnapshot,
+    SessionStore,
+    compact,
+    estimate_tokens,
+    maybe_compact,
+    offline_summarize,
+    prompt_tokens,
+    should_compact,
+)
+
+
+@pytest.mark.parametrize(
+    ("turns", "tokens", "expected"),
+    [
+        (3, 50_000, False),  # too few turns
+        (4, 29_999, False),  # too few tokens
+        (4, 30_000, True),  # both thresholds met, inclusive
+        (12, 29_999, False),  # many turns alone never compact
+        (3, 99_999, False),
+        (3, 100_000, True),  # the ceiling compacts regardless of the turn count
+        (2, 500_000, False),  # ...but the two verbatim turns leave nothing older to compact
+        (0, 0, False),
+    ],
+)
+def test_should_compact_thresholds(turns: int, tokens: int, expected: bool) -> None:
+    assert should_compact(turns, tokens) is expected
+
+
+def test_min_turns_is_clamped_above_the_verbatim_window() -> None:
+    assert not should_compact(2, 50_000, min_turns=1, keep_last=2)
+    assert should_compact(3, 50_000, min_turns=1, keep_last=2)
+    assert not should_compact(3, 50_000, min_turns=1, keep_last=3)
+
+
+def test_token_estimates() -> None:
+    msgs: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("a" * 400)]),
+        ModelResponse(parts=[TextPart("b" * 400)]),
+    ]
+    assert estimate_tokens(msgs) == 200
+    assert prompt_tokens(msgs) == 200  # no usage reported: chars / 4
+    measured = ModelResponse(
+        parts=[TextPart("b")], usage=RequestUsage(input_tokens=31_000, output_tokens=500)
+    )
+    assert prompt_tokens([*msgs, measured]) == 31_500  # usage wins when known
+
+
+def _answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    last = [p for p in messages[-1].parts if isinstance(p, UserPromptPart)][-1]
+    return ModelResponse(parts=[TextPart(f"Answer to: {last.content}. It is well documented.")])
+
+
+AGENT: Agent[None, str] = Agent(
+    FunctionModel(_answer), name="coordinator", system_prompt="Zocrates"
+)
+
+
+def _ask(store: SessionStore, sid: str, question: str) -> None:
+    turn = store.begin_turn(sid, question)
+    result = AGENT.run_sync(question, message_history=store.load_messages(sid))
+    store.append_messages(sid, result.new_messages(), turn_id=turn.turn_id)
+    store.update_turn(turn.turn_id, status="answered", answer=result.output)
+
+
+def _prompts(messages: list[ModelMessage]) -> list[str]:
+    return [str(p.content) for m in messages for p in m.parts if isinstance(p, UserPromptPart)]
+
+
+def test_compaction_keeps_two_turns_verbatim_and_rolls_one_summary(tmp_path: Path) -> None:
+    store = SessionStore.open(tmp_path)
+    sid = store.create_session().id
+    for q in ["What is BM25?", "Who wrote DPR?", "What is RRF?", "What is ColBERT?", "Why fuse?"]:
+        _ask(store, sid, q)
+
+    calls: list[tuple[str, str]] = []
+
+    def summarize(previous: str, transcript: str) -> str:
+        calls.append((previous, transcript))
+        return "User asked about BM25, DPR and RRF."
+
+    result = asyncio.run(compact(store, sid, summarize))
+    assert result is not None and result.compacted_turns == 3 and result.kept_turns == 2
+    assert result.tokens_after < result.tokens_before
+    previous, transcript = calls[0]
+    assert previous == ""
+    assert "User: What is BM25?" in transcript and "User: What is RRF?" in transcript
+    assert "Assistant: Answer to: Who wrote DPR?" in transcript
+    assert "ColBERT" not in transcript  # the last two turns are not summarised
+
+    history = store.load_messages(sid)
+    head = history[0]
+    assert isinstance(head, ModelRequest)
+    assert isinstance(head.parts[0], SystemPromptPart)  # the standing system prompt survives
+    summary = head.parts[1]
+    assert isinstance(summary, CompactionPart)
+    assert summary.content == SUMMARY_PREFIX + "User asked about BM25, DPR and RRF."
+    assert _prompts(history) == ["What is ColBERT?", "Why fuse?"]  # verbatim
+    blocks = store.message_blocks(sid)
+    assert [b.kind for b in blocks] == ["summary", "turn", "turn"]
+    info = store.get_state(sid).compaction
+    assert info is not None and (info.compacted_turns, info.through_turn_index) == (3, 3)
+
+    # pydantic-ai accepts the compacted history: the next run sees the summary first.
+    seen: list[list[ModelMessage]] = []
+
+    def spy(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(messages)
+        return ModelResponse(parts=[TextPart("Yes: RRF fuses ranked lists.")])
+
+    _ask_with(store, sid, "Remind me what RRF was?", spy)
+    sent = seen[0]
+    assert any(
+        isinstance(p, CompactionPart) and "BM25, DPR and RRF" in (p.content or "")
+        for p in sent[0].parts
+    )
+    assert _prompts(sent) == ["What is ColBERT?", "Why fuse?", "Remind me what RRF was?"]
+
+    # A second compaction rolls the previous summary and the newly old turns into one.
+    _ask(store, sid, "And SPLADE?")
+
+    async def summarize_async(previous: str, transcript: str) -> str:
+        calls.append((previous, transcript))
+        await asyncio.sleep(0)
+        return previous + " Then ColBERT and fusion."
+
+    again = asyncio.run(compact(store, sid, summarize_async))
+    assert again is not None and again.compacted_turns == 2
+    previous, transcript = calls[1]
+    assert previous == "User asked about BM25, DPR and RRF."
+    assert "What is ColBERT?" in transcript and "Why fuse?" in transcript
+    assert "What is BM25?" not in transcript  # already in the summary
+    blocks = store.message_blocks(sid)
+    assert [b.kind for b in blocks] == ["summary", "turn", "turn"]  # still exactly one summary
+    assert _prompts(store.load_messages(sid)) == ["Remind me what RRF was?", "And SPLADE?"]
+    info = store.get_state(sid).compaction
+    assert info is not None and (info.compacted_turns, info.times) == (5, 2)
+    assert info.summary.endswith("Then ColBERT and fusion.")
+
+
+def _ask_with(store: SessionStore, sid: str, question: str, fn: object) -> None:
+    turn = store.begin_turn(sid, question)
+    result = AGENT.run_sync(
+        question,
+        model=FunctionModel(fn),  # type: ignore[arg-type]
+        message_history=store.load_messages(sid),
+    )
+    store.append_messages(sid, result.new_messages(), turn_id=turn.turn_id)
+    store.update_turn(turn.turn_id, status="answered", answer=result.output)
+
+
+def test_nothing_to_compact_and_paused_sessions_are_left_alone(tmp_path: Path) -> None:
+    store = SessionStore.open(tmp_path)
+    sid = store.create_session().id
+    _ask(store, sid, "one")
+    _ask(store, sid, "two")
+    assert asyncio.run(compact(store, sid, offline_summarize)) is None  # only two turns
+    _ask(store, sid, "three")
+    t = store.begin_turn(sid, "four: a broad survey")
+    store.save_checkpoint(
+        sid, CheckpointSnapshot(interrupt_id="i", turn_id=t.turn_id), turn_payload={}
+    )
+    before = store.load_messages(sid)
+    assert asyncio.run(compact(store, sid, offline_summarize)) is None
+    assert store.load_messages(sid) == before
+
+
+def test_maybe_compact_applies_the_thresholds(tmp_path: Path) -> None:
+    store = SessionStore.open(tmp_path)
+    sid = store.create_session().id
+    for q in ["q1", "q2", "q3", "q4"]:
+        _ask(store, sid, q)
+    small = asyncio.run(maybe_compact(store, sid, offline_summarize))
+    assert small is None  # 4 turns but a few hundred tokens
+    assert asyncio.run(maybe_compact(store, sid, offline_summarize, tokens=30_000)) is not None
+    assert _prompts(store.load_messages(sid)) == ["q3", "q4"]
+
+
+def test_offline_summary_lists_questions_and_answers() -> None:
+    transcript = "\n".join(
+        [
+            "User: What is BM25?",
+            "[tool call search_library: {}]",
+            "Assistant: BM25 is a ranking function. It weighs term frequency. More text.",
+            "User: thanks",
+        ]
+    )
+    text = offline_summarize("- Asked: earlier — answered: yes.", transcript)
+    assert text.splitlines() == [
+        "- Asked: earlier — answered: yes.",
+        "- Asked: What is BM25? — answered: BM25 is a ranking function. It weighs term "
+        "frequency. More text.",
+        "- Asked: thanks",
+    ]
+    long = offline_summarize("", "\n".join(f"User: question {i} " + "x" * 150 for i in range(200)))
+    assert len(long) <= 4000 and "question 199" in long and "question 0 " not in long

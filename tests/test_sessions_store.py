@@ -1,0 +1,301 @@
+"""The session store on a real SQLite file: sessions, pydantic-ai messages, turns, state."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
+
+from zocrates_nb.sessions import (
+    MAX_AUDIT_TURNS,
+    MAX_CACHED_OUTLINES,
+    AuditRecord,
+    CheckpointPending,
+    CheckpointSnapshot,
+    Scope,
+    SessionNotFound,
+    SessionState,
+    SessionStore,
+)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SessionStore:
+    return SessionStore.open(tmp_path)
+
+
+def _agent() -> Agent[None, str]:
+    agent: Agent[None, str] = Agent(name="coordinator", instructions="Answer briefly.")
+
+    @agent.tool_plain
+    def search_library(request: str) -> str:
+        """Search the researcher's library."""
+        return f"evidence for {request}"
+
+    return agent
+
+
+def test_database_is_wal_with_a_busy_timeout(store: SessionStore) -> None:
+    conn = sqlite3.connect(store.path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.path.name == "sessions.db"
+    assert store._conn().execute("PRAGMA busy_timeout").fetchone()[0] >= 1000
+
+
+def test_sessions_are_created_listed_titled_and_deleted(store: SessionStore) -> None:
+    a = store.create_session()
+    b = store.create_session("An explicit title")
+    assert len(a.id) == 32 and int(a.id, 16) >= 0  # uuid hex
+    long_q = "What do the papers say about " + "retrieval " * 20
+    store.begin_turn(a.id, long_q)
+    titled = store.get_session(a.id)
+    assert titled.title.startswith("What do the papers say about retrieval")
+    assert len(titled.title) <= 80 and titled.title.endswith("…")
+    assert titled.turns == 1
+    store.begin_turn(b.id, "second session question")
+    assert store.get_session(b.id).title == "An explicit title"  # the first turn does not rename
+    assert [s.id for s in store.list_sessions()] == [b.id, a.id]  # most recently updated first
+    store.delete_session(a.id)
+    with pytest.raises(SessionNotFound):
+        store.get_session(a.id)
+    assert store.turns(a.id) == []  # cascaded
+
+
+def test_pydantic_ai_messages_round_trip_and_continue_a_conversation(store: SessionStore) -> None:
+    sid = store.create_session().id
+    agent = _agent()
+    t1 = store.begin_turn(sid, "What is BM25?")
+    first = agent.run_sync("What is BM25?", model=TestModel())
+    store.append_messages(sid, first.new_messages(), turn_id=t1.turn_id)
+
+    loaded = store.load_messages(sid)
+    assert loaded == first.all_messages()
+    kinds = [type(p).__name__ for m in loaded for p in m.parts]
+    assert "ToolCallPart" in kinds and "ToolReturnPart" in kinds and "TextPart" in kinds
+    assert ModelMessagesTypeAdapter.dump_json(loaded) == ModelMessagesTypeAdapter.dump_json(
+        first.all_messages()
+    )
+
+    seen: list[str] = []
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.extend(
+            p.content
+            for m in messages
+            for p in m.parts
+            if isinstance(p, UserPromptPart) and isinstance(p.content, str)
+        )
+        return ModelResponse(parts=[TextPart("It ranks by term frequency.")])
+
+    t2 = store.begin_turn(sid, "And how does it rank?")
+    second = agent.run_sync(
+        "And how does it rank?",
+        model=FunctionModel(reply),
+        message_history=store.load_messages(sid),
+    )
+    store.append_messages(sid, second.new_messages(), turn_id=t2.turn_id)
+    assert seen == ["What is BM25?", "And how does it rank?"]  # the model saw the stored history
+    blocks = store.message_blocks(sid)
+    assert [b.turn_id for b in blocks] == [t1.turn_id, t2.turn_id]
+    assert len(store.load_messages(sid)) == len(second.all_messages())
+
+
+def test_replace_messages_is_all_or_nothing(store: SessionStore) -> None:
+    sid = store.create_session().id
+    req = ModelRequest(parts=[UserPromptPart("hello")])
+    resp = ModelResponse(parts=[TextPart("hi")])
+    s1 = store.append_messages(sid, [req, resp], turn_id="t1")
+    s2 = store.append_messages(sid, [req, resp], turn_id="t2")
+    summary = ModelRequest(parts=[UserPromptPart("summary")])
+    assert not store.replace_messages(sid, [summary], seqs=[s1, s2 + 100])  # stale: no change
+    assert len(store.load_messages(sid)) == 4
+    assert store.replace_messages(sid, [summary], seqs=[s1])
+    blocks = store.message_blocks(sid)
+    assert [(b.kind, b.turn_id) for b in blocks] == [("summary", None), ("turn", "t2")]
+    assert store.load_messages(sid)[0] == summary
+
+
+def test_turns_history_and_payload_merge(store: SessionStore) -> None:
+    sid = store.create_session().id
+    t = store.begin_turn(sid, "Which paper introduced DPR?", Scope(items=["ABCD1234"]))
+    assert (t.index, t.status, t.scope["items"]) == (1, "running", ["ABCD1234"])
+    store.update_turn(t.turn_id, payload={"timings": {"search": 1.5}})
+    cited = [{"n": 1, "item_key": "ABCD1234", "title": "Dense Passage Retrieval"}]
+    done = store.update_turn(
+        t.turn_id,
+        status="answered",
+        answer="Karpukhin et al. [1]",
+        payload={"cited_sources": cited},
+    )
+    assert done.payload == {"timings": {"search": 1.5}, "cited_sources": cited}
+    t2 = store.begin_turn(sid, "Thanks!")
+    store.update_turn(t2.turn_id, status="error", payload={"error": "model endpoint unreachable"})
+    with pytest.raises(ValueError, match="unknown turn status"):
+        store.update_turn(t2.turn_id, status="done")  # type: ignore[arg-type]
+
+    hist = store.history(sid)
+    assert [(h.index, h.prompt, h.status) for h in hist] == [
+        (1, "Which paper introduced DPR?", "answered"),
+        (2, "Thanks!", "error"),
+    ]
+    assert hist[0].cited_sources == cited and hist[0].checkpoint is None
+    assert hist[1].error == "model endpoint unreachable"
+    bubbles = hist[0].as_messages()
+    assert [b["role"] for b in bubbles] == ["user", "assistant"]
+    assert bubbles[1]["text"] == "Karpukhin et al. [1]"
+
+
+def test_a_pending_checkpoint_refuses_new_questions_until_cleared(store: SessionStore) -> None:
+    sid = store.create_session().id
+    t = store.begin_turn(sid, "Survey dense retrieval")
+    assert store.pending_checkpoint(sid) is None
+    snap = CheckpointSnapshot(
+        interrupt_id="int-1", turn_id=t.turn_id, payload={"tool_count": 10, "evidence": [1, 2]}
+    )
+    store.save_checkpoint(sid, snap, turn_payload={"checkpoint": {"extension": 1, "budget": 10}})
+    assert store.get_turn(t.turn_id).status == "checkpoint"
+
+    # Another process (a fresh store on the same file) sees the pause and is refused too.
+    other = SessionStore(store.path)
+    pending = other.pending_checkpoint(sid)
+    assert pending is not None and pending.payload == {"tool_count": 10, "evidence": [1, 2]}
+    with pytest.raises(CheckpointPending) as refused:
+        other.begin_turn(sid, "A new question")
+    assert refused.value.interrupt_id == "int-1" and refused.value.turn_id == t.turn_id
+    assert len(store.turns(sid)) == 1  # nothing was written
+    assert store.history(sid)[0].checkpoint == {"extension": 1, "budget": 10}
+
+    assert store.clear_checkpoint(sid) == pending
+    store.update_turn(t.turn_id, status="answered", answer="…")
+    assert store.history(sid)[0].checkpoint is None
+    assert store.begin_turn(sid, "A new question").index == 2
+
+
+def test_audit_keeps_the_last_five_turns_and_updates_resumed_turns_in_place(
+    store: SessionStore,
+) -> None:
+    sid = store.create_session().id
+    for i in range(7):
+        store.update_state(sid, lambda s, i=i: s.record_audit(AuditRecord(turn_id=f"t{i}")))
+    audit = store.get_state(sid).audit
+    assert [r.turn_id for r in audit] == ["t2", "t3", "t4", "t5", "t6"]
+    assert len(audit) == MAX_AUDIT_TURNS
+
+    def resume(s: SessionState) -> None:
+        s.record_audit(
+            AuditRecord(turn_id="t4", search_goal="extended", cited_chunk_ids=["c1"], cost_usd=0.01)
+        )
+
+    store.update_state(sid, resume)
+    audit = store.get_state(sid).audit
+    assert [r.turn_id for r in audit] == ["t2", "t3", "t4", "t5", "t6"]  # same place, no duplicate
+    t4 = audit[2]
+    assert (t4.search_goal, t4.cited_chunk_ids, t4.cost_usd) == ("extended", ["c1"], 0.01)
+    assert t4.created == store.get_state(sid).audit_for("t4").created  # type: ignore[union-attr]
+    assert t4.updated >= t4.created
+
+
+def test_outline_cache_is_lru_bounded_and_dual_keyed(store: SessionStore) -> None:
+    sid = store.create_session().id
+
+    def fill(s: SessionState) -> None:
+        for i in range(MAX_CACHED_OUTLINES):
+            s.cache_outline([f"PARENT{i}", f"ATTACH{i}"], f"# outline {i}", title=f"Paper {i}")
+
+    store.update_state(sid, fill)
+    state = store.get_state(sid)
+    assert state.outline_count == MAX_CACHED_OUTLINES  # 20 keys, 10 documents
+    assert state.get_outline("ATTACH3") is state.get_outline("PARENT3")
+
+    # Reading paper 0 makes it recent; adding an 11th document evicts paper 1, not paper 0.
+    store.update_state(sid, lambda s: s.get_outline("PARENT0", touch=True) and None)
+    store.update_state(sid, lambda s: s.cache_outline(["PARENT10", "ATTACH10"], "# outline 10"))
+    state = store.get_state(sid)
+    assert state.outline_count == MAX_CACHED_OUTLINES
+    assert state.get_outline("ATTACH1") is None and state.get_outline("PARENT1") is None
+    assert state.get_outline("ATTACH0") is not None and state.get_outline("PARENT10") is not None
+    assert state.has_outlines_for(["PARENT0", "ATTACH10"])
+    assert not state.has_outlines_for(["PARENT0", "PARENT1"])
+
+    # Learning the attachment key of a cached parent merges into the same document.
+    store.update_state(sid, lambda s: s.cache_outline(["PARENT2", "ATTACH2b"], "# outline 2 v2"))
+    entry = store.get_state(sid).get_outline("ATTACH2")
+    assert entry is not None and entry.outline == "# outline 2 v2"
+    assert set(entry.keys) == {"PARENT2", "ATTACH2", "ATTACH2b"}
+    assert store.get_state(sid).outline_count == MAX_CACHED_OUTLINES
+
+
+def test_state_holds_scope_profile_and_survives_a_reopen(store: SessionStore) -> None:
+    sid = store.create_session().id
+
+    def setup(s: SessionState) -> None:
+        s.scope = Scope(items=["K1"], collections=["Thesis"])
+        s.research_profile = "PhD student in information retrieval"
+        s.extras["continuity"] = {"last_scope": ["K1"]}
+
+    store.update_state(sid, setup)
+    store.close()
+    again = SessionStore.open(store.path.parent).get_state(sid)
+    assert again.scope.items == ["K1"] and not again.scope.is_library
+    assert again.research_profile == "PhD student in information retrieval"
+    assert again.extras == {"continuity": {"last_scope": ["K1"]}}
+    assert Scope().is_library
+
+
+def test_a_failing_update_leaves_the_state_untouched(store: SessionStore) -> None:
+    sid = store.create_session().id
+    store.update_state(sid, lambda s: setattr(s, "research_profile", "before"))
+
+    def boom(s: SessionState) -> None:
+        s.research_profile = "half-written"
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        store.update_state(sid, boom)
+    assert store.get_state(sid).research_profile == "before"
+
+
+def test_unknown_ids_are_clear_errors(store: SessionStore) -> None:
+    with pytest.raises(SessionNotFound):
+        store.append_messages("nope", [])
+    with pytest.raises(SessionNotFound):
+        store.update_state("nope", lambda s: None)
+    with pytest.raises(SessionNotFound):
+        store.update_turn("nope", status="answered")
+
+
+def test_store_works_from_worker_threads(store: SessionStore) -> None:
+    sid = store.create_session().id
+
+    async def main() -> None:
+        await asyncio.gather(
+            *(
+                asyncio.to_thread(
+                    store.append_messages,
+                    sid,
+                    [
+                        ModelRequest(parts=[ToolReturnPart("t", f"r{i}", tool_call_id=str(i))]),
+                        ModelResponse(parts=[ToolCallPart("t", {"i": i}, tool_call_id=str(i))]),
+                    ],
+                )
+                for i in range(20)
+            )
+        )
+
+    asyncio.run(main())
+    assert len(store.load_messages(sid)) == 40

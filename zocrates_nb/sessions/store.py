@@ -1,0 +1,527 @@
+"""`sessions.db`: sessions, coordinator messages, turns and per-session state in one SQLite file.
+
+Safe for several processes at once (a kernel and a CLI, two kernels): WAL journal, a busy
+timeout, short transactions, and `BEGIN IMMEDIATE` wherever a value is read and then written, so
+two writers serialise instead of overwriting each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+import pydantic_core
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from zocrates_nb.sessions.records import (
+    TURN_STATUSES,
+    HistoryTurn,
+    MessageBlock,
+    SessionRecord,
+    TurnRecord,
+    TurnStatus,
+    make_title,
+    to_datetime,
+)
+from zocrates_nb.sessions.state import CheckpointSnapshot, Scope, SessionState
+
+DB_FILE = "sessions.db"
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    title TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    turn_id TEXT,
+    kind TEXT NOT NULL DEFAULT 'turn',
+    data TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, seq);
+CREATE TABLE IF NOT EXISTS turns (
+    turn_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    prompt TEXT NOT NULL,
+    scope TEXT NOT NULL DEFAULT '{}',
+    status TEXT NOT NULL,
+    answer TEXT NOT NULL DEFAULT '',
+    payload TEXT NOT NULL DEFAULT '{}',
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    UNIQUE (session_id, idx)
+);
+CREATE TABLE IF NOT EXISTS state (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    data TEXT NOT NULL,
+    version INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+class SessionNotFound(LookupError):
+    """No session (or turn) with that id."""
+
+
+class CheckpointPending(RuntimeError):
+    """A checkpoint awaits the researcher's decision; resume or synthesize before a new question.
+
+    Surfaces map it to a conflict (HTTP 409).
+    """
+
+    def __init__(self, session_id: str, snapshot: CheckpointSnapshot) -> None:
+        self.session_id = session_id
+        self.interrupt_id = snapshot.interrupt_id
+        self.turn_id = snapshot.turn_id
+        super().__init__(
+            f"session {session_id} has a pending checkpoint (turn {snapshot.turn_id}): "
+            "resume it with extend_budget or synthesize before asking a new question"
+        )
+
+
+def _dumps(obj: Any) -> str:
+    return pydantic_core.to_json(obj).decode()
+
+
+class SessionStore:
+    """The session store. One instance per process is enough; it is safe across threads."""
+
+    def __init__(self, path: str | Path, *, timeout: float = 30.0) -> None:
+        path = Path(path)
+        self.path = path / DB_FILE if path.is_dir() else path
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._timeout = timeout
+        self._local = threading.local()
+        conn = self._conn()
+        conn.execute("PRAGMA journal_mode=WAL")
+        with self._tx() as c:
+            # Statement by statement: executescript would commit mid-transaction.
+            for stmt in filter(str.strip, _SCHEMA.split(";")):
+                c.execute(stmt)
+            c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @classmethod
+    def open(cls, home: str | Path) -> SessionStore:
+        """The store of a data home (`<home>/sessions.db`)."""
+        return cls(Path(home) / DB_FILE)
+
+    # --- connections ------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "pid", None) != os.getpid():
+            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: takes the write lock up front (BEGIN IMMEDIATE)."""
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent read snapshot across several statements."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # --- sessions ---------------------------------------------------------------------------
+    def create_session(self, title: str = "", *, session_id: str | None = None) -> SessionRecord:
+        sid = session_id or uuid.uuid4().hex
+        now = time.time()
+        with self._tx() as c:
+            c.execute(
+                "INSERT INTO sessions (id, title, created, updated) VALUES (?, ?, ?, ?)",
+                (sid, make_title(title) if title else "", now, now),
+            )
+            c.execute("INSERT INTO state (session_id, data) VALUES (?, ?)", (sid, "{}"))
+        return self.get_session(sid)
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT s.*, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS n "
+                "FROM sessions s WHERE s.id = ?",
+                (session_id,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        return _session(row)
+
+    def has_session(self, session_id: str) -> bool:
+        q = "SELECT 1 FROM sessions WHERE id = ?"
+        return self._conn().execute(q, (session_id,)).fetchone() is not None
+
+    def list_sessions(self, limit: int = 50) -> list[SessionRecord]:
+        """Most recently updated first."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT s.*, (SELECT COUNT(*) FROM turns t WHERE t.session_id = s.id) AS n "
+                "FROM sessions s ORDER BY s.updated DESC LIMIT ?",
+                (limit,),
+            )
+            .fetchall()
+        )
+        return [_session(r) for r in rows]
+
+    def rename_session(self, session_id: str, title: str) -> None:
+        with self._tx() as c:
+            self._require(c, session_id)
+            c.execute("UPDATE sessions SET title = ? WHERE id = ?", (make_title(title), session_id))
+
+    def delete_session(self, session_id: str) -> None:
+        with self._tx() as c:
+            c.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+    @staticmethod
+    def _require(c: sqlite3.Connection, session_id: str) -> None:
+        if c.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+
+    @staticmethod
+    def _touch(c: sqlite3.Connection, session_id: str, now: float) -> None:
+        c.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session_id))
+
+    # --- messages ---------------------------------------------------------------------------
+    def append_messages(
+        self, session_id: str, messages: Sequence[ModelMessage], *, turn_id: str | None = None
+    ) -> int:
+        """Append a run's new coordinator messages (e.g. `result.new_messages()`); returns the
+        block's sequence number."""
+        data = ModelMessagesTypeAdapter.dump_json(list(messages)).decode()
+        now = time.time()
+        with self._tx() as c:
+            self._require(c, session_id)
+            cur = c.execute(
+                "INSERT INTO messages (session_id, turn_id, kind, data, created) "
+                "VALUES (?, ?, 'turn', ?, ?)",
+                (session_id, turn_id, data, now),
+            )
+            self._touch(c, session_id, now)
+            return int(cur.lastrowid or 0)
+
+    def message_blocks(self, session_id: str) -> list[MessageBlock]:
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT seq, turn_id, kind, data FROM messages WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            )
+            .fetchall()
+        )
+        return [
+            MessageBlock(
+                seq=r["seq"],
+                turn_id=r["turn_id"],
+                kind="summary" if r["kind"] == "summary" else "turn",
+                messages=ModelMessagesTypeAdapter.validate_json(r["data"]),
+            )
+            for r in rows
+        ]
+
+    def load_messages(self, session_id: str) -> list[ModelMessage]:
+        """The coordinator's history, ready for `agent.run(message_history=…)`."""
+        return [m for block in self.message_blocks(session_id) for m in block.messages]
+
+    def replace_messages(
+        self,
+        session_id: str,
+        messages: Sequence[ModelMessage],
+        *,
+        seqs: Sequence[int] | None = None,
+        kind: str = "summary",
+        state_fn: Callable[[SessionState], SessionState | None] | None = None,
+    ) -> bool:
+        """Atomically replace message blocks by `messages` (one block, placed where the first
+        replaced block was). `seqs=None` replaces the whole history.
+
+        With `seqs`, nothing happens (returns False) unless exactly those blocks still exist,
+        so two compactions racing cannot both apply. `state_fn` updates the session state in
+        the same transaction.
+        """
+        data = ModelMessagesTypeAdapter.dump_json(list(messages)).decode()
+        now = time.time()
+        with self._tx() as c:
+            self._require(c, session_id)
+            present = [
+                r[0]
+                for r in c.execute(
+                    "SELECT seq FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
+                )
+            ]
+            if seqs is None:
+                doomed = present
+            else:
+                doomed = sorted(seqs)
+                if not doomed or not set(doomed) <= set(present):
+                    return False
+            c.executemany("DELETE FROM messages WHERE seq = ?", [(s,) for s in doomed])
+            if messages:
+                if doomed:
+                    c.execute(
+                        "INSERT INTO messages (seq, session_id, turn_id, kind, data, created) "
+                        "VALUES (?, ?, NULL, ?, ?, ?)",
+                        (doomed[0], session_id, kind, data, now),
+                    )
+                else:
+                    c.execute(
+                        "INSERT INTO messages (session_id, turn_id, kind, data, created) "
+                        "VALUES (?, NULL, ?, ?, ?)",
+                        (session_id, kind, data, now),
+                    )
+            if state_fn is not None:
+                self._apply_state(c, session_id, state_fn)
+            self._touch(c, session_id, now)
+        return True
+
+    # --- turns ------------------------------------------------------------------------------
+    def begin_turn(
+        self,
+        session_id: str,
+        prompt: str,
+        scope: Scope | dict[str, Any] | None = None,
+        *,
+        turn_id: str | None = None,
+    ) -> TurnRecord:
+        """Open a turn (status running). Refuses with CheckpointPending while a checkpoint waits;
+        the first turn names the session."""
+        tid = turn_id or uuid.uuid4().hex
+        scope_json = _dumps(scope.model_dump() if isinstance(scope, Scope) else scope or {})
+        now = time.time()
+        with self._tx() as c:
+            self._require(c, session_id)
+            state = self._load_state(c, session_id)
+            if state.checkpoint is not None:
+                raise CheckpointPending(session_id, state.checkpoint)
+            idx = c.execute(
+                "SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            c.execute(
+                "INSERT INTO turns (turn_id, session_id, idx, prompt, scope, status, created, "
+                "updated) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+                (tid, session_id, idx, prompt, scope_json, now, now),
+            )
+            c.execute(
+                "UPDATE sessions SET title = ? WHERE id = ? AND title = ''",
+                (make_title(prompt), session_id),
+            )
+            self._touch(c, session_id, now)
+        return self.get_turn(tid)
+
+    def update_turn(
+        self,
+        turn_id: str,
+        *,
+        status: TurnStatus | None = None,
+        answer: str | None = None,
+        payload: dict[str, Any] | None = None,
+    ) -> TurnRecord:
+        """Change a turn's status/answer; `payload` keys are merged into the stored payload."""
+        if status is not None and status not in TURN_STATUSES:
+            raise ValueError(f"unknown turn status {status!r}; expected one of {TURN_STATUSES}")
+        now = time.time()
+        with self._tx() as c:
+            row = c.execute(
+                "SELECT session_id, payload FROM turns WHERE turn_id = ?", (turn_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no turn {turn_id!r}")
+            merged = json.loads(row["payload"])
+            if payload:
+                merged.update(json.loads(_dumps(payload)))
+            c.execute(
+                "UPDATE turns SET status = COALESCE(?, status), answer = COALESCE(?, answer), "
+                "payload = ?, updated = ? WHERE turn_id = ?",
+                (status, answer, _dumps(merged), now, turn_id),
+            )
+            self._touch(c, row["session_id"], now)
+        return self.get_turn(turn_id)
+
+    def get_turn(self, turn_id: str) -> TurnRecord:
+        q = "SELECT * FROM turns WHERE turn_id = ?"
+        row = self._conn().execute(q, (turn_id,)).fetchone()
+        if row is None:
+            raise SessionNotFound(f"no turn {turn_id!r}")
+        return _turn(row)
+
+    def turns(self, session_id: str) -> list[TurnRecord]:
+        q = "SELECT * FROM turns WHERE session_id = ? ORDER BY idx"
+        return [_turn(r) for r in self._conn().execute(q, (session_id,)).fetchall()]
+
+    def history(self, session_id: str) -> list[HistoryTurn]:
+        """Display-ready turns in order, with the pending checkpoint attached to its turn."""
+        with self._read() as c:
+            self._require(c, session_id)
+            rows = c.execute(
+                "SELECT * FROM turns WHERE session_id = ? ORDER BY idx", (session_id,)
+            ).fetchall()
+            state = self._load_state(c, session_id)
+        pending = state.checkpoint
+        out = []
+        for t in map(_turn, rows):
+            p = t.payload
+            checkpoint = None
+            if pending is not None and pending.turn_id == t.turn_id:
+                checkpoint = p.get("checkpoint") or {"interrupt_id": pending.interrupt_id}
+            out.append(
+                HistoryTurn(
+                    turn_id=t.turn_id,
+                    index=t.index,
+                    prompt=t.prompt,
+                    status=t.status,
+                    answer=t.answer,
+                    cited_sources=list(p.get("cited_sources") or []),
+                    other_sources=list(p.get("other_sources") or []),
+                    citations=list(p.get("citations") or []),
+                    checkpoint=checkpoint,
+                    error=p.get("error"),
+                    scope=t.scope,
+                    created=t.created,
+                )
+            )
+        return out
+
+    # --- state ------------------------------------------------------------------------------
+    @staticmethod
+    def _load_state(c: sqlite3.Connection, session_id: str) -> SessionState:
+        q = "SELECT data FROM state WHERE session_id = ?"
+        row = c.execute(q, (session_id,)).fetchone()
+        return SessionState.model_validate_json(row["data"]) if row else SessionState()
+
+    def _apply_state(
+        self,
+        c: sqlite3.Connection,
+        session_id: str,
+        fn: Callable[[SessionState], SessionState | None],
+    ) -> SessionState:
+        state = self._load_state(c, session_id)
+        new = fn(state)
+        state = state if new is None else new
+        c.execute(
+            "INSERT INTO state (session_id, data, version) VALUES (?, ?, 1) "
+            "ON CONFLICT(session_id) DO UPDATE SET data = excluded.data, version = version + 1",
+            (session_id, state.model_dump_json()),
+        )
+        return state
+
+    def get_state(self, session_id: str) -> SessionState:
+        c = self._conn()
+        self._require(c, session_id)
+        return self._load_state(c, session_id)
+
+    def update_state(
+        self, session_id: str, fn: Callable[[SessionState], SessionState | None]
+    ) -> SessionState:
+        """Read-modify-write the state atomically: `fn` mutates the state (or returns a new one).
+
+        `fn` runs while the write lock is held: keep it quick and free of I/O.
+        """
+        with self._tx() as c:
+            self._require(c, session_id)
+            state = self._apply_state(c, session_id, fn)
+            self._touch(c, session_id, time.time())
+        return state
+
+    # --- checkpoints ------------------------------------------------------------------------
+    def pending_checkpoint(self, session_id: str) -> CheckpointSnapshot | None:
+        return self.get_state(session_id).checkpoint
+
+    def save_checkpoint(
+        self, session_id: str, snapshot: CheckpointSnapshot, *, turn_payload: dict[str, Any]
+    ) -> None:
+        """Pause a turn: store the snapshot and mark the turn `checkpoint`, in one transaction."""
+        now = time.time()
+        with self._tx() as c:
+            self._require(c, session_id)
+
+            def put(state: SessionState) -> None:
+                state.checkpoint = snapshot
+
+            self._apply_state(c, session_id, put)
+            row = c.execute(
+                "SELECT payload FROM turns WHERE turn_id = ? AND session_id = ?",
+                (snapshot.turn_id, session_id),
+            ).fetchone()
+            if row is None:
+                raise SessionNotFound(f"no turn {snapshot.turn_id!r} in session {session_id!r}")
+            merged = {**json.loads(row["payload"]), **json.loads(_dumps(turn_payload))}
+            c.execute(
+                "UPDATE turns SET status = 'checkpoint', payload = ?, updated = ? "
+                "WHERE turn_id = ?",
+                (_dumps(merged), now, snapshot.turn_id),
+            )
+            self._touch(c, session_id, now)
+
+    def clear_checkpoint(self, session_id: str) -> CheckpointSnapshot | None:
+        """Remove the pending snapshot (after synthesis); returns what was there."""
+        taken: list[CheckpointSnapshot | None] = []
+
+        def take(state: SessionState) -> None:
+            taken.append(state.checkpoint)
+            state.checkpoint = None
+
+        self.update_state(session_id, take)
+        return taken[0]
+
+
+def _session(row: sqlite3.Row) -> SessionRecord:
+    return SessionRecord(
+        id=row["id"],
+        title=row["title"],
+        created=to_datetime(row["created"]),
+        updated=to_datetime(row["updated"]),
+        turns=int(row["n"]),
+    )
+
+
+def _turn(row: sqlite3.Row) -> TurnRecord:
+    return TurnRecord(
+        turn_id=row["turn_id"],
+        session_id=row["session_id"],
+        index=int(row["idx"]),
+        prompt=row["prompt"],
+        scope=json.loads(row["scope"]),
+        status=cast(TurnStatus, row["status"]),
+        answer=row["answer"],
+        payload=json.loads(row["payload"]),
+        created=to_datetime(row["created"]),
+        updated=to_datetime(row["updated"]),
+    )
