@@ -74,7 +74,8 @@ class Toc:
         return max(bisect_right(self.page_starts, line), 1)
 
     def asset(self, asset_id: str) -> Section | Asset | None:
-        for a in (*self.sections, *self.figures, *self.tables):
+        items: list[Section | Asset] = [*self.sections, *self.figures, *self.tables]
+        for a in items:
             if a.id == asset_id:
                 return a
         return None

@@ -1,0 +1,125 @@
+"""The PDF converter on the real corpus, scored with the shared gold-TOC scorer.
+
+Converts the 12 dev papers once (a few seconds) and checks the quality targets and the bundle
+invariants the indexer relies on.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from zocrates_nb.ingest import Bundle, convert_file
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+GOLD_DIR = SHARED / "corpus" / "gold-toc"
+PAPERS = SHARED / "corpus" / "papers"
+
+pytestmark = pytest.mark.corpus
+
+
+@pytest.fixture(scope="module")
+def scorer() -> ModuleType:
+    if not (GOLD_DIR / "score_toc.py").is_file():
+        pytest.skip(f"../shared/corpus not found: {GOLD_DIR}")
+    spec = importlib.util.spec_from_file_location("score_toc", GOLD_DIR / "score_toc.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def gold() -> list[dict[str, Any]]:
+    if not (GOLD_DIR / "dev.json").is_file():
+        pytest.skip(f"../shared/corpus not found: {GOLD_DIR}")
+    data: list[dict[str, Any]] = json.loads((GOLD_DIR / "dev.json").read_text("utf-8"))
+    return data
+
+
+@pytest.fixture(scope="module")
+def bundles(gold: list[dict[str, Any]]) -> dict[str, Bundle]:
+    return {g["slug"]: convert_file(PAPERS / f"{g['slug']}.pdf") for g in gold}
+
+
+def _prediction(bundle: Bundle) -> dict[str, Any]:
+    toc = bundle.toc
+    return {
+        "sections": [{"level": s.level, "number": s.number, "title": s.title}
+                     for s in toc.sections[1:]],
+        "figures": [{"label": f.label} for f in toc.figures],
+        "tables": [{"label": t.label} for t in toc.tables],
+    }
+
+
+def test_dev_set_meets_quality_targets(
+    scorer: ModuleType, gold: list[dict[str, Any]], bundles: dict[str, Bundle]
+) -> None:
+    hits = n_gold = n_pred = 0
+    fig_hit = fig_n = tab_hit = tab_n = 0
+    for g in gold:
+        pred = _prediction(bundles[g["slug"]])
+        pairs = scorer.match_headings(g["sections"], pred["sections"])
+        hits += len(pairs)
+        n_gold += len(g["sections"])
+        n_pred += len(pred["sections"])
+        gf, pf = scorer.label_set(g["figures"]), scorer.label_set(pred["figures"])
+        gt, pt = scorer.label_set(g["tables"]), scorer.label_set(pred["tables"])
+        fig_hit, fig_n = fig_hit + len(gf & pf), fig_n + len(gf)
+        tab_hit, tab_n = tab_hit + len(gt & pt), tab_n + len(gt)
+    recall, precision = hits / n_gold, hits / n_pred
+    f1 = 2 * precision * recall / (precision + recall)
+    assert f1 >= 0.85, f"heading F1 {f1:.3f} (P {precision:.3f} R {recall:.3f})"
+    assert fig_hit / fig_n >= 0.90, f"figure recall {fig_hit}/{fig_n}"
+    assert tab_hit / tab_n >= 0.90, f"table recall {tab_hit}/{tab_n}"
+
+
+def test_sections_tile_each_document(bundles: dict[str, Bundle]) -> None:
+    for slug, b in bundles.items():
+        secs = b.toc.sections
+        assert secs[0].id == "s0" and secs[0].level == 0 and secs[0].line_start == 1, slug
+        expected = 1
+        for s in secs:
+            assert s.line_start == expected, (slug, s.id)
+            expected = s.line_end + 1
+        assert expected - 1 == len(b.markdown.rstrip("\n").split("\n")), slug
+        for s in secs[1:]:
+            line = b.lines[s.line_start - 1]
+            assert line.startswith("#") and s.title in line, (slug, s.id, line)
+            assert 1 <= s.level <= 3 and s.page is not None
+
+
+def test_pages_and_captions_point_into_the_document(bundles: dict[str, Bundle]) -> None:
+    for slug, b in bundles.items():
+        toc = b.toc
+        assert toc.pages and len(toc.page_starts) == toc.pages, slug
+        assert toc.page_starts == sorted(toc.page_starts) and toc.page_starts[0] == 1, slug
+        for a in (*toc.figures, *toc.tables):
+            text = b.text(a.line_start, a.line_end)
+            assert a.label in text, (slug, a.id)
+            assert a.caption[:30] in text, (slug, a.id)
+            assert toc.page_of_line(a.line_start) == a.page, (slug, a.id)
+
+
+def test_text_is_clean(bundles: dict[str, Bundle]) -> None:
+    raft = bundles["raft"]
+    assert raft.toc.title == "In Search of an Understandable Consensus Algorithm"
+    assert raft.toc.year == 2013
+    assert raft.toc.abstract.startswith("Raft is a consensus algorithm for managing a replicated")
+    # De-hyphenated across line ends, ligatures expanded, no running page numbers.
+    assert "understandability" in raft.markdown and "understandabil-" not in raft.markdown
+    assert "ﬁ" not in raft.markdown
+    assert not re.search(r"^\d{1,2}$", raft.markdown, re.MULTILINE)
+    bigtable = bundles["bigtable"].toc
+    rows = (bigtable.tables[1].csv or "").splitlines()
+    assert "Personalized Search,4,47%,6,93,11,5%,Yes" in rows
+    gfs = bundles["gfs"].toc
+    assert gfs.authors[:3] == ["Sanjay Ghemawat", "Howard Gobioff", "Shun-Tak Leung"]
+    assert [s.title for s in gfs.sections[1:5]] == [
+        "ABSTRACT", "Categories and Subject Descriptors", "General Terms", "Keywords"]

@@ -1,0 +1,194 @@
+"""Markdown, plain-text, HTML-snapshot and Zotero-note converters, and `convert_file` dispatch."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from zocrates_nb.ingest import Bundle, ConversionError, convert_file, convert_note
+from zocrates_nb.ingest.toc import split_number
+
+NOTE = (
+    '<div class="zotero-note znv1"><div data-schema-version="9">'
+    "<h1>Reading notes: the Transformer</h1>"
+    "<p>Encoder-decoder built only from <strong>attention</strong>.</p>"
+    "<h2>Key ideas</h2>"
+    "<ul><li><p>Scaled dot-product attention</p></li><li><p>Multi-head attention</p></li></ul>"
+    "<h3>Details</h3><p>Sinusoidal positions.</p>"
+    "<h2>Results to remember</h2>"
+    "<table><tbody><tr><th><p>Task</p></th><th><p>BLEU</p></th></tr>"
+    "<tr><td><p>WMT 2014 EN-DE (big)</p></td><td><p>28.4</p></td></tr>"
+    "<tr><td><p>WMT 2014 EN-FR (big)</p></td><td><p>41.8</p></td></tr></tbody></table>"
+    '<p>See also <a href="https://arxiv.org/abs/1706.03762">arXiv:1706.03762</a>.</p>'
+    "</div></div>"
+)
+
+
+def assert_well_formed(bundle: Bundle) -> None:
+    """Sections s0..sN tile the document: contiguous, no overlap, ending at the last line."""
+    secs = bundle.toc.sections
+    assert secs[0].id == "s0" and secs[0].line_start == 1
+    expected = 1
+    for s in secs:
+        assert s.line_start == expected, (s.id, s.line_start, expected)
+        assert s.line_end >= s.line_start - 1
+        expected = s.line_end + 1
+    assert expected - 1 == len(bundle.lines) - (1 if bundle.markdown.endswith("\n") else 0)
+    for s in secs[1:]:
+        assert bundle.lines[s.line_start - 1].startswith("#"), s
+
+
+def test_zotero_note_headings_lists_table_and_links() -> None:
+    b = convert_note(NOTE)
+    assert b.toc.title == "Reading notes: the Transformer"
+    assert [(s.level, s.title) for s in b.toc.sections[1:]] == [
+        (1, "Reading notes: the Transformer"),
+        (2, "Key ideas"),
+        (3, "Details"),
+        (2, "Results to remember"),
+    ]
+    assert "- Scaled dot-product attention" in b.markdown
+    assert "| WMT 2014 EN-DE (big) | 28.4 |" in b.markdown
+    assert "arXiv:1706.03762" in b.markdown and "https://" not in b.markdown
+    (table,) = b.toc.tables
+    assert table.id == "t1"
+    rows = list(csv.reader(io.StringIO(table.csv or "")))
+    assert rows == [
+        ["Task", "BLEU"],
+        ["WMT 2014 EN-DE (big)", "28.4"],
+        ["WMT 2014 EN-FR (big)", "41.8"],
+    ]
+    assert "28.4" in b.text(table.line_start, table.line_end)
+    assert_well_formed(b)
+
+
+def test_note_without_heading_takes_its_first_line_as_title() -> None:
+    b = convert_note("<p>Short note: Raft splits <em>consensus</em>.</p><p>Second.</p>")
+    assert b.toc.title == "Short note: Raft splits consensus."
+    assert len(b.toc.sections) == 1 and b.toc.sections[0].line_end == 3
+    assert convert_note("<p>x</p>", title="Given").toc.title == "Given"
+
+
+def test_empty_note_is_a_conversion_error() -> None:
+    with pytest.raises(ConversionError):
+        convert_note("<div><p> </p></div>")
+
+
+def test_html_snapshot_drops_scripts_styles_and_navigation(tmp_path: Path) -> None:
+    page = tmp_path / "snap.html"
+    page.write_text(
+        "<html><head><title>Raft explained</title><style>body{color:red}</style>"
+        "<script>var secret = 'tracking';</script></head><body>"
+        "<nav><a href='/'>Home</a> | <a href='/about'>About</a></nav>"
+        "<article><h1>Raft explained</h1><p>" + "Leader election keeps one leader. " * 10 + "</p>"
+        "<h2>2.1 Log replication</h2><p>Entries flow from the leader.</p>"
+        "<figure><img src='x.png'><figcaption>Figure 3: Server states.</figcaption></figure>"
+        "<table><caption>Table 1: Timeouts</caption><tr><th>Name</th><th>ms</th></tr>"
+        "<tr><td>election</td><td>150</td></tr></table>"
+        "<script>document.write('injected')</script></article></body></html>",
+        "utf-8",
+    )
+    b = convert_file(page, "text/html")
+    assert "tracking" not in b.markdown and "injected" not in b.markdown
+    assert "color:red" not in b.markdown and "About" not in b.markdown
+    assert b.toc.title == "Raft explained"
+    sub = b.toc.sections[2]
+    assert (sub.level, sub.number, sub.title) == (2, "2.1", "Log replication")
+    assert [f.label for f in b.toc.figures] == ["Figure 3"]
+    assert b.toc.figures[0].caption == "Server states."
+    (t,) = b.toc.tables
+    assert (t.label, t.caption) == ("Table 1", "Timeouts")
+    assert t.csv == "Name,ms\nelection,150\n"
+    assert "Table 1" in b.text(t.line_start, t.line_end)
+    assert_well_formed(b)
+
+
+def test_markdown_file_headings_numbers_captions_and_frontmatter(tmp_path: Path) -> None:
+    md = tmp_path / "notes.md"
+    md.write_text(
+        "Paper notes\n===========\n\nBy me, 2021.\n\n## Abstract\n\nWe study ﬁles.\n\n"
+        "## 3.2 Raft basics\n\nText.\n\n```\n# not a heading\n```\n\n### A.1 Proofs\n\n"
+        "Table 2: Latency per op.\n\n| op | ms |\n|---|---|\n| get | 1 |\n",
+        "utf-8",
+    )
+    b = convert_file(md)
+    heads = [(s.level, s.number, s.title) for s in b.toc.sections[1:]]
+    assert heads == [
+        (1, None, "Paper notes"),
+        (2, None, "Abstract"),
+        (2, "3.2", "Raft basics"),
+        (3, "A.1", "Proofs"),
+    ]
+    assert b.toc.abstract == "We study files."  # NFKC expands the ligature
+    assert b.toc.abstract_source == "document"
+    (t,) = b.toc.tables
+    assert t.label == "Table 2" and t.csv == "op,ms\nget,1\n"
+    assert_well_formed(b)
+
+
+def test_plain_text_joins_wrapped_lines_and_finds_numbered_headings(tmp_path: Path) -> None:
+    txt = tmp_path / "paper.txt"
+    txt.write_text(
+        "A Study of Things\n\nWe describe a distri-\nbuted system that\nworks.\n\n"
+        "1 Introduction\n\nSystems fail.\n\n2 Design\n\nWe chose\nsimplicity.\n",
+        "utf-8",
+    )
+    b = convert_file(txt)
+    assert "We describe a distributed system that works." in b.markdown
+    assert [(s.number, s.title) for s in b.toc.sections[1:]] == [("1", "Introduction"),
+                                                                 ("2", "Design")]
+    assert b.toc.sections[0].title == "" and b.toc.title == "A Study of Things"
+    assert_well_formed(b)
+
+
+def test_plain_text_without_headings_is_frontmatter_only(tmp_path: Path) -> None:
+    txt = tmp_path / "memo.txt"
+    txt.write_text("Just one paragraph\nof text.\n", "utf-8")
+    b = convert_file(txt, "text/plain")
+    assert b.markdown == "Just one paragraph of text.\n"
+    assert len(b.toc.sections) == 1
+    assert_well_formed(b)
+
+
+def test_zero_byte_and_unknown_files_are_conversion_errors(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.pdf"
+    empty.write_bytes(b"")
+    with pytest.raises(ConversionError, match="empty"):
+        convert_file(empty, "application/pdf")
+    blob = tmp_path / "data.bin"
+    blob.write_bytes(b"\x00\x01\x02")
+    with pytest.raises(ConversionError, match="unsupported"):
+        convert_file(blob)
+
+
+def test_fallback_text_rescues_an_unreadable_file(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.pdf"
+    bad.write_bytes(b"%PDF-1.4\nthis is not really a pdf\n%%EOF")
+    cache = tmp_path / ".zotero-ft-cache"
+    cache.write_text("Recovered Title\n1 Introduction\nText from Zotero's index.\n", "utf-8")
+    b = convert_file(bad, "application/pdf", fallback_text=cache)
+    assert b.toc.converter == "zotero-ft-cache"
+    assert "Text from Zotero's index." in b.markdown
+    assert [s.title for s in b.toc.sections[1:]] == ["Introduction"]
+    empty_cache = tmp_path / "empty-cache"
+    empty_cache.write_text("  \n", "utf-8")
+    with pytest.raises(ConversionError, match="corrupt"):
+        convert_file(bad, "application/pdf", fallback_text=empty_cache)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("3.2 Raft basics", ("3.2", "Raft basics")),
+        ("3. Method", ("3", "Method")),
+        ("A.1 Proofs", ("A.1", "Proofs")),
+        ("IV. RESULTS", ("IV", "RESULTS")),
+        ("Related work", (None, "Related work")),
+        ("2013 was a year", (None, "2013 was a year")),
+    ],
+)
+def test_split_number(text: str, expected: tuple[str | None, str]) -> None:
+    assert split_number(text) == expected
