@@ -1,0 +1,287 @@
+"""The HTTP API end to end: a real Jupyter server with the extension, over a real data home
+(the built-in sample library, indexed), driven over loopback with Jupyter's token."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from zocrates_nb.events import CheckpointEvent, Event, Final, event_from_json
+from zocrates_nb.server.client import RemoteClient, ServerError
+from zocrates_nb.server.sse import parse_sse
+from zocrates_nb.server.testing import JupyterServer
+
+FACTUAL = "How does reciprocal rank fusion combine the lexical and dense rankings?"
+BROAD = "Compare everything the library says about retrieval, locks, leases and tidy tables"
+
+
+def _cli(home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "zocrates_nb.cli", "--home", str(home), *args],
+        capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("zocrates-home")
+    done = _cli(home, "index", "--sample", "--json")
+    assert done.returncode == 0, done.stderr
+    return home
+
+
+@pytest.fixture(scope="module")
+def server(home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterServer]:
+    with JupyterServer(home, tmp_path_factory.mktemp("jupyter")) as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: JupyterServer) -> Iterator[RemoteClient]:
+    with RemoteClient(server.url, server.token) as c:
+        yield c
+
+
+def _http(server: JupyterServer, token: str | None = "default") -> httpx.Client:
+    token = server.token if token == "default" else token
+    headers = {"Authorization": f"token {token}"} if token else {}
+    return httpx.Client(base_url=server.url, headers=headers, timeout=httpx.Timeout(30, read=None))
+
+
+def _post(server: JupyterServer, path: str, body: Any, **kw: Any) -> httpx.Response:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    with _http(server, **kw) as http:
+        return http.post(path, content=content, headers={"Content-Type": "application/json"})
+
+
+# --- authentication ---------------------------------------------------------------------------
+@pytest.mark.parametrize("token", [None, "wrong-token"])
+def test_every_endpoint_requires_jupyters_token(server: JupyterServer, token: str | None) -> None:
+    with _http(server, token) as http:
+        for path in ("zocrates/sessions", "zocrates/sessions/abc", "zocrates/openapi.json"):
+            assert http.get(path).status_code == 403, path
+        for path, body in (("zocrates/chat", {"prompt": "hi"}),
+                           ("zocrates/chat/resume", {"session_id": "a", "interrupt_id": "b",
+                                                     "action": "synthesize"})):  # fmt: skip
+            assert http.post(path, json=body).status_code == 403, path
+    assert _http(server).get("zocrates/openapi.json").json()["openapi"].startswith("3.")
+
+
+# --- malformed requests -----------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("path", "body", "names"),
+    [
+        ("zocrates/chat", b"{not json", "Invalid JSON"),
+        ("zocrates/chat", b"[1, 2]", "object"),
+        ("zocrates/chat", {}, "prompt"),
+        ("zocrates/chat", {"prompt": 42}, "prompt"),
+        ("zocrates/chat", {"prompt": "   "}, "prompt"),
+        ("zocrates/chat", {"prompt": "hi", "items": "ABCD1234"}, "items"),
+        ("zocrates/chat", {"prompt": "hi", "budget": 0}, "budget"),
+        ("zocrates/chat", {"prompt": "hi", "colour": "red"}, "colour"),
+        ("zocrates/chat/resume", {"session_id": "s", "interrupt_id": "i"}, "action"),
+        ("zocrates/chat/resume",
+         {"session_id": "s", "interrupt_id": "i", "action": "dig_deeper"}, "action"),
+    ],
+)  # fmt: skip
+def test_malformed_bodies_are_400_with_a_message_naming_the_problem(
+    server: JupyterServer, path: str, body: Any, names: str
+) -> None:
+    response = _post(server, path, body)
+    assert response.status_code == 400, response.text
+    assert names in response.json()["message"]
+
+
+def test_unknown_sessions_are_404(server: JupyterServer) -> None:
+    with _http(server) as http:
+        assert http.get("zocrates/sessions/no-such-session").status_code == 404
+    assert _post(server, "zocrates/chat", {"prompt": "hi", "session_id": "nope"}).status_code == 404
+    resume = {"session_id": "nope", "interrupt_id": "x", "action": "synthesize"}
+    assert _post(server, "zocrates/chat/resume", resume).status_code == 404
+
+
+# --- streaming --------------------------------------------------------------------------------
+def test_chat_streams_typed_events_as_they_happen(server: JupyterServer) -> None:
+    arrivals: list[tuple[float, str, Event]] = []
+    with _http(server) as http, http.stream(
+        "POST", "zocrates/chat", json={"prompt": FACTUAL}
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        session_id = response.headers["X-Zocrates-Session"]
+        for message in parse_sse(response.iter_lines()):
+            event = event_from_json(json.loads(message.data))
+            arrivals.append((time.monotonic(), message.event, event))
+            if len(arrivals) == 1:
+                # The turn is still running while its first event is already here.
+                turns = http.get(f"zocrates/sessions/{session_id}").json()["turns"]
+                assert [t["status"] for t in turns] == ["running"]
+    names = [name for _, name, _ in arrivals]
+    assert names[-1] == "final" and names.count("final") == 1, names
+    assert "step" in names
+    assert {e.session_id for _, _, e in arrivals} == {session_id}
+    final = arrivals[-1][2]
+    assert isinstance(final, Final)
+    assert any("Hybrid Retrieval" in s.title for s in final.cited_sources)
+    assert arrivals[-1][0] - arrivals[0][0] > 0.05  # spread over time, not one burst
+
+    detail = http_get(server, f"zocrates/sessions/{session_id}")
+    (turn,) = detail["turns"]
+    assert turn["status"] == "answered" and turn["answer"] == final.answer
+    assert turn["prompt"] == FACTUAL and detail["pending_checkpoint"] is None
+    assert [m["role"] for m in detail["messages"]] == ["user", "assistant"]
+    listed = {s["session_id"]: s for s in http_get(server, "zocrates/sessions")["sessions"]}
+    assert listed[session_id]["turns"] == 1 and listed[session_id]["pending_checkpoint"] is None
+
+
+def http_get(server: JupyterServer, path: str) -> Any:
+    with _http(server) as http:
+        response = http.get(path)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+def test_a_client_that_leaves_mid_stream_loses_nothing(server: JupyterServer) -> None:
+    with _http(server) as http, http.stream(
+        "POST", "zocrates/chat", json={"prompt": FACTUAL}
+    ) as response:
+        session_id = response.headers["X-Zocrates-Session"]
+        first = next(parse_sse(response.iter_lines()))
+        assert first.event != "final"
+    # Connection closed after one event: the turn goes on and is saved.
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        (turn,) = http_get(server, f"zocrates/sessions/{session_id}")["turns"]
+        if turn["status"] != "running":
+            break
+        time.sleep(0.5)
+    assert turn["status"] == "answered", turn
+    assert turn["answer"] and turn["cited_sources"]
+    assert f"client left; session {session_id} completes" in server.log_tail(100_000)
+
+
+# --- checkpoints ------------------------------------------------------------------------------
+def _events(stream: Iterator[Event]) -> list[Event]:
+    return list(stream)
+
+
+def test_checkpoint_conflict_and_resume_after_a_server_restart(
+    server: JupyterServer, client: RemoteClient
+) -> None:
+    events = _events(client.ask(BROAD, budget=1))
+    checkpoint = events[-1]
+    assert isinstance(checkpoint, CheckpointEvent), events[-1]
+    session_id = checkpoint.session_id
+    assert client.last_session_id == session_id
+
+    pending = client.session(session_id)["pending_checkpoint"]
+    assert pending == checkpoint.model_dump(mode="json")
+    listed = {s["session_id"]: s for s in client.sessions()}
+    assert listed[session_id]["pending_checkpoint"] == checkpoint.interrupt_id
+
+    with pytest.raises(ServerError) as conflict:
+        _events(client.ask("And another question?", session_id=session_id))
+    assert conflict.value.status == 409
+    wrong = {"session_id": session_id, "interrupt_id": "not-it", "action": "synthesize"}
+    response = _post(server, "zocrates/chat/resume", wrong)
+    assert response.status_code == 400 and "interrupt_id" in response.json()["message"]
+
+    server.restart()  # a new process: the checkpoint lives in sessions.db only
+    with RemoteClient(server.url, server.token) as fresh:
+        assert fresh.session(session_id)["pending_checkpoint"]["interrupt_id"] == (
+            checkpoint.interrupt_id
+        )
+        resumed = _events(fresh.resume(session_id, "synthesize"))
+        final = resumed[-1]
+        assert isinstance(final, Final), resumed[-1]
+        assert final.cited_sources or final.other_sources
+        detail = fresh.session(session_id)
+        assert detail["pending_checkpoint"] is None
+        assert [t["status"] for t in detail["turns"]] == ["answered"]
+        with pytest.raises(ServerError) as nothing:
+            _events(fresh.resume(session_id, "synthesize", interrupt_id=checkpoint.interrupt_id))
+        assert nothing.value.status == 409
+
+
+# --- remote CLI and the shared session store -----------------------------------------------
+def test_remote_cli_matches_local_ask_and_both_share_one_session_store(
+    server: JupyterServer, home: Path
+) -> None:
+    remote_run = _cli(home, "ask", FACTUAL, "--server", server.url, "--token", server.token,
+                      "--json")  # fmt: skip
+    assert remote_run.returncode == 0, remote_run.stderr
+    local_run = _cli(home, "ask", FACTUAL, "--json")  # the same library, no server
+    assert local_run.returncode == 0, local_run.stderr
+    remote, local = json.loads(remote_run.stdout), json.loads(local_run.stdout)
+
+    assert set(remote) == set(local)
+    assert remote["status"] == local["status"] == "answered" and remote["checkpoint"] is None
+    assert remote["cited_sources"] == local["cited_sources"]
+    assert any("Hybrid Retrieval" in s["title"] for s in remote["cited_sources"])
+    assert remote["evidence"] and [set(e) for e in remote["evidence"]] == [
+        set(e) for e in local["evidence"]
+    ]
+    assert [e["chunk_id"] for e in remote["evidence"]] == [e["chunk_id"] for e in local["evidence"]]
+
+    # One store: the local session is served over HTTP, the HTTP one is listed locally.
+    detail = http_get(server, f"zocrates/sessions/{local['session_id']}")
+    assert detail["turns"][0]["answer"] == local["answer"]
+    listed = _cli(home, "sessions", "--json")
+    assert remote["session_id"] in {r["session_id"] for r in json.loads(listed.stdout)}
+
+
+def test_remote_cli_checkpoint_then_resume(server: JupyterServer, home: Path) -> None:
+    remote = ["--server", server.url, "--token", server.token, "--json"]
+    paused = _cli(home, "ask", BROAD, "--budget", "1", *remote)
+    assert paused.returncode == 0, paused.stderr
+    checkpoint = json.loads(paused.stdout)
+    assert checkpoint["status"] == "checkpoint"
+    assert checkpoint["checkpoint"]["interrupt_id"] and checkpoint["answer"] == ""
+
+    refused = _cli(home, "ask", "Another question", "--session", checkpoint["session_id"],
+                   *remote)  # fmt: skip
+    assert refused.returncode == 2 and "pending checkpoint" in refused.stderr
+
+    done = _cli(home, "resume", "--session", checkpoint["session_id"], "--action", "synthesize",
+                *remote)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    answered = json.loads(done.stdout)
+    assert answered["status"] == "answered" and answered["session_id"] == checkpoint["session_id"]
+    assert answered["answer"] and answered["evidence"]
+
+    wrong_token = _cli(home, "sessions", "--server", server.url, "--token", "not-the-token")
+    assert wrong_token.returncode == 2 and "Jupyter token" in wrong_token.stderr
+
+
+# --- schema -----------------------------------------------------------------------------------
+def test_schemathesis_finds_no_server_errors_or_schema_violations(
+    server: JupyterServer, tmp_path: Path
+) -> None:
+    """Fuzz the cheap endpoints broadly and the turn endpoints with invalid bodies only (every
+    one must be a 4xx, never a 500 or a started turn)."""
+    schemathesis = Path(sys.executable).with_name("schemathesis")
+    common = [
+        str(schemathesis), "run", server.url + "zocrates/openapi.json",
+        "-H", f"Authorization: token {server.token}", "--seed", "7", "-w", "1",
+        "--phases", "examples,coverage,fuzzing", "--warnings", "off",
+    ]  # fmt: skip
+    checks = "not_a_server_error,status_code_conformance,content_type_conformance,"
+    checks += "response_schema_conformance"
+    runs = [
+        [*common, "--include-method", "GET", "-n", "20", "--checks", checks],
+        [*common, "--include-method", "POST", "--mode", "negative", "-n", "20",
+         "--checks", checks + ",negative_data_rejection"],
+    ]  # fmt: skip
+    for args in runs:
+        done = subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]

@@ -1,0 +1,167 @@
+"""Tornado handlers of the HTTP API. Every one is authenticated and authorised by Jupyter
+(`@web.authenticated` + `@authorized` on `APIHandler`: token or cookie, XSRF for cookies), and
+answers errors as Jupyter's JSON `{message, reason}`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, TypeVar
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from pydantic import BaseModel, ValidationError
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from zocrates_nb.events import ErrorEvent
+from zocrates_nb.server import service
+from zocrates_nb.server.relay import TurnRun
+from zocrates_nb.server.runtime import Runtime
+from zocrates_nb.server.schema import ChatRequest, ResumeRequest, explain
+from zocrates_nb.server.sse import KEEPALIVE, format_event
+
+SESSION_HEADER = "X-Zocrates-Session"
+KEEPALIVE_SECONDS = 15.0
+OPENAPI_FILE = Path(__file__).with_name("openapi.json")
+
+B = TypeVar("B", bound=BaseModel)
+
+
+class ZocratesHandler(APIHandler):
+    auth_resource = "zocrates"
+
+    @property
+    def runtime(self) -> Runtime:
+        runtime: Runtime = self.settings["zocrates_runtime"]
+        return runtime
+
+    def body_as(self, model: type[B]) -> B:
+        try:
+            return model.model_validate_json(self.request.body or b"")
+        except ValidationError as e:
+            raise web.HTTPError(400, explain(e), reason="Bad Request") from None
+
+    def reply(self, model: BaseModel) -> None:
+        self.finish(model.model_dump_json())
+
+
+class SessionsHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        app = await self.runtime.app()
+        self.reply(await asyncio.to_thread(service.session_list, app))
+
+
+class SessionHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str) -> None:
+        app = await self.runtime.app()
+        self.reply(await asyncio.to_thread(service.session_detail, app, session_id))
+
+
+class TurnHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, session_id: str, turn_id: str) -> None:
+        app = await self.runtime.app()
+        self.reply(await asyncio.to_thread(service.turn_detail, app, session_id, turn_id))
+
+
+class OpenApiHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.finish(OPENAPI_FILE.read_bytes())
+
+
+class _StreamHandler(ZocratesHandler):
+    """Forwards a running turn's events as SSE while the client listens."""
+
+    _gone: asyncio.Event | None = None
+
+    def on_connection_close(self) -> None:
+        if self._gone is not None:
+            self._gone.set()
+        super().on_connection_close()
+
+    async def stream(self, run: TurnRun) -> None:
+        self._gone = asyncio.Event()
+        first = await run.next()
+        if isinstance(first, BaseException):
+            raise service.http_error(first) from first
+        if first is None:
+            raise web.HTTPError(500, "the turn produced no events")
+        session_id = first.session_id
+        self.set_status(200)
+        self.set_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")  # nginx: do not buffer the stream
+        if session_id:
+            self.set_header(SESSION_HEADER, session_id)
+        seq, item = 0, first
+        try:
+            while True:
+                if isinstance(item, BaseException):
+                    self.log.error("zocrates: turn failed", exc_info=item)
+                    item = ErrorEvent(session_id=session_id, message=service.describe(item))
+                if item is not None:
+                    seq += 1
+                    self.write(format_event(item, seq))
+                    await self.flush()
+                if item is None or item.type in ("final", "checkpoint", "error"):
+                    break
+                item = await self._next_or_keepalive(run)
+        except StreamClosedError:
+            self.log.info("zocrates: client left; session %s completes in the background",
+                          session_id)
+            return
+        self.finish(set_content_type="text/event-stream; charset=utf-8")
+
+    async def _next_or_keepalive(self, run: TurnRun) -> Any:
+        while True:
+            if self._gone is not None and self._gone.is_set():
+                raise StreamClosedError()
+            try:
+                return await run.next(KEEPALIVE_SECONDS)
+            except TimeoutError:
+                self.write(KEEPALIVE)
+                await self.flush()
+
+
+class ChatHandler(_StreamHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(ChatRequest)
+        app = await self.runtime.app()
+        await asyncio.to_thread(service.check_chat, app, req)
+        await self.runtime.warm()
+        await self.stream(self.runtime.turns.start(lambda: service.ask(app, req)))
+
+
+class ResumeHandler(_StreamHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(ResumeRequest)
+        app = await self.runtime.app()
+        await asyncio.to_thread(service.check_resume, app, req)
+        await self.runtime.warm()
+        await self.stream(self.runtime.turns.start(lambda: service.resume(app, req)))
+
+
+_SESSION_ID = r"(?P<session_id>[^/]+)"
+_TURN_ID = r"(?P<turn_id>[^/]+)"
+ROUTES: list[tuple[str, type[APIHandler]]] = [
+    (r"/zocrates/chat", ChatHandler),
+    (r"/zocrates/chat/resume", ResumeHandler),
+    (r"/zocrates/sessions", SessionsHandler),
+    (rf"/zocrates/sessions/{_SESSION_ID}", SessionHandler),
+    (rf"/zocrates/sessions/{_SESSION_ID}/turns/{_TURN_ID}", TurnHandler),
+    (r"/zocrates/openapi.json", OpenApiHandler),
+]
+
+__all__ = ["ROUTES", "SESSION_HEADER"]

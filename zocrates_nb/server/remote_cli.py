@@ -1,0 +1,269 @@
+"""`zocrates-nb ask|resume|chat|sessions --server URL [--token T]`: the same commands, driving a
+running Jupyter server's HTTP API instead of the local library.
+
+Output is produced by the local commands' own `TurnPrinter`, so `--json` prints exactly the
+local shape; only the evidence rows come from the server (`GET …/turns/{turn_id}`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from zocrates_nb.app_cli import CHAT_HELP, CommandError, TurnPrinter
+
+if TYPE_CHECKING:
+    from zocrates_nb.app import App
+    from zocrates_nb.events import Event
+    from zocrates_nb.server.client import RemoteClient
+
+REMOTE_COMMANDS = ("ask", "resume", "chat", "sessions")
+
+
+def add_server_options(sub: Any) -> None:
+    """Add `--server URL` and `--token T` to the remote-capable subcommands."""
+    for name in REMOTE_COMMANDS:
+        p = sub.choices[name]
+        p.add_argument("--server", metavar="URL",
+                       help="drive a running Jupyter server (its URL, with any base URL)")
+        p.add_argument("--token", help="the Jupyter server's token (default: $JUPYTER_TOKEN)")
+
+
+class _RemoteTurns:
+    """Stands in for the App where `TurnPrinter` looks up a turn's stored evidence."""
+
+    def __init__(self, client: RemoteClient) -> None:
+        self.client = client
+
+    def turn(self, turn_id: str) -> dict[str, Any]:
+        from zocrates_nb.server.client import ServerError
+        from zocrates_nb.sessions import SessionNotFound
+
+        try:
+            return self.client.turn(self.client.last_session_id or "", turn_id)
+        except ServerError as e:
+            raise SessionNotFound(e.message) from None
+
+
+def _client(args: argparse.Namespace) -> RemoteClient:
+    from zocrates_nb.server.client import RemoteClient
+
+    token = args.token if args.token is not None else os.environ.get("JUPYTER_TOKEN")
+    return RemoteClient(args.server, token)
+
+
+def _printer(client: RemoteClient, args: argparse.Namespace, json_mode: bool) -> TurnPrinter:
+    return TurnPrinter(cast("App", _RemoteTurns(client)), json_mode=json_mode,
+                       verbose=getattr(args, "verbose", False))
+
+
+def _run(printer: TurnPrinter, events: Iterator[Event], server: str) -> None:
+    from zocrates_nb.server.client import ServerError
+
+    try:
+        for event in events:
+            printer.feed(event)
+    except ServerError as e:
+        if e.status == 409 and "pending checkpoint" in e.message:
+            raise CommandError(
+                f"{e.message} (zocrates-nb resume --session ID --action extend_budget|synthesize "
+                f"--server {server})"
+            ) from None
+        raise CommandError(f"{server}: {e.message}" if e.status else e.message) from None
+
+
+def _finish(printer: TurnPrinter, json_mode: bool) -> int:
+    if json_mode:
+        print(json.dumps(printer.result(), ensure_ascii=False, indent=1))
+    else:
+        printer.print_human()
+    return 0 if printer.status != "error" else 1
+
+
+def _ask_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "items": args.items,
+        "collections": args.collection,
+        "hitl": not args.no_hitl,
+        "budget": args.budget,
+        "word_ceiling": args.word_ceiling,
+        "model": args.model,
+    }
+
+
+def ask_command(args: argparse.Namespace) -> int:
+    if args.questions:
+        if not args.json:
+            raise CommandError("--questions needs --json (one output line per question)")
+        return _batch(args)
+    if not args.question:
+        raise CommandError("give a QUESTION (or --questions FILE.jsonl --json)")
+    with _client(args) as client:
+        printer = _printer(client, args, args.json)
+        events = client.ask(" ".join(args.question), session_id=args.session,
+                            **_ask_options(args))
+        _run(printer, events, args.server)
+        return _finish(printer, args.json)
+
+
+def _batch(args: argparse.Namespace) -> int:
+    path = Path(args.questions)
+    if not path.is_file():
+        raise CommandError(f"no such file: {path}")
+    failures = 0
+    with _client(args) as client:
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                q = json.loads(line)
+                question = str(q["question"])
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise CommandError(f"{path}:{n}: bad question line ({e})") from None
+            options = _ask_options(args)
+            options.update({k: q[k] for k in ("items", "collections") if q.get(k)})
+            printer = _printer(client, args, True)
+            client.last_session_id = None
+            try:
+                _run(printer, client.ask(question, **options), args.server)
+            except CommandError as e:
+                from zocrates_nb.events import ErrorEvent
+
+                printer.error = ErrorEvent(message=str(e))
+            result = {"id": q.get("id", n), **printer.result()}
+            failures += result["status"] == "error"
+            print(json.dumps(result, ensure_ascii=False), flush=True)
+    return 0 if not failures else 1
+
+
+def resume_command(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        printer = _printer(client, args, args.json)
+        client.last_session_id = args.session
+
+        def events() -> Iterator[Event]:
+            yield from client.resume(args.session, args.action, guidance=args.guidance or "",
+                                     interrupt_id=args.interrupt)
+
+        _run(printer, events(), args.server)
+        return _finish(printer, args.json)
+
+
+def sessions_command(args: argparse.Namespace) -> int:
+    from zocrates_nb.server.client import ServerError
+
+    with _client(args) as client:
+        try:
+            rows = client.sessions()[: args.limit]
+        except ServerError as e:
+            raise CommandError(e.message) from None
+    if args.json:
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+        return 0
+    if not rows:
+        print("no sessions yet")
+    for r in rows:
+        pending = f"  [checkpoint {r['pending_checkpoint']}]" if r["pending_checkpoint"] else ""
+        print(f"{r['session_id']}  {r['updated'][:19]}  {r['turns']:>3} turns  "
+              f"{r['title']}{pending}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- chat
+def _read_line(prompt: str) -> str | None:
+    print(prompt, end="", flush=True)
+    line = sys.stdin.readline()
+    return None if line == "" else line.rstrip("\n")
+
+
+def chat_command(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        session: str | None = args.session
+        items: list[str] = list(args.items or [])
+        collections: list[str] = list(args.collection or [])
+        print(f"zocrates-nb chat · {args.server} · session {session or '(new)'} · {CHAT_HELP}",
+              flush=True)
+        while True:
+            pending = _pending(client, session, args.server)
+            if pending is not None and session is not None:
+                if not _checkpoint_prompt(client, session, pending, args):
+                    return 0
+                continue
+            line = _read_line("\nyou> ")
+            if line is None:
+                return 0
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("/"):
+                cmd, *rest = line.split()
+                if cmd in ("/quit", "/exit", "/q"):
+                    return 0
+                if cmd == "/new":
+                    session = None
+                    print("new session (created with the next question)")
+                elif cmd == "/items":
+                    items, collections = rest, []
+                    print(f"scope: items {' '.join(items) or '(none)'}")
+                elif cmd == "/collection":
+                    collections, items = [" ".join(rest)] if rest else [], []
+                    print(f"scope: collection {collections[0] if collections else '(none)'}")
+                elif cmd == "/library":
+                    items, collections = [], []
+                    print("scope: the whole library")
+                elif cmd == "/sessions":
+                    for r in client.sessions()[:20]:
+                        print(f"  {r['session_id']}  {r['title']}")
+                else:
+                    print(CHAT_HELP)
+                continue
+            printer = _printer(client, args, False)
+            events = client.ask(line, session_id=session, items=items, collections=collections,
+                                hitl=not args.no_hitl, model=args.model)
+            try:
+                _run(printer, events, args.server)
+            except CommandError as e:
+                print(f"zocrates-nb: error: {e}", file=sys.stderr)
+                continue
+            session = printer.session_id or session
+            printer.print_human()
+
+
+def _pending(client: RemoteClient, session: str | None, server: str) -> str | None:
+    from zocrates_nb.server.client import ServerError
+
+    if session is None:
+        return None
+    try:
+        pending = client.session(session).get("pending_checkpoint")
+    except ServerError as e:
+        raise CommandError(f"{server}: {e.message}") from None
+    return str(pending["interrupt_id"]) if pending else None
+
+
+def _checkpoint_prompt(
+    client: RemoteClient, session: str, interrupt_id: str, args: argparse.Namespace
+) -> bool:
+    """Ask the researcher at a pending checkpoint; False when input ended."""
+    print("\nThe search paused: [e]xtend the search, or [s]ynthesize the answer now?")
+    choice = _read_line("checkpoint (e/s)> ")
+    if choice is None:
+        return False
+    choice = choice.strip().lower()
+    if choice not in ("e", "s", "extend", "synthesize"):
+        print("answer e or s")
+        return True
+    action = "extend_budget" if choice.startswith("e") else "synthesize"
+    guidance = ""
+    if action == "extend_budget":
+        guidance = (_read_line("guidance for the search (optional)> ") or "").strip()
+    printer = _printer(client, args, False)
+    events = client.resume(session, action, guidance=guidance, interrupt_id=interrupt_id)
+    _run(printer, events, args.server)
+    printer.print_human()
+    return True
