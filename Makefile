@@ -11,6 +11,7 @@ setup:
 demo: setup
 	$(BIN)/zocrates-nb --home $(DEMO_HOME) index --sample
 	$(BIN)/zocrates-nb --home $(DEMO_HOME) search "how does reciprocal rank fusion combine rankings" --limit 3
+	$(BIN)/zocrates-nb --home $(DEMO_HOME) ask --no-hitl "How long must a client wait before it can take over a lock whose holder was lost?"
 
 lint: setup
 	$(BIN)/ruff check zocrates_nb tests scripts

@@ -1,0 +1,392 @@
+"""End to end in a real browser: JupyterLab on loopback, Debian's Chromium driven by Playwright.
+
+A notebook opens the panel on the indexed sample library; the test types a question, sees the
+steps stream and a checkpoint card (budget 1), runs another cell while the turn is busy, clicks
+"Synthesize with current evidence", gets a streamed answer with citations, opens a citation
+popover, opens a second view of the output, reloads the page (the pending card comes back and
+"Grant" resumes it), asks a library whose paper carries script payloads (nothing runs), and
+switches to the dark theme. Screenshots and timings are
+saved under test-artifacts/browser/ (git-ignored).
+
+Needs /usr/bin/chromium (Debian's `chromium` package; CI installs it) and the `playwright`
+Python package; never runs `playwright install`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+CHROMIUM = Path(os.environ.get("ZOCRATES_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+TOKEN = "zocrates-e2e-token"
+QUESTION = ("How does reciprocal rank fusion combine rankings, and why do lock services use "
+            "lock delays?")
+TURN_TIMEOUT_MS = 240_000
+
+pytestmark = pytest.mark.slow
+
+
+def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data home with the built-in sample library indexed (once per test session)."""
+    home = tmp_path_factory.getbasetemp() / "zocrates-sample-home"
+    if not (home / ".indexed").exists():
+        from zocrates_nb import sample
+        from zocrates_nb.index import Index, index_library
+        from zocrates_nb.library import open_library
+
+        library = open_library(folder=sample.build(home / "sample-library"))
+        with Index.open(home) as index:
+            index_library(library, index, progress=False)
+        (home / ".indexed").touch()
+    return home
+
+
+UNSAFE_PAPER = """---
+title: "Unsafe Markup in Paper Text"
+authors: ["Mallory Quill"]
+year: 2025
+---
+
+# Unsafe Markup in Paper Text
+
+## 1 Payloads
+
+Cross-site scripting payloads hide in paper text <script>window.__zcPwned = "script"</script>
+and in image tags <img src="x" onerror="window.__zcPwned = 'img'"> and in links such as
+[click here](javascript:window.__zcPwned='link') that a careless renderer would run.
+
+## 2 Defence
+
+Sanitizing markdown before rendering keeps every payload inert
+<iframe src="javascript:window.__zcPwned='iframe'"></iframe> and the reader safe.
+"""
+
+
+def unsafe_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data home whose only paper carries script, onerror and javascript: payloads."""
+    from zocrates_nb.index import Index, index_library
+    from zocrates_nb.library import open_library
+
+    home = tmp_path_factory.mktemp("unsafe-home")
+    folder = home / "papers"
+    folder.mkdir()
+    (folder / "unsafe.md").write_text(UNSAFE_PAPER, "utf-8")
+    with Index.open(home) as index:
+        index_library(open_library(folder=folder), index, progress=False)
+        text = " ".join(c.text for d in index.documents() for c in index.chunks_of(d.doc_key))
+    # The payloads really reach the panel: only the front end's sanitizing stands in the way.
+    assert "onerror" in text and "javascript:" in text
+    return home
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_for_server(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"jupyter lab did not start:\n{log.read_text()[-4000:]}")
+
+
+def _notebook(path: Path) -> None:
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {
+        "display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}})
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import zocrates_nb\n\npanel = zocrates_nb.chat(budget=1)\npanel"),
+        nbformat.v4.new_code_cell("6 * 7"),
+        nbformat.v4.new_code_cell(
+            "import os\n\nzocrates_nb.chat(os.environ['ZOCRATES_UNSAFE_HOME'])"),
+    ]
+    nbformat.write(nb, path)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    home = sample_home(tmp_path_factory)
+    unsafe = unsafe_home(tmp_path_factory)
+    work = tmp_path_factory.mktemp("lab")
+    root = work / "notebooks"
+    root.mkdir()
+    _notebook(root / "chat.ipynb")
+    settings = work / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    port = _free_port()
+    env = {
+        **os.environ,
+        "ZOCRATES_HOME": str(home),
+        "ZOCRATES_UNSAFE_HOME": str(unsafe),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "JUPYTER_CONFIG_DIR": str(work / "config"),
+        "JUPYTER_DATA_DIR": str(work / "data"),
+        "JUPYTER_RUNTIME_DIR": str(work / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(work / "lab-settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(work / "lab-workspaces"),
+        "IPYTHONDIR": str(work / "ipython"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    log = work / "jupyter.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter", "lab", "--allow-root", "--no-browser",
+             f"--IdentityProvider.token={TOKEN}", "--ServerApp.ip=127.0.0.1", f"--port={port}",
+             "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root}",
+             "--LabApp.news_url=", "--ServerApp.open_browser=False"],
+            cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_server(f"{base}/api/status?token={TOKEN}", proc, log)
+        yield {"base": base, "home": home, "log": log}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(log, ARTIFACTS / "jupyter.log")
+
+
+def test_chat_panel_end_to_end_in_jupyterlab(lab: dict[str, Any]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        console: list[str] = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+        try:
+            _scenario(page, lab["base"], timings)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "failure.png"))
+            raise
+        finally:
+            (ARTIFACTS / "console.log").write_text("\n".join(console))
+            (ARTIFACTS / "timings.json").write_text(json.dumps(timings, indent=1))
+            browser.close()
+
+
+def _shot(page: Any, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def _run_cell(page: Any, n: int) -> None:
+    """Select the n-th cell (1-based) in command mode and run it with Shift+Enter; wait until
+    the kernel has taken it (its prompt shows [*] or a number)."""
+    from playwright.sync_api import expect
+
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(n - 1)
+    prompt = cell.locator(".jp-InputArea-prompt")
+    for _ in range(3):
+        cell.locator(".jp-InputPrompt").click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            expect(prompt).to_have_text(re.compile(r"\[(\*|\d+)\]"), timeout=10_000)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"cell {n} did not run")
+
+
+def _scenario(page: Any, base: str, timings: dict[str, float]) -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+    page.goto(f"{base}/lab/tree/chat.ipynb?token={TOKEN}")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible()
+    _run_cell(page, 1)
+    chat = page.locator(".zc-chat").first
+    expect(chat.get_by_test_id("chat-input")).to_be_visible()
+    expect(chat.get_by_test_id("model-label")).to_contain_text("offline engine")
+    expect(chat.get_by_test_id("empty-state")).to_be_visible()
+    _shot(page, "01-panel-open")
+
+    # A typed question: Enter sends it; the first step shows while the kernel works.
+    box = chat.get_by_test_id("chat-input")
+    box.click()
+    box.fill(QUESTION)
+    t0 = time.perf_counter()
+    box.press("Enter")
+    chat.get_by_test_id("step").first.wait_for(state="visible", timeout=TURN_TIMEOUT_MS)
+    timings["enter_to_first_step_ms_cold"] = round((time.perf_counter() - t0) * 1000, 1)
+    expect(chat.get_by_test_id("user-message")).to_contain_text("reciprocal rank fusion")
+    expect(chat.get_by_test_id("stop-button")).to_be_visible()
+
+    # The kernel stays free: another cell runs while the turn is busy.
+    _run_cell(page, 2)
+    second = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-output")
+    expect(second).to_contain_text("42", timeout=30_000)
+    busy_when_cell_ran = chat.get_by_test_id("stop-button").is_visible()
+    timings["other_cell_ran_while_busy"] = float(busy_when_cell_ran)
+
+    card = chat.get_by_test_id("checkpoint-card")
+    card.wait_for(state="visible", timeout=TURN_TIMEOUT_MS)
+    timings["enter_to_checkpoint_ms_cold"] = round((time.perf_counter() - t0) * 1000, 1)
+    assert busy_when_cell_ran, "the second cell only ran after the turn: the kernel was blocked"
+    expect(card).to_contain_text("Extension 1 of 2")
+    expect(card.get_by_test_id("missing-aspects")).not_to_be_empty()
+    expect(chat.get_by_test_id("assistant-message").first).to_have_attribute(
+        "data-status", "checkpoint")
+    _shot(page, "02-checkpoint-card")
+
+    # The card's button resumes the same turn; the answer streams into the same bubble.
+    t1 = time.perf_counter()
+    card.get_by_test_id("synthesize-button").click()
+    message = chat.get_by_test_id("assistant-message")
+    expect(message).to_have_count(1)
+    expect(message.first).to_have_attribute("data-status", "done", timeout=TURN_TIMEOUT_MS)
+    timings["synthesize_to_done_ms"] = round((time.perf_counter() - t1) * 1000, 1)
+    expect(card).to_have_attribute("data-decision", "synthesize")
+    citations = message.first.get_by_test_id("citation")
+    expect(citations.first).to_be_visible()  # rendered on the next animation frame
+    assert citations.count() >= 2
+    expect(message.first.get_by_test_id("answer")).to_contain_text("Reciprocal Rank Fusion")
+    expect(message.first.get_by_test_id("sources-cited")).to_contain_text(
+        "Hybrid Retrieval for Research Libraries")
+    _shot(page, "03-answer-with-citations")
+
+    # A citation popover: title, where, the passage and its support.
+    citations.first.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)  # a scroll closes the popover: let it settle before clicking
+    citations.first.click()
+    popover = chat.get_by_test_id("citation-popover")
+    expect(popover).to_be_visible()
+    expect(popover.get_by_test_id("citation-title")).not_to_be_empty()
+    expect(popover.get_by_test_id("citation-where")).to_contain_text("§")
+    expect(popover.get_by_test_id("citation-passage")).not_to_be_empty()
+    expect(popover.get_by_test_id("citation-support")).to_contain_text("%")
+    _shot(page, "04-citation-popover")
+    page.keyboard.press("Escape")
+    expect(popover).to_be_hidden()
+
+    # A second, warm question: Enter to the first visible step.
+    box.fill("What is a fencing token?")
+    t2 = time.perf_counter()
+    box.press("Enter")
+    expect(chat.get_by_test_id("step")).not_to_have_count(
+        chat.get_by_test_id("step").count(), timeout=TURN_TIMEOUT_MS)
+    timings["enter_to_first_step_ms_warm"] = round((time.perf_counter() - t2) * 1000, 1)
+    expect(message).to_have_count(2)
+    expect(message.nth(1)).to_have_attribute("data-status", re.compile("checkpoint|done"),
+                                             timeout=TURN_TIMEOUT_MS)
+
+    # "Create New View for Cell Output": the new view asks for the history itself.
+    page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-OutputArea-output").click(
+        button="right")
+    page.get_by_text("Create New View for Cell Output").click()
+    views = page.locator(".zc-chat")
+    expect(views).to_have_count(2)
+    expect(views.nth(1).get_by_test_id("assistant-message")).to_have_count(2)
+    expect(views.nth(1).get_by_test_id("citation").first).to_be_visible()
+    _shot(page, "05-new-view-for-output")
+
+    # A reloaded page (the notebook saved) restores the panel from the running kernel; the
+    # view asks for its history itself.
+    page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-InputPrompt").click()
+    page.keyboard.press("Control+s")
+    expect(page.locator(".jp-mod-dirty")).to_have_count(0)
+    page.reload()
+    restored = page.locator(".zc-chat").first
+    expect(restored.get_by_test_id("assistant-message")).to_have_count(2, timeout=90_000)
+    expect(restored.get_by_test_id("citation").first).to_be_visible()
+    _shot(page, "06-after-reload")
+
+    # The second turn paused at a checkpoint: its card is live again after the reload. Grant an
+    # extension with guidance; the continuation streams into the same bubble.
+    second_card = restored.get_by_test_id("checkpoint-card")
+    expect(second_card).to_be_visible()
+    second_card.get_by_test_id("guidance-input").fill("fencing tokens and lock delays")
+    second_card.get_by_test_id("grant-button").click()
+    expect(second_card).to_have_attribute("data-decision", "extend_budget")
+    last = restored.get_by_test_id("assistant-message").nth(1)
+    expect(last).to_have_attribute("data-status", re.compile("done|checkpoint"),
+                                   timeout=TURN_TIMEOUT_MS)
+    expect(restored.get_by_test_id("assistant-message")).to_have_count(2)
+    if last.get_attribute("data-status") == "checkpoint":
+        expect(last.get_by_test_id("checkpoint-card").last).to_contain_text("Extension 2 of 2")
+    else:
+        expect(last.get_by_test_id("answer")).to_contain_text("fencing token")
+
+    # Safety: a paper whose text carries <script>, onerror= and javascript: runs nothing.
+    _run_cell(page, 3)
+    unsafe = page.locator(".zc-chat").nth(1)
+    expect(unsafe.get_by_test_id("chat-input")).to_be_visible()
+    unsafe.get_by_test_id("chat-input").fill("What do cross-site scripting payloads hide in?")
+    unsafe.get_by_test_id("chat-input").press("Enter")
+    reply = unsafe.get_by_test_id("assistant-message").first
+    expect(reply).to_have_attribute("data-status", "done", timeout=TURN_TIMEOUT_MS)
+    expect(reply.get_by_test_id("sources-cited")).to_contain_text("Unsafe Markup in Paper Text")
+    marker = reply.get_by_test_id("citation").first
+    marker.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    marker.click()
+    passage = unsafe.get_by_test_id("citation-passage")
+    expect(passage).to_contain_text("careless renderer")
+    page.wait_for_timeout(500)  # give any payload the chance to run
+    _shot(page, "07-unsafe-paper-sanitized")
+    assert page.evaluate("() => window.__zcPwned") is None
+    # Payload text may show as text; no element, handler or URL built from it may exist.
+    found = unsafe.evaluate("""root => {
+        const all = [...root.querySelectorAll("*")];
+        return {
+            elements: root.querySelectorAll("script, iframe, object, embed, form, style").length,
+            handlers: all.filter(e => [...e.attributes].some(a => a.name.startsWith("on"))).length,
+            jsUrls: all.filter(e => [...e.attributes].some(
+                a => /^\\s*javascript:/i.test(a.value))).length,
+        };
+    }""")
+    assert found == {"elements": 0, "handlers": 0, "jsUrls": 0}, found
+    for link in unsafe.locator("a[href]").all():
+        assert link.get_attribute("rel") == "noopener noreferrer"
+    page.keyboard.press("Escape")
+
+    # JupyterLab's dark theme: the panel follows its CSS variables.
+    page.get_by_role("menuitem", name="Settings").click()
+    page.get_by_text("Theme", exact=True).hover()
+    page.get_by_text("JupyterLab Dark", exact=True).click()
+    expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1)
+    page.wait_for_timeout(500)
+    background = restored.evaluate("el => getComputedStyle(el).backgroundColor")
+    assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), background
+    _shot(page, "08-dark-theme")

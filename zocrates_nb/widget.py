@@ -1,0 +1,651 @@
+"""The chat panel: an anywidget whose front end is `widgets/dist/chat.js` (see widgets/PROTOCOL.md).
+
+Python holds no presentation logic and no agent logic: it turns front-end messages into calls of
+the public API (`App.ask`, `App.resume`, `App.history`, …) and forwards the typed events. A turn
+runs as a background task on the kernel's event loop, so the notebook stays usable while it
+streams and the panel's Stop and checkpoint buttons are answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets as t
+from pydantic import BaseModel
+
+from zocrates_nb.events import ErrorEvent, Event, Final, Step, TextDelta, Thinking
+
+if TYPE_CHECKING:
+    from zocrates_nb.app import App
+
+MAX_SCOPE_ITEMS = 5
+OFFLINE_LABEL = "Embedded offline engine (no language model)"
+TERMINAL = ("final", "checkpoint", "error")
+STOP_GRACE_SECONDS = 0.5  # a cooperative stop may finish its turn (and save it) this long
+LIBRARY_SCOPE: dict[str, Any] = {"mode": "library", "items": [], "collections": []}
+MESSAGE_KINDS = frozenset(
+    {"ask", "resume", "stop", "search_titles", "set_scope", "open_session", "new_session"}
+)
+WIDGET_OPTIONS = ("session_id", "hitl", "budget", "word_ceiling", "model")
+
+
+# ---------------------------------------------------------------------------- assets
+def asset_path(name: str) -> Path:
+    """`chat.js` / `chat.css`: shipped as package data (`zocrates_nb/static/`, a symlink to
+    `widgets/dist/` in a checkout), else taken from the source tree's `widgets/dist/`."""
+    candidates = [
+        Path(str(resources.files("zocrates_nb").joinpath("static", name))),
+        Path(__file__).resolve().parents[1] / "widgets" / "dist" / name,
+    ]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        f"the chat panel's {name} is missing (looked in {', '.join(map(str, candidates))}); "
+        "rebuild it with `cd widgets && npm ci && npm run build`"
+    )
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    """A field of a dataclass, pydantic model or dict."""
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "__dataclass_fields__"):
+        return {k: _jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
+    return obj
+
+
+def _session_id_of(created: Any) -> str:
+    """`new_session()` may return an id or a record."""
+    return created if isinstance(created, str) else str(_get(created, "id", ""))
+
+
+# ---------------------------------------------------------------------------- a running turn
+@dataclass
+class LiveTurn:
+    """What the kernel knows of the turn it is running, for views that open mid-turn."""
+
+    prompt: str
+    session_id: str
+    turn_id: str = ""
+    answer: str = ""
+    thinking: str = ""
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    step_started: float = field(default_factory=time.monotonic)
+
+    def apply(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self.answer += event.text
+        elif isinstance(event, Thinking):
+            self.thinking += event.text
+        elif isinstance(event, Step):
+            now = time.monotonic()
+            if self.steps:
+                self.steps[-1]["seconds"] = round(now - self.step_started, 3)
+            self.step_started = now
+            if event.phase != "done":
+                self.steps.append(event.model_dump(mode="json", include={"phase", "label",
+                                                                         "detail"}))
+        elif isinstance(event, Final):
+            self.answer = event.answer
+
+    def as_history(self) -> dict[str, Any]:
+        return {
+            "turn_id": self.turn_id,
+            "prompt": self.prompt,
+            "answer": self.answer,
+            "status": "running",
+            "cited_sources": [],
+            "other_sources": [],
+            "citations": [],
+            "steps": list(self.steps),
+            "checkpoint": None,
+            "seconds": round(time.monotonic() - self.started, 1),
+            "thinking": self.thinking,
+        }
+
+
+_STATUS = {"answered": "done", "done": "done", "checkpoint": "checkpoint", "error": "error",
+           "cancelled": "stopped", "stopped": "stopped", "running": "running"}
+
+
+def history_turn(turn: Any, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One stored turn as the front end's `history` entry (PROTOCOL.md)."""
+    payload = payload or {}
+    status = _STATUS.get(str(_get(turn, "status", "")), "done")
+    checkpoint = _jsonable(_get(turn, "checkpoint"))
+    if status == "checkpoint" and not checkpoint:
+        status = "stopped"  # paused, but its snapshot is gone: nothing to resume
+    if status == "running":
+        status = "stopped"  # not running here: the process that ran it is gone
+    out: dict[str, Any] = {
+        "turn_id": str(_get(turn, "turn_id", "")),
+        "prompt": str(_get(turn, "prompt", "")),
+        "answer": str(_get(turn, "answer", "") or ""),
+        "status": status,
+        "cited_sources": _jsonable(_get(turn, "cited_sources") or []),
+        "other_sources": _jsonable(_get(turn, "other_sources") or []),
+        "citations": _jsonable(_get(turn, "citations") or []),
+        "steps": _jsonable(_get(turn, "steps") or payload.get("steps") or []),
+        "checkpoint": checkpoint or None,
+    }
+    error = _get(turn, "error") or payload.get("error")
+    if status == "error":
+        out["error"] = str(error or "This turn failed.")
+    for key in ("model", "thinking"):
+        value = _get(turn, key) or payload.get(key)
+        if value:
+            out[key] = str(value)
+    seconds = _get(turn, "seconds") or payload.get("seconds")
+    if seconds is None:
+        seconds = (payload.get("timings") or {}).get("total")
+    if isinstance(seconds, int | float):
+        out["seconds"] = float(seconds)
+    return out
+
+
+# ---------------------------------------------------------------------------- the widget
+class ChatWidget(anywidget.AnyWidget):
+    """The chat panel. Display it in a cell (`zocrates_nb.chat()` or `ChatWidget(app)`)."""
+
+    _esm = asset_path("chat.js")
+    _css = asset_path("chat.css")
+
+    session_id = t.Unicode("").tag(sync=True)
+    sessions = t.List(t.Dict()).tag(sync=True)
+    scope = t.Dict(default_value=dict(LIBRARY_SCOPE)).tag(sync=True)
+    busy = t.Bool(False).tag(sync=True)
+    model_label = t.Unicode("").tag(sync=True)
+    error = t.Unicode("").tag(sync=True)
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        session_id: str | None = None,
+        hitl: bool = True,
+        budget: int | None = None,
+        word_ceiling: int | None = None,
+        model: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.app = app
+        self.ask_options: dict[str, Any] = {"hitl": hitl, "budget": budget,
+                                            "word_ceiling": word_ceiling, "model": model}
+        self._task: asyncio.Task[None] | None = None
+        self._cancel: asyncio.Event | None = None
+        self._live: LiveTurn | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.model_label = _model_label(app, model)
+        self._check_index()
+        self.refresh_sessions()
+        if session_id:
+            self.session_id = session_id
+        self.on_msg(self._on_msg)
+
+    # --- public -------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        """A turn is running (or stopping) in this kernel."""
+        return self._task is not None and not self._task.done()
+
+    async def wait(self) -> None:
+        """Wait for the running turn (if any) to end; handy in scripts and tests."""
+        task = self._task
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def handle(self, content: dict[str, Any]) -> None:
+        """Handle one front-end message (what `model.send(obj)` delivers)."""
+        kind = str(content.get("kind", ""))
+        if kind not in MESSAGE_KINDS:
+            return
+        handler: Callable[[dict[str, Any]], None] = getattr(self, f"_on_{kind}")
+        try:
+            handler(content)
+        except Exception as e:  # a panel-level problem: shown in the banner, panel stays usable
+            self._set_error(_describe(e))
+
+    def _check_index(self) -> None:
+        """An empty index answers nothing: say so in the banner rather than after a question."""
+        try:
+            status = self.app.index.status()
+        except Exception as e:
+            self._set_error(_describe(e))
+            return
+        if not status.get("chunks"):
+            self._set_error(
+                "The library is not indexed yet: run `zocrates-nb index` (or "
+                "`zocrates-nb index --sample` for the built-in sample library), then ask."
+            )
+
+    def refresh_sessions(self) -> None:
+        try:
+            records = list(self.app.sessions())
+        except Exception as e:
+            self._set_error(_describe(e))
+            return
+        self.sessions = [
+            {"id": str(_get(r, "session_id", "") or _get(r, "id", "")),
+             "title": str(_get(r, "title", "") or ""),
+             "updated": _iso(_get(r, "updated"))}
+            for r in records
+        ]
+
+    def history_message(self, session_id: str) -> dict[str, Any]:
+        """The `history` message of a session, with this kernel's running turn overlaid."""
+        turns = [history_turn(turn, payload) for turn, payload in self._stored_turns(session_id)]
+        live = self._live
+        if live is not None and live.session_id == session_id and self.running:
+            entry = live.as_history()
+            for i, turn in enumerate(turns):
+                if turn["turn_id"] == live.turn_id:
+                    entry["cited_sources"] = turn["cited_sources"]
+                    entry["other_sources"] = turn["other_sources"]
+                    entry["checkpoint"] = turn["checkpoint"]
+                    entry["prompt"] = turn["prompt"] or entry["prompt"]
+                    turns[i] = entry
+                    break
+            else:
+                if live.turn_id:
+                    turns.append(entry)
+        return {"kind": "history", "turns": turns}
+
+    # --- message handlers -----------------------------------------------------------------
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict):
+            self.handle(content)
+
+    def _on_ask(self, msg: dict[str, Any]) -> None:
+        prompt = str(msg.get("prompt", "")).strip()
+        if not prompt:
+            return
+        if self.running:
+            self._send_event(ErrorEvent(
+                session_id=self.session_id,
+                message="A turn is still running: wait for it or stop it first.",
+            ))
+            return
+        scope = self.scope or LIBRARY_SCOPE
+        items = [str(i["key"]) for i in scope.get("items") or []] or None
+        collections = [str(c["key"]) for c in scope.get("collections") or []] or None
+        options = {k: v for k, v in self.ask_options.items() if v is not None}
+
+        def start(session_id: str, cancel: asyncio.Event) -> AsyncIterator[Event]:
+            return self.app.ask(prompt, session_id=session_id, items=items,
+                                collections=collections, cancel=cancel, **options)
+
+        self._start(prompt, start, resume=False)
+
+    def _on_resume(self, msg: dict[str, Any]) -> None:
+        interrupt_id = str(msg.get("interrupt_id", ""))
+        action = str(msg.get("action", ""))
+        guidance = str(msg.get("guidance", "") or "").strip()
+        if action not in ("extend_budget", "synthesize"):
+            raise ValueError(f"unknown checkpoint action {action!r}")
+        if self.running:
+            raise RuntimeError("a turn is still running")
+        prompt = self._prompt_of_interrupt(interrupt_id)
+
+        def start(session_id: str, cancel: asyncio.Event) -> AsyncIterator[Event]:
+            return self.app.resume(session_id, interrupt_id, action, guidance, cancel=cancel)
+
+        self._start(prompt, start, resume=True)
+
+    def _on_stop(self, _msg: dict[str, Any]) -> None:
+        task, cancel = self._task, self._cancel
+        if task is None or task.done():
+            if self.busy:
+                self.busy = False
+            return
+        if cancel is not None:
+            cancel.set()
+        loop = self._loop_for_turns()
+        loop.call_soon_threadsafe(lambda: loop.create_task(self._stop(task)))
+
+    async def _stop(self, task: asyncio.Task[None]) -> None:
+        """A cooperative stop first (the turn may save its partial answer), then a hard one."""
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(asyncio.shield(task), STOP_GRACE_SECONDS)
+        if not task.done():
+            task.cancel()
+
+    def _on_search_titles(self, msg: dict[str, Any]) -> None:
+        query = str(msg.get("query", ""))
+        found = self.app.search_titles(query.strip()) if query.strip() else []
+        in_scope = {str(i.get("key")) for i in (self.scope or {}).get("items") or []}
+        items: list[dict[str, Any]] = []
+        collections: list[dict[str, Any]] = []
+        for entry in _entries(found):
+            kind = _get(entry, "kind") or "item"
+            key = str(_get(entry, "item_key", "") or _get(entry, "key", ""))
+            if kind == "collection":
+                name = _get(entry, "name") or _get(entry, "path") or _get(entry, "title")
+                collections.append({"key": key, "name": str(name or key)})
+            elif key not in in_scope:
+                items.append({"key": key, "title": str(_get(entry, "title", "") or key),
+                              "year": _get(entry, "year"),
+                              "authors": [str(a) for a in _get(entry, "authors", []) or []]})
+        self.send({"kind": "title_results", "query": query, "items": items[:10],
+                   "collections": collections[:5]})
+
+    def _on_set_scope(self, msg: dict[str, Any]) -> None:
+        try:
+            applied = validate_scope(msg.get("scope"), self.app)
+        except ValueError as e:
+            self.send_state("scope")  # the chips fall back to what Python holds
+            self._set_error(str(e))
+            return
+        self.error = ""
+        self.scope = applied
+
+    def _on_open_session(self, msg: dict[str, Any]) -> None:
+        session_id = str(msg.get("session_id", "") or "")
+        if not session_id:
+            return
+        message = self.history_message(session_id)  # raises for an unknown session
+        if session_id != self.session_id:
+            self.session_id = session_id
+        self.send(message)
+
+    def _on_new_session(self, _msg: dict[str, Any]) -> None:
+        self.session_id = _session_id_of(self.app.new_session())
+        self.refresh_sessions()
+        self.send({"kind": "history", "turns": []})
+
+    # --- running a turn -------------------------------------------------------------------
+    def _start(
+        self,
+        prompt: str,
+        stream: Callable[[str, asyncio.Event], AsyncIterator[Event]],
+        *,
+        resume: bool,
+    ) -> None:
+        if not self.session_id:
+            self.session_id = _session_id_of(self.app.new_session())
+        session_id = self.session_id
+        loop = self._loop_for_turns()
+        started = threading.Event()
+
+        def create() -> None:
+            self._cancel = asyncio.Event()
+            self._task = loop.create_task(
+                self._run(prompt, session_id, stream, self._cancel, resume)
+            )
+            started.set()
+
+        if _running_loop() is loop:
+            create()
+        else:  # no loop in this thread (plain Python): turns run on a private loop thread
+            loop.call_soon_threadsafe(create)
+            started.wait(5)
+
+    async def _run(
+        self,
+        prompt: str,
+        session_id: str,
+        stream: Callable[[str, asyncio.Event], AsyncIterator[Event]],
+        cancel: asyncio.Event,
+        resume: bool,
+    ) -> None:
+        live = LiveTurn(prompt=prompt, session_id=session_id)
+        self._live = live
+        events: AsyncIterator[Event] | None = None
+        try:
+            events = stream(session_id, cancel)
+            async for event in events:
+                if cancel.is_set() and isinstance(event, ErrorEvent):
+                    break  # the turn's own "cancelled" report: a user stop shows no error
+                if not live.turn_id:
+                    if isinstance(event, ErrorEvent) and not event.turn_id:
+                        self._send_event(event)  # refused before a turn began
+                        return
+                    live.turn_id = event.turn_id
+                    self.send({"kind": "turn_started", "turn_id": event.turn_id,
+                               "prompt": prompt})
+                    self.busy = True
+                live.apply(event)
+                self._send_event(event)
+                if event.type in TERMINAL:
+                    break
+        except asyncio.CancelledError:
+            pass  # a user stop: the front end shows "Stopped"; no error event
+        except Exception as e:  # refused (CheckpointPending, unknown session…) or failed
+            self._send_event(ErrorEvent(session_id=session_id, turn_id=live.turn_id,
+                                        message=_describe(e)))
+        finally:
+            if events is not None:
+                with contextlib.suppress(BaseException):
+                    await events.aclose()  # type: ignore[attr-defined]
+            self._live = None
+            self._cancel = None
+            if self.busy:
+                self.busy = False
+            with contextlib.suppress(Exception):
+                self.refresh_sessions()
+                self.model_label = _model_label(self.app, self.ask_options.get("model"))
+                if resume and cancel.is_set() and session_id == self.session_id:
+                    # A stopped resume leaves the checkpoint waiting: show its card live again.
+                    self.send(self.history_message(session_id))
+
+    def _send_event(self, event: Event) -> None:
+        self.send({"kind": "event", "event": event.model_dump(mode="json")})
+
+    def _set_error(self, message: str) -> None:
+        if self.error == message:
+            self.error = ""  # the front end re-shows a banner only on change
+        self.error = message
+
+    def _loop_for_turns(self) -> asyncio.AbstractEventLoop:
+        loop = _running_loop()
+        if loop is not None:
+            self._loop = loop
+            return loop
+        if self._loop is None or self._loop.is_closed():
+            self._loop = _background_loop()
+        return self._loop
+
+    def _stored_turns(self, session_id: str) -> list[tuple[Any, dict[str, Any]]]:
+        turns = list(self.app.history(session_id))
+        payloads: dict[str, dict[str, Any]] = {}
+        store = getattr(self.app, "store", None)
+        if store is not None and hasattr(store, "turns"):
+            with contextlib.suppress(Exception):
+                payloads = {r.turn_id: dict(r.payload) for r in store.turns(session_id)}
+        return [(turn, payloads.get(str(_get(turn, "turn_id", "")), {})) for turn in turns]
+
+    def _prompt_of_interrupt(self, interrupt_id: str) -> str:
+        if not self.session_id:
+            return ""
+        with contextlib.suppress(Exception):
+            for turn, _payload in self._stored_turns(self.session_id):
+                checkpoint = _get(turn, "checkpoint") or {}
+                if _get(checkpoint, "interrupt_id") == interrupt_id:
+                    return str(_get(turn, "prompt", ""))
+        return ""
+
+
+# ---------------------------------------------------------------------------- one call
+_APPS: dict[tuple[str, str], Any] = {}
+
+
+def chat(home: str | os.PathLike[str] | None = None, **kwargs: Any) -> ChatWidget:
+    """Open the chat panel on a data home (default: $ZOCRATES_HOME or ~/.zocrates-nb).
+
+    Widget options (`session_id`, `hitl`, `budget`, `word_ceiling`, `model`) go to the panel;
+    any other keyword is a settings override for `App.open`. The App is opened once per home and
+    overrides, so re-running the cell does not load the models again.
+    """
+    from zocrates_nb.app import App
+
+    options = {k: kwargs.pop(k) for k in WIDGET_OPTIONS if k in kwargs}
+    key = (str(Path(home).expanduser().resolve()) if home is not None else "",
+           repr(sorted(kwargs.items())))
+    app = _APPS.get(key)
+    if app is None:
+        app = _APPS[key] = App.open(os.fspath(home) if home is not None else None, **kwargs)
+    return ChatWidget(app, **options)
+
+
+# ---------------------------------------------------------------------------- helpers
+def validate_scope(scope: Any, app: Any = None) -> dict[str, Any]:
+    """The scope as applied, or ValueError saying why it is refused (PROTOCOL.md, set_scope)."""
+    if not isinstance(scope, dict):
+        raise ValueError("the scope must be an object {mode, items, collections}")
+    mode = scope.get("mode")
+    items = scope.get("items") or []
+    collections = scope.get("collections") or []
+    if mode == "library":
+        return dict(LIBRARY_SCOPE)
+    if mode == "items":
+        if not 1 <= len(items) <= MAX_SCOPE_ITEMS:
+            raise ValueError(f"pick 1 to {MAX_SCOPE_ITEMS} papers (got {len(items)})")
+        keys = [str(i.get("key", "")) for i in items if isinstance(i, dict)]
+        if len(keys) != len(items) or not all(keys) or len(set(keys)) != len(keys):
+            raise ValueError("every picked paper needs a distinct key")
+        known = _known_items(app, keys)
+        unknown = [k for k in keys if known is not None and k not in known]
+        if unknown:
+            raise ValueError(f"not in the library: {', '.join(unknown)}")
+        return {
+            "mode": "items",
+            "items": [
+                {"key": k, "title": str(i.get("title") or (known or {}).get(k, {}).get("title")
+                                        or k),
+                 "year": i.get("year") if isinstance(i.get("year"), int) else
+                 (known or {}).get(k, {}).get("year")}
+                for k, i in zip(keys, items, strict=True)
+            ],
+            "collections": [],
+        }
+    if mode == "collections":
+        if not collections:
+            raise ValueError("pick at least one collection")
+        keys = [str(c.get("key", "")) for c in collections if isinstance(c, dict)]
+        if len(keys) != len(collections) or not all(keys):
+            raise ValueError("every picked collection needs a key")
+        names = _known_collections(app)
+        unknown = [k for k in keys if names is not None and k not in names]
+        if unknown:
+            raise ValueError(f"unknown collection: {', '.join(unknown)}")
+        return {
+            "mode": "collections",
+            "items": [],
+            "collections": [
+                {"key": k, "name": str(c.get("name") or (names or {}).get(k) or k)}
+                for k, c in zip(keys, collections, strict=True)
+            ],
+        }
+    raise ValueError(f"unknown scope mode {mode!r}: expected library, items or collections")
+
+
+def _index_of(app: Any) -> Any:
+    return getattr(app, "index", None) if app is not None else None
+
+
+def _known_items(app: Any, keys: list[str]) -> dict[str, dict[str, Any]] | None:
+    """Metadata of the keys the index knows; None when there is no index to ask."""
+    index = _index_of(app)
+    if index is None or not hasattr(index, "item"):
+        return None
+    out: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        record = index.item(key)
+        if record is not None:
+            out[key] = {"title": record.title, "year": record.year}
+        elif hasattr(index, "documents") and index.documents(key):
+            out[key] = {"title": "", "year": None}
+    return out
+
+
+def _known_collections(app: Any) -> dict[str, str] | None:
+    index = _index_of(app)
+    if index is None or not hasattr(index, "collection_paths"):
+        return None
+    paths: dict[str, str] = index.collection_paths()
+    return paths
+
+
+def _entries(found: Any) -> Iterable[Any]:
+    """`search_titles` may return a list, or {items, collections}."""
+    if isinstance(found, dict):
+        return [*found.get("collections", []), *found.get("items", [])]
+    return list(found or [])
+
+
+def _model_label(app: Any, model: str | None = None) -> str:
+    """The header's model line: the offline engine, or the configured model(s)."""
+    if model:
+        return model
+    registry = getattr(app, "registry", None)
+    if registry is None:
+        return str(getattr(app, "model_label", "") or "")
+    info = registry.doctor_info()
+    roles = info.get("roles") or {}
+    if info.get("offline", False) or not roles:
+        return OFFLINE_LABEL
+    names = dict.fromkeys(str(roles[r]["model"]) for r in ("coordinator", "search",
+                                                             "synthesizer") if r in roles)
+    return " · ".join(names)
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value).astimezone().isoformat()
+    return str(value or "")
+
+
+def _describe(e: BaseException) -> str:
+    text = str(e).strip()
+    return text or type(e).__name__
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+_BACKGROUND: asyncio.AbstractEventLoop | None = None
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    """One daemon thread with an event loop, for hosts without a running loop."""
+    global _BACKGROUND
+    if _BACKGROUND is None or _BACKGROUND.is_closed():
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, name="zocrates-chat", daemon=True).start()
+        _BACKGROUND = loop
+    return _BACKGROUND
+
+
+__all__ = ["ChatWidget", "LiveTurn", "asset_path", "chat", "history_turn", "validate_scope"]
