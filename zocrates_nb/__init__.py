@@ -1,6 +1,12 @@
 """zocrates-nb: answers research questions over your own Zotero library, with verified citations."""
 
 import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zocrates_nb.app import App as App
+    from zocrates_nb.app import open_app as open_app
+    from zocrates_nb.widget import ChatWidget
 
 # Offline first: never fetch model weights, cost maps or telemetry at run time.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -10,3 +16,20 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """`App` and `open_app` (the public API), imported on first use: `import zocrates_nb` stays
+    cheap (the indexer's worker processes import this package)."""
+    if name in ("App", "open_app"):
+        from zocrates_nb import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module 'zocrates_nb' has no attribute {name!r}")
+
+
+def chat(home: str | os.PathLike[str] | None = None, **kwargs: object) -> "ChatWidget":
+    """Open the chat panel in a notebook: `zocrates_nb.chat()` (see `zocrates_nb.widget.chat`)."""
+    from zocrates_nb.widget import chat as _chat
+
+    return _chat(home, **kwargs)

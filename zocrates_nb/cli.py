@@ -66,8 +66,23 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(report.to_json())
     else:
-        print(report.summary())
+        print(_report_text(report))
     return 0
+
+
+def _report_text(report: Any) -> str:
+    """A human summary of an IndexReport, one line per problem document."""
+    lines = [
+        f"indexed {report.items} items ({report.attachments} attachments, {report.notes} notes): "
+        f"{report.converted} converted, {report.reused} from cache, {report.unchanged} unchanged, "
+        f"{report.removed} removed; {report.chunks} chunks in {report.seconds:.1f} s"
+    ]
+    for e in report.errors:
+        lines.append(f"  error   {e.get('item_key', '')} {e.get('file', '')}: {e.get('error', '')}")
+    for sk in report.skipped:
+        key, file, reason = sk.get("item_key", ""), sk.get("file", ""), sk.get("reason", "")
+        lines.append(f"  skipped {key} {file}: {reason}")
+    return "\n".join(lines)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -174,22 +189,57 @@ def cmd_convert(args: argparse.Namespace) -> int:
     for s in toc.sections:
         indent = "  " * max(s.level - 1, 0)
         num = f"{s.number} " if s.number else ""
-        print(f"{indent}[{s.id}] {num}{s.title}  (p.{s.page}, {s.words} words)")
+        print(f"{indent}[{s.id}] {num}{s.title or 'Frontmatter'}  (p.{s.page}, {s.words} words)")
     for a in (*toc.figures, *toc.tables):
         print(f"[{a.id}] {a.label}: {a.caption[:80]}")
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from zocrates_nb import bench
+def cmd_toc(args: argparse.Namespace) -> int:
+    from zocrates_nb.retrieval.commands import toc_command
 
-    result = bench.run(args)
+    return toc_command(args)
+
+
+def cmd_read(args: argparse.Namespace) -> int:
+    from zocrates_nb.retrieval.commands import read_command
+
+    return read_command(args)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from zocrates_nb import bench, bench_retrieval
+
+    if args.what == "ui":
+        from zocrates_nb import bench_ui
+
+        result = bench_ui.run(args)
+    else:
+        result = bench_retrieval.run(args) if args.what in ("beir", "tokens") else bench.run(args)
     if args.json:
         _print_json(result)
     else:
         for key, value in result.items():
             print(f"{key:>22}: {value}")
     return 0
+
+
+def _conversation(name: str) -> Callable[[argparse.Namespace], int]:
+    """ask / resume / chat / sessions / doctor live in zocrates_nb.app_cli (the App's surface)."""
+
+    def run(args: argparse.Namespace) -> int:
+        from zocrates_nb import app_cli
+
+        commands: Any = app_cli
+        if getattr(args, "server", None):  # --server URL: drive a running Jupyter server
+            from zocrates_nb.server import remote_cli as commands
+        try:
+            result: int = getattr(commands, f"{name}_command")(args)
+        except app_cli.CommandError as e:
+            raise CliError(str(e)) from None
+        return result
+
+    return run
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -235,8 +285,31 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--json", action="store_true")
     cv.set_defaults(func=cmd_convert)
 
+    tc = sub.add_parser("toc", help="a document's compact outline (parent, attachment or note key)")
+    tc.add_argument("key")
+    tc.add_argument("--json", action="store_true")
+    tc.set_defaults(func=cmd_toc)
+
+    rd = sub.add_parser("read", help="read sections/figures/tables of a document: read KEY s2,f1")
+    rd.add_argument("key")
+    rd.add_argument("asset_ids", nargs="+", help="s1…, f1…, t1…, abstract, full, p4 (any form)")
+    rd.add_argument("--json", action="store_true")
+    rd.set_defaults(func=cmd_read)
+
+    from zocrates_nb.app_cli import add_parsers
+
+    add_parsers(sub)
+    for name in ("ask", "resume", "chat", "sessions", "doctor"):
+        sub.choices[name].set_defaults(func=_conversation(name))
+    from zocrates_nb.server.remote_cli import add_server_options
+
+    add_server_options(sub)
+
     be = sub.add_parser("bench", help="benchmarks")
-    be.add_argument("what", choices=["index", "search"])
+    be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui"])
+    be.add_argument("dir", nargs="?", type=Path, help="beir: a BEIR dataset directory")
+    be.add_argument("--split", default="test", help="beir: qrels split (default test)")
+    be.add_argument("--queries-limit", type=int, help="beir: only the first N queries")
     be.add_argument("--zotero-dir", type=Path, help="library to benchmark (default: the sample)")
     be.add_argument("--folder", type=Path)
     be.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")

@@ -42,6 +42,9 @@ class IndexSettings(_Strict):
     chroma: ChromaSettings = Field(default_factory=ChromaSettings)
     chunk_min_words: int = 150
     chunk_max_words: int = 400
+    # Passage embedding precision: "auto" = bfloat16 where the CPU computes it natively
+    # (AVX512-BF16/AMX: ~1.6x less CPU, cosine to float32 > 0.9999), else float32.
+    embedding_precision: Literal["auto", "float32", "bfloat16"] = "auto"
     # Longer documents (books, theses) are reported and skipped; raise to index them.
     max_pages: int = 400
 

@@ -12,6 +12,25 @@ from zocrates_nb.agents.models import (
     resolve_model,
 )
 
+# The agents and the pipeline, imported on first use (they pull in retrieval and the index).
+_LAZY = {
+    "OfflineEngine": "offline",
+    "SearchPipeline": "pipeline",
+    "coordinator_agent": "coordinator",
+    "search_agent": "search_agent",
+    "synthesizer_agent": "synthesizer",
+    "verifier_agent": "verifier",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f"zocrates_nb.agents.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'zocrates_nb.agents' has no attribute {name!r}")
+
+
 __all__ = [
     "OFFLINE_DISPLAY",
     "ModelConfigError",

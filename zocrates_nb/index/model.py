@@ -64,3 +64,48 @@ class Hit:
             "text": c.text,
             "score": round(self.score, 6),
         }
+
+
+@dataclass
+class ItemRecord:
+    """An item as the catalogue holds it (regular item, or a standalone note/attachment)."""
+
+    key: str
+    item_type: str  # Zotero item type; "note" / "attachment" for standalone documents
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    date: str = ""
+    doi: str = ""
+    abstract: str = ""
+    venue: str = ""
+    url: str = ""
+    tags: list[str] = field(default_factory=list)
+    collections: list[str] = field(default_factory=list)  # collection keys
+    version: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DocumentRecord:
+    """One indexed (or not indexable) document: an attachment or a note."""
+
+    doc_key: str  # attachment or note key
+    item_key: str  # parent item key (the doc key itself when standalone)
+    kind: str  # pdf | html | markdown | text | note
+    title: str = ""
+    file: str = ""  # local path ("" for notes and links)
+    sha256: str | None = None  # of the file bytes (of the HTML for notes)
+    file_size: int | None = None
+    file_mtime_ns: int | None = None
+    version: str = ""  # Zotero's change marker of the attachment/note
+    status: str = "indexing"  # done | indexing | error | skipped
+    error: str = ""  # why it failed / was skipped (a done document may keep an older version)
+    bundle_dir: str = ""  # relative to the data home
+    n_chunks: int = 0
+    indexed_at: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,141 @@
+"""Synthesis over the real reranked evidence with a scripted synthesizer: streamed text, leaked
+keys stripped, every citation checked (offline support score, or a verifier model), unsupported
+ids pruned in place, and the sources split into two tiers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents_helpers import (
+    GARDEN,
+    RAFT,
+    Recorder,
+    index_small_library,
+    run,
+    search_then,
+    terminal,
+    text,
+    user_prompts,
+)
+from conftest import LibraryBuilder
+from pydantic_ai import ModelResponse, ToolCallPart
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo
+
+from zocrates_nb.agents.offline import parse_evidence
+from zocrates_nb.agents.textutil import split_sentences
+from zocrates_nb.app import App
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    root = tmp_path_factory.mktemp("small-synth")
+    index = index_small_library(LibraryBuilder(root / "library"), root / "home")
+    yield index
+    index.close()
+
+
+def evidence_of(messages: list[ModelMessage]) -> dict[str, tuple[int, str]]:
+    """Title → (index, first sentence) of the first chunk of each paper in the prompt."""
+    out: dict[str, tuple[int, str]] = {}
+    for ch in parse_evidence(user_prompts(messages)[-1]):
+        sents = [s for s in split_sentences(ch.text) if len(s.split()) >= 6]
+        if sents and ch.title not in out:
+            out[ch.title] = (ch.index, sents[0])
+    return out
+
+
+RAFT_TITLE = "Understandable Consensus with Raft"
+GARDEN_TITLE = "Growing Tomatoes in Small Gardens"
+
+
+def writer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    ev = evidence_of(messages)
+    a, raft_sentence = ev[RAFT_TITLE]
+    g, _ = ev[GARDEN_TITLE]
+    return text(
+        f"{raft_sentence} [{a}, {g}]\n\n"
+        f'According to [Key: {RAFT}] ({RAFT}: "{RAFT_TITLE}"), chunk A{RAFT}:0001 says so.\n\n'
+        f"The moon orbits Jupiter every Tuesday [{a}]."
+    )
+
+
+def make_app(tmp_path: Path, index: Any, **models: Any) -> App:
+    rec = Recorder()
+    role_models = {
+        "coordinator": rec.wrap(
+            "coordinator",
+            lambda m, i: ModelResponse(
+                parts=[ToolCallPart("search_library", {"request": "raft elections and tomatoes"})]
+            ),
+        ),
+        "search": rec.wrap("search", search_then(["raft leader election", "tomato watering"])),
+        "synthesizer": rec.wrap("synthesizer", writer),
+    }
+    role_models.update({k: rec.wrap(k, v) for k, v in models.items()})
+    return App.open(tmp_path, index=index, role_models=role_models)
+
+
+def test_offline_verification_prunes_and_splits_sources(tmp_path: Path, small_index: Any) -> None:
+    app = make_app(tmp_path, small_index)
+    events = run(app.ask("How does Raft elect leaders, and how do I water tomatoes?", hitl=False))
+    final = terminal(events)
+    assert final.type == "final"
+    labels = [e.label for e in events if e.type == "step"]
+    assert any(lbl.startswith("Reranking") for lbl in labels)
+    assert "Verifying citations" in labels
+    assert any(e.type == "text_delta" for e in events)  # the draft streamed
+    answer = final.answer
+    # The Raft sentence keeps its Raft citation only; the made-up claim loses its marker.
+    first_line = answer.splitlines()[0]
+    assert first_line.endswith("[1]")
+    assert "Tuesday." in answer and "Tuesday [" not in answer
+    # Leaked plumbing is gone.
+    assert RAFT not in answer and "Key:" not in answer and ":0001" not in answer
+    assert [(s.n, s.title) for s in final.cited_sources] == [(1, RAFT_TITLE)]
+    other = [s.title for s in final.other_sources]
+    assert GARDEN_TITLE in other and RAFT_TITLE not in other
+    assert len(other) == len(set(other))
+    (c,) = final.citations
+    assert c.n == 1 and c.item_key == RAFT and c.support is not None and c.support > 0.5
+    # The stored turn keeps the evidence with cited flags and support probabilities.
+    rows = app.turn(final.turn_id)["evidence"]
+    cited = [r for r in rows if r["cited"]]
+    assert [r["item_key"] for r in cited] == [RAFT]
+    garden_rows = [r for r in rows if r["item_key"] == GARDEN and r["ranked"]]
+    assert garden_rows and all(not r["cited"] for r in garden_rows)
+    assert any(r["support"] is not None and r["support"] < 0.5 for r in garden_rows)
+
+
+def test_verifier_model_judges_each_citation(tmp_path: Path, small_index: Any) -> None:
+    def verifier(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompt = user_prompts(messages)[-1]
+        supported = "Tuesday" not in prompt and "Tomato" not in prompt.split("PASSAGE", 1)[1][:200]
+        p = 0.9 if supported else 0.1
+        (tool,) = info.output_tools
+        return ModelResponse(
+            parts=[ToolCallPart(tool.name, {"supported_probability": p, "reason": "test"})]
+        )
+
+    app = make_app(tmp_path, small_index, verifier=verifier)
+    final = terminal(run(app.ask("Raft and tomatoes?", hitl=False)))
+    assert final.type == "final"
+    assert [s.title for s in final.cited_sources] == [RAFT_TITLE]
+    assert final.citations[0].support == pytest.approx(0.9)
+    assert "Tuesday [" not in final.answer
+
+
+def test_verifier_errors_fail_open(tmp_path: Path, small_index: Any) -> None:
+    def broken(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ConnectionError("verifier endpoint down")
+
+    app = make_app(tmp_path, small_index, verifier=broken)
+    final = terminal(run(app.ask("Raft and tomatoes?", hitl=False)))
+    assert final.type == "final"
+    # Nothing was judged, so nothing was pruned: both papers are cited, support unknown.
+    assert {s.title for s in final.cited_sources} == {RAFT_TITLE, GARDEN_TITLE}
+    assert all(c.support is None for c in final.citations)
+    assert "Tuesday [1]" in final.answer

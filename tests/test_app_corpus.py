@@ -1,0 +1,114 @@
+"""The embedded offline engine on the real 37-paper corpus library (no language model): factual
+questions cite the right paper, an off-topic question cites nothing and says so, a selection
+is respected, and `--budget 1` pauses at a checkpoint that `resume` (another process) completes.
+
+The whole dev set is measured by `scripts/eval_answers.py`; these are the spot checks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agents_helpers import run, terminal
+
+from zocrates_nb.app import App
+
+pytestmark = pytest.mark.corpus
+
+
+@pytest.fixture(scope="module")
+def corpus_app(corpus_index: Any) -> Iterator[App]:
+    app = App.open(corpus_index.home, index=corpus_index.index)
+    yield app
+    app.store.close()
+
+
+@pytest.mark.parametrize(
+    ("question", "title", "phrase"),
+    [
+        (
+            "If an application deletes a file in GFS by mistake, can it still get the file "
+            "back, and for how long?",
+            "The Google File System",
+            "hidden",
+        ),
+        (
+            "Why does MoCo reorder the samples of a mini-batch across GPUs before computing "
+            "the keys, and what failure does that prevent?",
+            "Momentum Contrast for Unsupervised Visual Representation Learning",
+            "shuffl",
+        ),
+    ],
+)
+def test_factual_questions_cite_the_right_paper(
+    corpus_app: App, question: str, title: str, phrase: str
+) -> None:
+    final = terminal(run(corpus_app.ask(question, hitl=False)))
+    assert final.type == "final"
+    assert final.cited_sources[0].title == title
+    assert phrase in final.answer.lower()
+    assert "without a language model" in final.answer
+    assert all(c.support is not None and c.support >= 0.5 for c in final.citations)
+
+
+def test_off_topic_question_cites_nothing_and_says_so(corpus_app: App) -> None:
+    final = terminal(run(corpus_app.ask("What is the boiling point of tungsten?", hitl=False)))
+    assert final.type == "final"
+    assert final.cited_sources == [] and final.citations == []
+    assert "no evidence" in final.answer and "without a language model" in final.answer
+    assert "[1]" not in final.answer
+
+
+def test_selection_scope_is_respected(corpus_app: App) -> None:
+    question = (
+        "According to this paper, when may acceptors discard the pvalues they have "
+        "accepted, and what makes that scheme break down?"
+    )
+    final = terminal(run(corpus_app.ask(question, items=["ULJB8NEJ"], hitl=False)))
+    assert [s.title for s in final.cited_sources] == ["Paxos Made Moderately Complex"]
+    rows = corpus_app.turn(final.turn_id)["evidence"]
+    assert rows and {r["title"] for r in rows} == {"Paxos Made Moderately Complex"}
+
+
+def _cli(home: Any, *args: str) -> dict[str, Any]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "zocrates_nb.cli", "--home", str(home), *args, "--json"],
+        capture_output=True,
+        env=env,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def test_budget_one_checkpoint_then_resume_in_a_new_process(corpus_index: Any) -> None:
+    home = corpus_index.home
+    first = _cli(
+        home,
+        "ask",
+        "How do consensus protocols elect a leader and replicate a log?",
+        "--budget",
+        "1",
+    )
+    assert first["status"] == "checkpoint"
+    cp = first["checkpoint"]
+    assert cp["interrupt_id"] == "interrupt_ext_1" and cp["calls_used"] == 1
+    assert cp["missing_aspects"]
+    out = _cli(home, "resume", "--session", first["session_id"], "--action", "extend_budget")
+    if out["status"] == "checkpoint":  # a second pause is allowed: answer now
+        out = _cli(home, "resume", "--session", first["session_id"], "--action", "synthesize")
+    assert out["status"] == "answered" and out["session_id"] == first["session_id"]
+    titles = {s["title"] for s in out["cited_sources"]}
+    assert titles & {
+        "In Search of an Understandable Consensus Algorithm",
+        "Paxos Made Simple",
+        "Paxos Made Moderately Complex",
+        "Zab: High-performance broadcast for primary-backup systems",
+    }

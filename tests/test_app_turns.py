@@ -1,0 +1,228 @@
+"""The public API around the pipeline: a dead model endpoint (clear error, session still
+usable), config hot reload, post-turn compaction, cancellation, the offline coordinator, and
+the CLI's JSON output."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents_helpers import (
+    RAFT,
+    Recorder,
+    coordinator_search,
+    index_small_library,
+    run,
+    search_then,
+    terminal,
+    user_prompts,
+)
+from conftest import LibraryBuilder
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, DeltaToolCalls, FunctionModel
+
+from zocrates_nb.app import App
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any]]:
+    root = tmp_path_factory.mktemp("small-app")
+    home = root / "home"
+    index = index_small_library(LibraryBuilder(root / "library"), home)
+    yield home, index
+    index.close()
+
+
+def write_config(home: Path, data: dict[str, Any]) -> None:
+    """Replace the config file atomically (a new inode: the change is seen at once)."""
+    tmp = home / "zocrates_config.json.tmp"
+    tmp.write_text(json.dumps(data), "utf-8")
+    os.replace(tmp, home / "zocrates_config.json")
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_dead_endpoint_is_a_clear_error_and_the_session_survives(
+    tmp_path: Path, small: tuple[Path, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, index = small
+    monkeypatch.setenv("ZOCRATES_TEST_DEAD_KEY", "not-a-real-key-123456")
+    write_config(
+        tmp_path,
+        {
+            "models": {
+                "base": {
+                    "model": "openai:gpt-4o-mini",
+                    "base_url": f"http://127.0.0.1:{closed_port()}/v1",
+                    "api_key_env": "ZOCRATES_TEST_DEAD_KEY",
+                }
+            }
+        },
+    )
+    app = App.open(tmp_path, index=index)
+    sid = app.new_session()
+    t0 = time.monotonic()
+    error = terminal(run(app.ask("How does Raft elect a leader?", session_id=sid)))
+    assert time.monotonic() - t0 < 20
+    assert error.type == "error"
+    assert "unreachable" in error.message and "127.0.0.1" in error.message
+    assert "not-a-real-key" not in error.message
+    assert app.history(sid)[-1]["status"] == "error"
+    # Fix the config (no restart): the next turn in the same session works.
+    write_config(tmp_path, {})
+    ok = terminal(run(app.ask("hello", session_id=sid)))
+    assert ok.type == "final" and "without a language model" in ok.answer
+    assert [t["status"] for t in app.history(sid)] == ["error", "answered"]
+
+
+def test_config_edits_apply_at_the_next_turn(tmp_path: Path, small: tuple[Path, Any]) -> None:
+    _, index = small
+    rec = Recorder()
+    write_config(tmp_path, {"retrieval": {"budget": 3}})
+    app = App.open(
+        tmp_path,
+        index=index,
+        role_models={
+            "coordinator": rec.wrap("coordinator", coordinator_search),
+            "search": rec.wrap("search", search_then(["raft"])),
+        },
+    )
+    terminal(run(app.ask("Raft?", hitl=False)))
+    assert "3 retrieval tool calls" in user_prompts(rec.seen["search"][-1])[0]
+    write_config(tmp_path, {"retrieval": {"budget": 4, "word_ceiling": 5000}})
+    terminal(run(app.ask("Raft again?", hitl=False)))
+    assert "4 retrieval tool calls, 5,000 words" in user_prompts(rec.seen["search"][-1])[0]
+    # A bad edit is a clear error naming the key; fixing it recovers.
+    write_config(tmp_path, {"retrieval": {"budgett": 4}})
+    err = terminal(run(app.ask("Raft once more?", hitl=False)))
+    assert err.type == "error" and "retrieval.budgett" in err.message
+
+
+def test_post_turn_compaction_rolls_old_turns_into_one_summary(
+    tmp_path: Path, small: tuple[Path, Any]
+) -> None:
+    _, index = small
+    write_config(
+        tmp_path, {"sessions": {"compaction": {"min_turns": 3, "token_floor": 0, "keep_last": 1}}}
+    )
+    app = App.open(tmp_path, index=index)
+    sid = app.new_session()
+    for prompt in ("hello", "who are you?", "thanks", "what can you do?", "bye"):
+        assert terminal(run(app.ask(prompt, session_id=sid))).type == "final"
+    blocks = app.store.message_blocks(sid)
+    assert blocks[0].kind == "summary" and sum(b.kind == "summary" for b in blocks) == 1
+    assert len([b for b in blocks if b.kind == "turn"]) == 1  # the last turn stays verbatim
+    info = app.store.get_state(sid).compaction
+    assert info is not None and info.times >= 2 and info.compacted_turns == 4
+    assert "who are you?" in info.summary
+    assert [t["status"] for t in app.history(sid)] == ["answered"] * 5  # display keeps all
+
+
+def test_cancel_ends_the_turn_cleanly(tmp_path: Path, small: tuple[Path, Any]) -> None:
+    _, index = small
+    started = asyncio.Event()
+
+    async def slow_search(
+        messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[DeltaToolCalls]:
+        started.set()
+        await asyncio.sleep(60)
+        yield {}
+
+    async def main() -> tuple[list[Any], float]:
+        app = App.open(
+            tmp_path,
+            index=index,
+            role_models={
+                "coordinator": Recorder().wrap("coordinator", coordinator_search),
+                "search": FunctionModel(stream_function=slow_search),
+            },
+        )
+        cancel = asyncio.Event()
+        events: list[Any] = []
+
+        async def trigger() -> None:
+            await started.wait()
+            cancel.set()
+
+        task = asyncio.ensure_future(trigger())
+        t0 = time.monotonic()
+        async for ev in app.ask("Raft?", cancel=cancel):
+            events.append(ev)
+        await task
+        return events, time.monotonic() - t0
+
+    events, seconds = asyncio.run(main())
+    end = terminal(events)
+    assert end.type == "error" and "cancelled" in end.message and seconds < 30
+    app = App.open(tmp_path, index=index)
+    assert app.history(end.session_id)[-1]["status"] == "cancelled"
+    assert terminal(run(app.ask("hello", session_id=end.session_id))).type == "final"
+
+
+def test_offline_coordinator_banter_and_follow_up_rewrite() -> None:
+    from zocrates_nb.agents.offline import standalone_goal
+
+    goal = "How does Raft elect a leader?"
+    assert standalone_goal("Why?", goal).startswith("Why? (Follow-up to the earlier question")
+    assert goal in standalone_goal("and what about its log?", goal)
+    new = "What is the boiling point of tungsten at sea level?"
+    assert standalone_goal(new, goal) == new
+
+
+def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path, Any]) -> None:
+    _, index = small
+    app = App.open(tmp_path, index=index)
+    sid = app.new_session()
+    terminal(run(app.ask("hello there", session_id=sid)))
+    assert [s["session_id"] for s in app.sessions()] == [sid]
+    assert app.sessions()[0]["title"] == "hello there"
+    chips = app.search_titles("raft")
+    assert chips[0]["kind"] == "item" and chips[0]["item_key"] == RAFT
+    assert any(
+        c["kind"] == "collection" and c["title"] == "Systems" for c in app.search_titles("systems")
+    )
+    info = app.doctor()
+    assert info["any_cloud_endpoint"] is False
+    assert set(info["models"]["roles"]) == {"coordinator", "search", "synthesizer", "verifier"}
+    assert info["embedding_model"] and info["rerank"]["rerank_method"]
+    assert info["index_health"]["ok"] and info["library"]["items"] >= 4
+
+
+def test_cli_ask_json_offline(small: tuple[Path, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    from zocrates_nb.cli import main
+
+    home, _ = small
+    assert main(["--home", str(home), "ask", "How does Raft elect a leader?", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) >= {
+        "session_id",
+        "status",
+        "answer",
+        "cited_sources",
+        "other_sources",
+        "evidence",
+        "checkpoint",
+        "usage",
+        "seconds",
+    }
+    assert out["status"] == "answered" and out["checkpoint"] is None
+    assert "without a language model" in out["answer"]
+    assert out["cited_sources"][0]["item_key"] == RAFT
+    assert set(out["cited_sources"][0]) == {"n", "item_key", "title", "authors", "year"}
+    cited = [e for e in out["evidence"] if e["cited"]]
+    assert cited and all(e["item_key"] == RAFT and e["text"] and e["support"] for e in cited)
+    assert main(["--home", str(home), "sessions", "--json"]) == 0
+    sessions = json.loads(capsys.readouterr().out)
+    assert out["session_id"] in {s["session_id"] for s in sessions}

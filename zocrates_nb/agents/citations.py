@@ -1,0 +1,270 @@
+"""Citations of an answer: sanitising, finding, verifying, pruning, and the two tiers of sources.
+
+The synthesizer cites the reranked evidence with flat markers (`[1]`, `[2, 3]`). Every occurrence
+is checked against the chunk it names (the claim is the sentence around the marker); ids that the
+check does not support are removed in place (`[1, 2]` → `[1]`, a marker with nothing left
+disappears). Surviving markers are renumbered by first appearance so the reader sees 1, 2, 3…
+Every paper that was retrieved lands in exactly one tier: Cited (at least one surviving citation)
+or Other considered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from zocrates_nb.events import Citation, Source
+from zocrates_nb.retrieval.state import Evidence
+
+# `[1]`, `[2, 3]`, `[2–4]`, `[1; 3]`: numbers with separators, nothing else inside the brackets.
+MARKER_RE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–|—)\s*\d{1,3})*)\s*\]")
+# Markers the model should never write but sometimes does: `[Chunk 3]`, `[Source 2]`, `[ref 4]`.
+_WORDY_MARKER_RE = re.compile(r"\[(?:chunk|source|evidence|ref|passage)\s+(\d{1,3})\]", re.I)
+
+# Zotero keys: 8 characters of Zotero's alphabet (no 0, 1, O).
+_ZKEY = r"[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}"
+_KEY_TAG_RE = re.compile(
+    r"\s*\[(?:(?:Parent|Attachment|Note|Item|Document)\s+)?Key:\s*[^\]]*\]", re.I
+)
+_CHUNK_WORD_RE = re.compile(
+    r"\(?\b[Cc]hunk(?:\s+id)?\s*:?\s*`?[A-Za-z0-9_-]{4,}:[A-Za-z0-9_.-]+`?\)?"
+)
+
+
+@dataclass
+class Occurrence:
+    """One citation marker in the text and the claim it supports."""
+
+    start: int
+    end: int
+    ids: list[int]
+    claim: str  # the sentence around the marker, markers removed
+
+
+@dataclass
+class Verdict:
+    supported: bool
+    probability: float | None  # None: the check failed and we failed open
+
+
+@dataclass
+class CitedAnswer:
+    """The answer after verification, with what its markers point at."""
+
+    text: str
+    citations: list[Citation] = field(default_factory=list)
+    cited_sources: list[Source] = field(default_factory=list)
+    other_sources: list[Source] = field(default_factory=list)
+    # evidence index (1-based, in the order given to the synthesizer) → new citation number
+    renumbered: dict[int, int] = field(default_factory=dict)
+    # evidence index → best support probability among its checked occurrences
+    support: dict[int, float] = field(default_factory=dict)
+    pruned: int = 0  # ids removed by verification
+
+
+# ---------------------------------------------------------------------------- sanitising
+def sanitize(text: str, keys: Iterable[str] = (), chunk_ids: Iterable[str] = ()) -> str:
+    """Strip leaked plumbing: `[Key: …]` tags, chunk ids, item keys, `[Chunk 3]`-style markers."""
+    out = _KEY_TAG_RE.sub("", text)
+    out = _WORDY_MARKER_RE.sub(r"[\1]", out)
+    for cid in sorted({c for c in chunk_ids if c}, key=len, reverse=True):
+        out = re.sub(r"\(?`?" + re.escape(cid) + r"`?\)?", "", out)
+    out = _CHUNK_WORD_RE.sub("", out)
+    # Generic chunk ids: KEY:s4 / KEY:0003 / KEY:full.
+    out = re.sub(r"`?\b" + _ZKEY + r":(?:s\d+|f\d+|t\d+|p\d+|\d{3,5}|full|abstract)\b`?", "", out)
+    known = sorted({k for k in keys if k and len(k) >= 4}, key=len, reverse=True)
+    for k in known:
+        # `(HCZLU22L: "Title")` → `("Title")`; `HCZLU22L — ` → ``; bare key → ``.
+        out = re.sub(re.escape(k) + r"\s*[:—–-]\s*(?=[\"'“A-Za-z(])", "", out)
+        out = re.sub(r"[\(\[]\s*" + re.escape(k) + r"\s*[\)\]]", "", out)
+        out = re.sub(r"\b" + re.escape(k) + r"\b", "", out)
+    # Tidy what the removals left behind.
+    out = re.sub(r"\(\s*\)|\[\s*\]", "", out)
+    out = re.sub(r"[ \t]{2,}", " ", out)
+    out = re.sub(r" +([.,;:!?])", r"\1", out)
+    return out.strip()
+
+
+# ---------------------------------------------------------------------------- finding
+def parse_ids(inner: str) -> list[int]:
+    """'2, 3' → [2, 3]; '2-4' → [2, 3, 4] (ranges expanded, at most 10 wide)."""
+    ids: list[int] = []
+    for part in re.split(r"\s*[,;]\s*", inner.strip()):
+        m = re.fullmatch(r"(\d+)\s*[-–—]\s*(\d+)", part)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            if a <= b and b - a <= 10:
+                ids.extend(range(a, b + 1))
+            continue
+        if part.isdigit():
+            ids.append(int(part))
+    return list(dict.fromkeys(ids))
+
+
+_SENT_END_RE = re.compile(
+    r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z\"'(\[*#-])|\n\s*\n|\n(?=\s*[-*#>]|\s*\d+\.)"
+)
+
+
+def _sentence_bounds(text: str, pos: int) -> tuple[int, int]:
+    start = 0
+    for m in _SENT_END_RE.finditer(text, 0, pos):
+        # A marker right after a full stop (`… fails. [3]`) belongs to the sentence before it.
+        if m.end() <= pos and not re.match(r"\s*\[\d", text[m.end() : pos + 2]):
+            start = m.end()
+    nxt = _SENT_END_RE.search(text, pos)
+    end = nxt.start() if nxt else len(text)
+    return start, end
+
+
+def find_occurrences(text: str, n_evidence: int | None = None) -> list[Occurrence]:
+    """Every marker with its claim sentence; ids out of range are kept (verification drops them)."""
+    occs: list[Occurrence] = []
+    for m in MARKER_RE.finditer(text):
+        ids = parse_ids(m.group(1))
+        if not ids:
+            continue
+        # A citation-looking number right after a word like 'Figure' or 'Table' is not a citation.
+        before = text[max(0, m.start() - 12) : m.start()].lower()
+        if re.search(r"(figure|fig\.|table|eq\.|equation|section|§)\s*$", before):
+            continue
+        s, e = _sentence_bounds(text, m.start())
+        claim = MARKER_RE.sub("", text[s:e])
+        claim = re.sub(r"\s+", " ", claim).strip(" -*#>\n")
+        claim = re.sub(r"\s+([.,;:!?])", r"\1", claim)
+        occs.append(Occurrence(m.start(), m.end(), ids, claim))
+    return occs
+
+
+# ---------------------------------------------------------------------------- pruning
+def apply_verdicts(
+    text: str,
+    occurrences: Sequence[Occurrence],
+    keep: dict[tuple[int, int], bool],
+    n_evidence: int,
+) -> tuple[str, int]:
+    """Remove ids judged unsupported (or past the evidence); returns (text, ids pruned)."""
+    pieces: list[str] = []
+    last = 0
+    pruned = 0
+    for i, occ in enumerate(occurrences):
+        survivors = [n for n in occ.ids if 1 <= n <= n_evidence and keep.get((i, n), True)]
+        pruned += len(occ.ids) - len(survivors)
+        pieces.append(text[last : occ.start])
+        if survivors:
+            pieces.append("[" + ", ".join(str(n) for n in survivors) + "]")
+        else:
+            # Drop the marker and the space before it.
+            if pieces and pieces[-1].endswith(" "):
+                pieces[-1] = pieces[-1].rstrip(" ")
+        last = occ.end
+    pieces.append(text[last:])
+    return "".join(pieces), pruned
+
+
+def renumber(text: str) -> tuple[str, dict[int, int]]:
+    """Renumber surviving markers 1, 2, 3… by first appearance; returns (text, old → new)."""
+    mapping: dict[int, int] = {}
+
+    def sub(m: re.Match[str]) -> str:
+        ids = parse_ids(m.group(1))
+        if not ids:
+            return m.group(0)
+        before = m.string[max(0, m.start() - 12) : m.start()].lower()
+        if re.search(r"(figure|fig\.|table|eq\.|equation|section|§)\s*$", before):
+            return m.group(0)
+        new = []
+        for n in ids:
+            if n not in mapping:
+                mapping[n] = len(mapping) + 1
+            new.append(mapping[n])
+        return "[" + ", ".join(str(n) for n in sorted(set(new))) + "]"
+
+    return MARKER_RE.sub(sub, text), mapping
+
+
+# ---------------------------------------------------------------------------- sources
+def _source(e: Evidence, tier: str, n: int | None) -> Source:
+    return Source(
+        n=n,
+        item_key=e.item_key,
+        title=e.title or "Untitled",
+        authors=list(e.authors),
+        year=e.year,
+        tier="cited" if tier == "cited" else "other",
+    )
+
+
+def build_sources(
+    ranked: Sequence[Evidence],
+    gathered: Sequence[Evidence],
+    renumbered: dict[int, int],
+) -> tuple[list[Source], list[Source]]:
+    """Cited papers (ordered by their first citation) and every other retrieved paper."""
+    first_n: dict[str, int] = {}
+    rep: dict[str, Evidence] = {}
+    for old, new in renumbered.items():
+        e = ranked[old - 1]
+        if e.item_key not in first_n or new < first_n[e.item_key]:
+            first_n[e.item_key] = new
+            rep[e.item_key] = e
+    cited = [_source(rep[k], "cited", n) for k, n in sorted(first_n.items(), key=lambda kv: kv[1])]
+    others: list[Source] = []
+    seen = set(first_n)
+    for e in [*ranked, *gathered]:
+        if e.item_key in seen:
+            continue
+        seen.add(e.item_key)
+        others.append(_source(e, "other", None))
+    return cited, others
+
+
+def build_citations(
+    ranked: Sequence[Evidence], renumbered: dict[int, int], support: dict[int, float]
+) -> list[Citation]:
+    out = []
+    for old, new in sorted(renumbered.items(), key=lambda kv: kv[1]):
+        e = ranked[old - 1]
+        out.append(
+            Citation(
+                n=new,
+                chunk_id=e.chunk_id,
+                item_key=e.item_key,
+                title=e.title or "Untitled",
+                authors=list(e.authors),
+                year=e.year,
+                section=e.section,
+                page=e.page,
+                text=e.text,
+                support=support.get(old),
+            )
+        )
+    return out
+
+
+def finish(
+    text: str,
+    occurrences: Sequence[Occurrence],
+    verdicts: dict[tuple[int, int], Verdict],
+    ranked: Sequence[Evidence],
+    gathered: Sequence[Evidence],
+) -> CitedAnswer:
+    """Prune unsupported ids, renumber, and build citations and the two tiers."""
+    keep = {k: v.supported for k, v in verdicts.items()}
+    pruned_text, pruned = apply_verdicts(text, occurrences, keep, len(ranked))
+    final_text, mapping = renumber(pruned_text)
+    support: dict[int, float] = {}
+    for (_, n), v in verdicts.items():
+        if v.probability is not None:
+            support[n] = max(support.get(n, 0.0), v.probability)
+    cited, others = build_sources(ranked, gathered, mapping)
+    return CitedAnswer(
+        text=final_text,
+        citations=build_citations(ranked, mapping, support),
+        cited_sources=cited,
+        other_sources=others,
+        renumbered=mapping,
+        support=support,
+        pruned=pruned,
+    )

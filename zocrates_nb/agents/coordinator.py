@@ -1,0 +1,79 @@
+"""The coordinator: the multi-turn conversation, and the door to the search pipeline.
+
+`search_library` is an output function: calling it runs one search pipeline and ends the
+coordinator's run with the synthesizer's cited answer, verbatim (its citations must map to the
+evidence, so no model may rewrite it). The coordinator's history then holds its call and, as the
+call's result, that answer — never the search agent's tool calls or any raw passage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_ai import Agent, ModelRetry, RunContext, ToolOutput
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ToolReturnPart
+
+from zocrates_nb.agents.pipeline import Outcome, SearchPipeline
+from zocrates_nb.agents.prompts import COORDINATOR_INSTRUCTION, coordinator_context
+from zocrates_nb.agents.runtime import TurnContext
+
+SEARCH_TOOL = "search_library"
+
+
+@dataclass
+class CoordinatorDeps:
+    turn: TurnContext
+    profile: str | None = None
+    outcome: Outcome | None = None
+
+
+async def search_library(ctx: RunContext[CoordinatorDeps], request: str) -> Outcome:
+    """Search the researcher's library and answer from it, with verified citations.
+
+    Args:
+        request: ONE standalone search goal. Rewrite follow-ups so they stand alone (name the
+            subject, note what earlier turns established). Never include item keys.
+    """
+    if not request.strip():
+        raise ModelRetry("Give a non-empty, standalone search goal.")
+    outcome = await SearchPipeline(ctx.deps.turn).start(request)
+    ctx.deps.outcome = outcome
+    return outcome
+
+
+coordinator_agent: Agent[CoordinatorDeps, Outcome | str] = Agent(
+    None,
+    name="coordinator",
+    deps_type=CoordinatorDeps,
+    instructions=COORDINATOR_INSTRUCTION,
+    output_type=[ToolOutput[Outcome](search_library, name=SEARCH_TOOL), str],
+    defer_model_check=True,
+)
+
+
+@coordinator_agent.instructions
+def _selection(ctx: RunContext[CoordinatorDeps]) -> str:
+    t = ctx.deps.turn
+    return coordinator_context(t.active_items, t.collections, ctx.deps.profile)
+
+
+def record_answer(messages: list[ModelMessage], answer: str) -> list[ModelMessage]:
+    """The coordinator's messages with the search call's result set to the answer itself, so
+    later turns can refer back to it ("they", "that paper")."""
+    out: list[ModelMessage] = []
+    for m in messages:
+        if isinstance(m, ModelRequest) and any(
+            isinstance(p, ToolReturnPart) and p.tool_name == SEARCH_TOOL for p in m.parts
+        ):
+            parts: list[ModelRequestPart] = []
+            for p in m.parts:
+                if type(p) is ToolReturnPart and p.tool_name == SEARCH_TOOL:
+                    ret: ToolReturnPart[Any] = p
+                    parts.append(dataclasses.replace(ret, content=answer))
+                else:
+                    parts.append(p)
+            m = dataclasses.replace(m, parts=parts)
+        out.append(m)
+    return out

@@ -1,0 +1,404 @@
+"""One search run per `search_library` call: search → (checkpoint ↔ extend) → rerank → synthesis.
+
+1. Ceilings come from the configuration (or the turn's overrides), or from the snapshot when a
+   checkpoint is resumed.
+2. The search agent runs in isolation: its input is the active items with keys, pre-retrieved
+   outlines and the goal — never the conversation.
+3. Complete active coverage gate: 1–3 selected papers whose outlines are all cached → the
+   outlines are injected and the agent reads sections directly.
+4. Checkpoint triggers: the agent asked for an extension (proactive), or it used its call budget
+   or 80 % of the word ceiling while its report lists gaps (reactive). No gaps, checkpoints off,
+   or two extensions already granted: straight to synthesis.
+5. At a checkpoint the run state and the search agent's messages become a snapshot the session
+   store keeps; resuming (in this process or another) continues from it with nothing lost.
+6–9. Rerank, synthesize, clean, verify citations, two tiers, audit record; continuity gives the
+   synthesizer the previous report when the scope did not change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+
+from zocrates_nb.agents import citations as cit
+from zocrates_nb.agents.prompts import continuation_prompt, search_input
+from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.agents.search_agent import run_search
+from zocrates_nb.agents.synthesizer import synthesize
+from zocrates_nb.events import CheckpointEvent
+from zocrates_nb.retrieval import RunState, Toolkit, rerank_state
+from zocrates_nb.retrieval.rerank import filter_substantive
+from zocrates_nb.retrieval.state import MAX_EXTENSIONS, CompletionReport, Evidence
+from zocrates_nb.sessions.state import ActiveItem, AuditRecord, SessionState
+from zocrates_nb.sessions.state import Scope as SessionScope
+
+REACTIVE_WORD_SHARE = 0.8
+
+
+@dataclass
+class Outcome:
+    """How a search run ended for now: answered, or paused at a checkpoint."""
+
+    kind: Literal["answered", "checkpoint"]
+    goal: str
+    answer: cit.CitedAnswer | None = None
+    checkpoint: CheckpointEvent | None = None
+    snapshot: dict[str, Any] = field(default_factory=dict)  # for the session store
+    ranked: list[Evidence] = field(default_factory=list)
+    gathered: list[Evidence] = field(default_factory=list)  # everything the search found
+    report: CompletionReport | None = None
+
+    @property
+    def text(self) -> str:
+        if self.answer is not None:
+            return self.answer.text
+        if self.checkpoint is not None:
+            return (
+                "The search paused at a deep-research checkpoint: the researcher decides "
+                "whether to extend it or to answer with the evidence gathered."
+            )
+        return ""
+
+
+def dump_messages(messages: list[ModelMessage]) -> Any:
+    return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+
+
+def load_messages(data: Any) -> list[ModelMessage]:
+    return ModelMessagesTypeAdapter.validate_python(data or [])
+
+
+def should_checkpoint(state: RunState, hitl: bool) -> bool:
+    """The two triggers, with the smart skip and the two-extension cap."""
+    if not hitl or state.extension_count >= MAX_EXTENSIONS:
+        return False
+    if state.extension_pending:
+        return True
+    report = state.report
+    gaps = bool(report and report.gaps)
+    spent = (
+        state.tool_count >= state.budget or state.words >= REACTIVE_WORD_SHARE * state.word_ceiling
+    )
+    return spent and gaps
+
+
+def scope_record(turn: TurnContext) -> SessionScope:
+    s = turn.scope
+    return SessionScope(
+        items=list(s.item_keys), collections=list(s.collections), library=s.kind == "library"
+    )
+
+
+class SearchPipeline:
+    def __init__(self, turn: TurnContext) -> None:
+        self.turn = turn
+
+    # ------------------------------------------------------------------ start / resume
+    def new_state(self, goal: str) -> RunState:
+        t = self.turn
+        s = t.settings.retrieval.model_copy()
+        if t.budget:
+            s.budget = t.budget
+        if t.word_ceiling:
+            s.word_ceiling = t.word_ceiling
+        return RunState.new(s, goal=goal, scope=t.scope)
+
+    def where(self) -> str:
+        t = self.turn
+        if t.scope.kind == "selection":
+            n = len(t.active_items)
+            return "the selected paper" if n == 1 else f"the {n} selected papers"
+        if t.scope.kind == "collection":
+            return "collection " + ", ".join(f"“{c}”" for c in t.collections)
+        return "the library"
+
+    async def start(self, goal: str) -> Outcome:
+        t = self.turn
+        goal = " ".join(goal.split())
+        state = self.new_state(goal)
+        t.step("route", f"Searching {self.where()} for “{goal}”", goal=goal)
+        if await asyncio.to_thread(t.index.catalog.chunk_count) == 0:
+            return self._empty_library(state)
+        outlines = await asyncio.to_thread(self.coverage_outlines)
+        if outlines:
+            t.step("toc", f"Using the cached outlines of {len(outlines)} selected paper(s)")
+        prompt = search_input(
+            goal,
+            t.active_items,
+            outlines,
+            t.scope.kind,
+            t.collections,
+            state.budget,
+            state.word_ceiling,
+        )
+        return await self._loop(state, [], prompt)
+
+    async def resume(self, payload: dict[str, Any], action: str, guidance: str = "") -> Outcome:
+        t = self.turn
+        state = RunState.from_json(payload["run_state"])
+        history = load_messages(payload.get("search_messages"))
+        if action == "extend_budget":
+            previous = payload.get("checkpoint") or {}
+            if state.grant_extension():
+                t.step(
+                    "checkpoint",
+                    f"Deep research extension {state.extension_count} of {MAX_EXTENSIONS}: "
+                    f"{state.budget} calls, {state.word_ceiling:,} words",
+                    extension=state.extension_count,
+                )
+                missing = list(previous.get("missing_aspects") or [])
+                state.report = None  # this pass reports afresh
+                prompt = continuation_prompt(
+                    state.goal,
+                    state.extension_count,
+                    MAX_EXTENSIONS,
+                    state.budget,
+                    state.tool_count,
+                    state.word_ceiling,
+                    state.words,
+                    missing,
+                    guidance,
+                )
+                return await self._loop(state, history, prompt)
+            t.step("checkpoint", "No extension left: answering with the evidence gathered")
+        else:
+            t.step("checkpoint", "Answering with the evidence gathered")
+        if state.report is None:
+            Toolkit(t.index, state).finish()
+        return await self._finish(state)
+
+    def _empty_library(self, state: RunState) -> Outcome:
+        text = (
+            "Your library index is empty, so there is nothing to search yet. Index your "
+            "library first (`zocrates-nb index`, or `zocrates-nb index --sample` for the "
+            "built-in sample), then ask again."
+        )
+        self.turn.step("search", "The library index is empty")
+        answer = cit.CitedAnswer(text=text)
+        report = CompletionReport(summary="The index holds no documents.", source="auto_generated")
+        return Outcome("answered", state.goal, answer=answer, report=report)
+
+    # ------------------------------------------------------------------ the loop
+    async def _loop(self, state: RunState, history: list[ModelMessage], prompt: str) -> Outcome:
+        t = self.turn
+        messages = await run_search(t, state, history, prompt)
+        Toolkit(t.index, state).finish()  # the agent's report, or an automatic one
+        if should_checkpoint(state, t.hitl):
+            return self._checkpoint(state, messages)
+        return await self._finish(state)
+
+    def _checkpoint(self, state: RunState, messages: list[ModelMessage]) -> Outcome:
+        t = self.turn
+        n = state.extension_count + 1
+        req = state.extension_request if state.extension_pending else None
+        report = state.report
+        event = CheckpointEvent(
+            interrupt_id=f"interrupt_ext_{n}",
+            extension=n,
+            max_extensions=MAX_EXTENSIONS,
+            calls_used=state.tool_count,
+            budget=state.budget,
+            words_used=state.words,
+            word_ceiling=state.word_ceiling,
+            covered_summary=(
+                req.covered_summary
+                if req and req.covered_summary
+                else report.summary
+                if report
+                else ""
+            ),
+            missing_aspects=list(
+                req.missing_aspects
+                if req and req.missing_aspects
+                else report.gaps
+                if report
+                else []
+            ),
+            cost_usd=t.usage.cost,
+        )
+        t.step(
+            "checkpoint",
+            f"Pausing for your decision (extension {n} of {MAX_EXTENSIONS})",
+            interrupt_id=event.interrupt_id,
+        )
+        snapshot = {
+            "run_state": state.to_json(),
+            "search_messages": dump_messages(messages),
+            "checkpoint": event.model_dump(mode="json"),
+            "goal": state.goal,
+        }
+        self.record_audit(state, [], None, report, status="checkpoint")
+        return Outcome("checkpoint", state.goal, checkpoint=event, snapshot=snapshot, report=report)
+
+    # ------------------------------------------------------------------ synthesis
+    async def _finish(self, state: RunState) -> Outcome:
+        t = self.turn
+        report = state.report or CompletionReport(summary="", source="auto_generated")
+        pool = filter_substantive(state.evidence)
+        t.step(
+            "rerank",
+            f"Reranking {len(pool)} passages",
+            passages=len(pool),
+            method=t.reranker.method,
+        )
+        with t.phase("rerank"):
+            ranked = await asyncio.to_thread(rerank_state, state, t.reranker)
+        prior = await asyncio.to_thread(self.prior_context)
+        answer = await synthesize(t, state.goal, ranked, state.evidence, report, prior)
+        await asyncio.to_thread(self.record_audit, state, ranked, answer, report)
+        return Outcome(
+            "answered",
+            state.goal,
+            answer=answer,
+            ranked=ranked,
+            gathered=list(state.evidence),
+            report=report,
+        )
+
+    # ------------------------------------------------------------------ session state
+    def coverage_outlines(self) -> list[str]:
+        """Outlines of the 1–3 selected papers when every one is cached (else none at all)."""
+        t = self.turn
+        keys = [it.key for it in t.active_items]
+        if not 1 <= len(keys) <= 3:
+            return []
+        found: list[str] = []
+
+        def touch(state: SessionState) -> None:
+            if not state.has_outlines_for(keys):
+                return
+            for k in keys:
+                entry = state.get_outline(k, touch=True)
+                if entry is not None and entry.outline not in found:
+                    found.append(entry.outline)
+
+        t.store.update_state(t.session_id, touch)
+        return found
+
+    def prior_context(self) -> str:
+        """The previous search turn's report, when it searched the same scope (continuity)."""
+        t = self.turn
+        audit = [r for r in t.store.get_state(t.session_id).audit if r.turn_id != t.turn_id]
+        if not audit:
+            return ""
+        prev = audit[-1]
+        same_items = {a.item_key for a in prev.active_items} == {a.key for a in t.active_items}
+        same_scope = same_items and sorted(prev.scope.collections) == sorted(t.collections)
+        report = prev.report or {}
+        if not same_scope or report.get("source") != "agent" or not report.get("summary"):
+            return ""
+        lines = [
+            f"Previous question: {prev.user_query}",
+            f"Previous search goal: {prev.search_goal}",
+            f"What that search found: {report.get('summary', '')}",
+        ]
+        if report.get("notes"):
+            lines.append(f"Notes: {report['notes']}")
+        return "\n".join(lines)
+
+    def evidence_rows(
+        self,
+        ranked: list[Evidence],
+        answer: cit.CitedAnswer,
+        with_text: bool,
+        gathered: list[Evidence] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The synthesizer's evidence (with citation numbers and support), then — when
+        `gathered` is given — every other passage the search found (`ranked`: false)."""
+        rows = []
+        for i, e in enumerate(ranked, 1):
+            row: dict[str, Any] = {
+                "chunk_id": e.chunk_id,
+                "item_key": e.item_key,
+                "title": e.title,
+                "section": e.section,
+                "page": e.page,
+                "page_end": e.page_end,
+                "words": e.words,
+                "cited": i in answer.renumbered,
+                "n": answer.renumbered.get(i),
+                "support": answer.support.get(i),
+                "rerank_score": e.rerank_score,
+                "rerank_method": e.rerank_method,
+            }
+            if with_text:
+                row["text"] = e.text
+            row["ranked"] = True
+            rows.append(row)
+        shown = {e.chunk_id for e in ranked}
+        for e in gathered or []:
+            if e.chunk_id in shown:
+                continue
+            shown.add(e.chunk_id)
+            row = {
+                "chunk_id": e.chunk_id,
+                "item_key": e.item_key,
+                "title": e.title,
+                "section": e.section,
+                "page": e.page,
+                "words": e.words,
+                "cited": False,
+                "n": None,
+                "support": None,
+                "ranked": False,
+            }
+            if with_text:
+                row["text"] = e.text
+            rows.append(row)
+        return rows
+
+    def record_audit(
+        self,
+        state: RunState,
+        ranked: list[Evidence],
+        answer: cit.CitedAnswer | None,
+        report: CompletionReport | None,
+        status: str = "answered",
+    ) -> None:
+        """The turn's audit record; a paused turn gets one too, updated in place on resume."""
+        t = self.turn
+        if answer is not None:
+            evidence = self.evidence_rows(ranked, answer, with_text=False)
+            cited = [ranked[i - 1].chunk_id for i in sorted(answer.renumbered)]
+            sources = [
+                s.model_dump(mode="json") for s in [*answer.cited_sources, *answer.other_sources]
+            ]
+        else:
+            evidence = [
+                {
+                    "chunk_id": e.chunk_id,
+                    "item_key": e.item_key,
+                    "title": e.title,
+                    "section": e.section,
+                    "words": e.words,
+                    "ranked": False,
+                }
+                for e in state.evidence
+            ]
+            cited, sources = [], []
+        record = AuditRecord(
+            turn_id=t.turn_id,
+            user_query=t.user_query,
+            search_goal=state.goal,
+            active_items=[ActiveItem(item_key=it.key, title=it.title) for it in t.active_items],
+            scope=scope_record(t),
+            evidence=evidence,
+            cited_chunk_ids=cited,
+            report=report.model_dump(mode="json") if report else {},
+            sources=sources,
+            usage=t.usage.to_json(),
+            cost_usd=t.usage.cost,
+            timings=dict(t.timings),
+            status=status,
+            gathered=len(state.evidence),
+            tool_calls=state.tool_count,
+            extensions=state.extension_count,
+        )
+
+        def put(s: SessionState) -> None:
+            s.record_audit(record)
+
+        t.store.update_state(t.session_id, put)

@@ -1,0 +1,244 @@
+"""What one turn carries through the agents: the event sink, the models per role, usage, spans.
+
+Every role runs a pydantic-ai agent; with no model configured, the embedded offline engine
+supplies that role's model (a `FunctionModel`), so the agents, tools and pipeline are the same
+either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+
+from zocrates_nb.agents.models import (
+    OFFLINE_DISPLAY,
+    ModelConfigError,
+    ModelRegistry,
+    ResolvedModel,
+    cost_usd,
+    resolve_model,
+)
+from zocrates_nb.agents.offline import OfflineEngine
+from zocrates_nb.agents.prompts import ActiveItemView
+from zocrates_nb.config import ROLES, ModelEndpoint, Settings
+from zocrates_nb.events import Event, Step
+
+if TYPE_CHECKING:
+    from zocrates_nb.index import Index
+    from zocrates_nb.retrieval import Reranker
+    from zocrates_nb.retrieval.state import Scope as RunScope
+    from zocrates_nb.sessions.store import SessionStore
+
+log = logging.getLogger("zocrates_nb.agents")
+
+
+# ============================================================================ models per role
+@dataclass
+class RoleModel:
+    role: str
+    model: Model
+    settings: ModelSettings
+    display: str
+    model_string: str | None
+    resolved: ResolvedModel
+    pinned: bool = False  # given explicitly (App(role_models=…)), not from the configuration
+
+    @property
+    def offline(self) -> bool:
+        return self.resolved.is_offline and not self.pinned
+
+
+@dataclass
+class Roles:
+    coordinator: RoleModel
+    search: RoleModel
+    synthesizer: RoleModel
+    verifier: RoleModel | None  # None: the offline support score
+    engine: OfflineEngine | None
+
+    @property
+    def offline(self) -> bool:
+        return all(r.offline for r in (self.coordinator, self.search, self.synthesizer))
+
+    @property
+    def display(self) -> str:
+        names = list(
+            dict.fromkeys(r.display for r in (self.coordinator, self.search, self.synthesizer))
+        )
+        return (
+            names[0]
+            if len(names) == 1
+            else "; ".join(
+                f"{r.role}: {r.display}" for r in (self.coordinator, self.search, self.synthesizer)
+            )
+        )
+
+
+def override_settings(settings: Settings, model: str) -> Settings:
+    """Settings with every role on `model` (the `--model` of one turn)."""
+    try:
+        endpoint = ModelEndpoint.model_validate(model)
+    except ValidationError as e:
+        msg = "; ".join(str(err["msg"]) for err in e.errors())
+        raise ModelConfigError(f"--model: {msg}") from None
+    new = settings.model_copy(deep=True)
+    new.models.base = endpoint
+    for role in ROLES:
+        setattr(new.models, role, None)
+    return new
+
+
+def resolve_roles(
+    registry: ModelRegistry,
+    engine: Any,
+    model_override: str | None = None,
+    explicit: dict[str, Model] | None = None,
+) -> Roles:
+    """The model of each role for this turn; `engine()` gives the shared offline engine.
+
+    `explicit` pins pydantic-ai models to roles (custom models in a notebook, scripted models
+    in tests); they win over the configuration.
+    """
+    if model_override:
+        settings = override_settings(registry.settings, model_override)
+        resolved = {r: resolve_model(settings, r) for r in ROLES}
+    else:
+        resolved = {r: registry.resolve(r) for r in ROLES}
+    eng: OfflineEngine | None = None
+    pinned = explicit or {}
+
+    def role_model(role: str) -> RoleModel:
+        nonlocal eng
+        rm = resolved[role]
+        if role in pinned:
+            m = pinned[role]
+            return RoleModel(role, m, {}, f"{role}: {m.model_name}", None, rm, pinned=True)
+        if rm.model is None:
+            eng = eng or engine()
+            assert eng is not None
+            return RoleModel(role, eng.model_for(role), {}, OFFLINE_DISPLAY, None, rm)
+        return RoleModel(role, rm.model, rm.settings, rm.display_name, rm.model_string, rm)
+
+    coordinator = role_model("coordinator")
+    search = role_model("search")
+    synthesizer = role_model("synthesizer")
+    v = resolved["verifier"]
+    verifier: RoleModel | None = None
+    if "verifier" in pinned:
+        verifier = role_model("verifier")
+    elif v.model is not None:
+        verifier = RoleModel("verifier", v.model, v.settings, v.display_name, v.model_string, v)
+    if verifier is None:
+        eng = eng or engine()
+    return Roles(coordinator, search, synthesizer, verifier, eng)
+
+
+# ============================================================================ usage
+@dataclass
+class UsageBook:
+    """Tokens, requests and cost per role over a turn (and its resumptions)."""
+
+    roles: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, role: str, usage: Any, model_string: str | None) -> None:
+        r = self.roles.setdefault(
+            role,
+            {
+                "requests": 0,
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "cost_usd": None,
+                "model": model_string or OFFLINE_DISPLAY,
+            },
+        )
+        inp = int(getattr(usage, "input_tokens", 0) or 0)
+        out = int(getattr(usage, "output_tokens", 0) or 0)
+        r["requests"] += int(getattr(usage, "requests", 0) or 0)
+        r["input_tokens"] += inp
+        r["output_tokens"] += out
+        c = cost_usd(model_string, inp, out) if model_string else None
+        if c is not None:
+            r["cost_usd"] = round((r["cost_usd"] or 0.0) + c, 6)
+
+    def merge(self, data: dict[str, Any]) -> None:
+        for role, r in (data.get("roles") or {}).items():
+            mine = self.roles.setdefault(role, dict(r))
+            if mine is not r:
+                for k in ("requests", "input_tokens", "output_tokens"):
+                    mine[k] = int(mine.get(k, 0)) + int(r.get(k, 0))
+                if r.get("cost_usd") is not None:
+                    mine["cost_usd"] = round((mine.get("cost_usd") or 0.0) + r["cost_usd"], 6)
+
+    @property
+    def cost(self) -> float | None:
+        costs = [r["cost_usd"] for r in self.roles.values() if r.get("cost_usd") is not None]
+        return round(sum(costs), 6) if costs else None
+
+    def to_json(self) -> dict[str, Any]:
+        total = {
+            k: sum(int(r.get(k, 0)) for r in self.roles.values())
+            for k in ("requests", "input_tokens", "output_tokens")
+        }
+        return {**total, "cost_usd": self.cost, "roles": self.roles}
+
+
+# ============================================================================ the turn
+@dataclass
+class TurnContext:
+    """Everything the agents of one turn share. Events go to `queue` (None ends the stream)."""
+
+    session_id: str
+    turn_id: str
+    user_query: str
+    queue: asyncio.Queue[Event | None]
+    store: SessionStore
+    index: Index
+    settings: Settings
+    roles: Roles
+    reranker: Reranker
+    scope: RunScope
+    active_items: list[ActiveItemView] = field(default_factory=list)
+    collections: list[str] = field(default_factory=list)
+    hitl: bool = True
+    budget: int | None = None
+    word_ceiling: int | None = None
+    usage: UsageBook = field(default_factory=UsageBook)
+    timings: dict[str, float] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def emit(self, event: Event) -> None:
+        event.session_id = self.session_id
+        event.turn_id = self.turn_id
+        self.queue.put_nowait(event)
+
+    def step(self, phase: str, label: str, **detail: Any) -> None:
+        self.emit(Step(phase=phase, label=label, detail=detail))
+
+    @contextlib.contextmanager
+    def phase(self, name: str, role: str | None = None) -> Iterator[None]:
+        """Times a pipeline phase and wraps it in an OpenTelemetry span (a no-op unless enabled)."""
+        from opentelemetry import trace
+
+        tracer = trace.get_tracer("zocrates_nb.agents")
+        attrs = {
+            "zocrates.phase": name,
+            "zocrates.session_id": self.session_id,
+            "zocrates.turn_id": self.turn_id,
+        }
+        if role:
+            attrs["zocrates.role"] = role
+        t0 = time.monotonic()
+        with tracer.start_as_current_span(f"zocrates.{name}", attributes=attrs):
+            try:
+                yield
+            finally:
+                self.timings[name] = round(self.timings.get(name, 0.0) + time.monotonic() - t0, 3)

@@ -1,0 +1,274 @@
+"""The search agent: a pydantic-ai agent over the retrieval toolkit, isolated from the chat.
+
+It sees only its own input (active items with keys, pre-retrieved outlines, the goal) and its own
+tool calls. `conclude_search` and `request_search_extension` are output functions: calling
+either ends the agent's run, like the design's skip-summarisation. The guardrails (budget, word
+ceiling, scope, dedup) live in the toolkit; these wrappers add the visible steps, serialise
+calls on the shared run state, and cache outlines in the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai import (
+    Agent,
+    ModelRetry,
+    RunContext,
+    ToolOutput,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+    capture_run_messages,
+)
+from pydantic_ai.messages import (
+    AgentStreamEvent,
+    ModelMessage,
+    PartDeltaEvent,
+    PartStartEvent,
+    ThinkingPart,
+    ThinkingPartDelta,
+)
+from pydantic_ai.usage import UsageLimits
+
+from zocrates_nb.agents.prompts import SEARCH_INSTRUCTION
+from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.events import Thinking
+from zocrates_nb.retrieval import RunState, Toolkit
+
+
+@dataclass
+class SearchDeps:
+    toolkit: Toolkit
+    turn: TurnContext
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+@dataclass
+class SearchEnd:
+    """How the agent stopped: it concluded, or it asked the researcher for more budget."""
+
+    how: str  # concluded | extension
+
+
+def _short(text: str, n: int = 80) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+async def _call(deps: SearchDeps, fn: Any, *args: Any) -> dict[str, Any]:
+    """Run a toolkit call off the event loop, one at a time (they share the run state)."""
+    async with deps.lock:
+        result: dict[str, Any] = await asyncio.to_thread(fn, *args)
+        return result
+
+
+def _budget_step(deps: SearchDeps, out: dict[str, Any]) -> None:
+    if out.get("status") == "budget_exhausted":
+        deps.turn.step("search", "Retrieval budget used up", message=out.get("message", ""))
+
+
+async def search_corpus(
+    ctx: RunContext[SearchDeps],
+    query: str,
+    item_key: str | list[str] | None = None,
+    chunk_type: str | None = None,
+    limit: int = 10,
+) -> dict[str, Any]:
+    """Hybrid (keyword + semantic) search over the library's passages.
+
+    Args:
+        query: what to look for, in your own words or the paper's terms.
+        item_key: None for the whole scope; "active" for the selected items; an item key or a
+            list of keys to search only those papers.
+        chunk_type: "frontmatter" to survey titles/authors/abstracts of up to 10 candidate
+            papers; also "abstract", "body", "figure", "table", "note"; None for all.
+        limit: how many passages (default 10).
+    """
+    deps = ctx.deps
+    everywhere = item_key in (None, "", "all", "*", "library")
+    if (chunk_type or "").lower().startswith("front"):
+        label = "Surveying candidate papers"
+    elif str(item_key).lower() in ("active", "selected"):
+        label = f"Looking in the selected papers for “{_short(query)}”"
+    elif everywhere:
+        label = f"Looking for passages on “{_short(query)}”"
+    else:
+        which = "one paper" if isinstance(item_key, str) else "some papers"
+        label = f"Looking inside {which} for “{_short(query)}”"
+    deps.turn.step("search", label, query=query)
+    out = await _call(deps, deps.toolkit.search_corpus, query, item_key, chunk_type, limit)
+    _budget_step(deps, out)
+    if out.get("status") == "success":
+        n = len(out.get("results") or [])
+        papers = len({r.get("item_key") for r in out.get("results") or []})
+        deps.turn.step(
+            "search",
+            f"Found {n} passages in {papers} papers",
+            query=query,
+            passages=n,
+            papers=papers,
+        )
+    return out
+
+
+async def get_document_toc(ctx: RunContext[SearchDeps], item_key: str) -> dict[str, Any]:
+    """The outline of one paper: sections (s1…), figures (f1…), tables (t1…), with word counts.
+
+    Args:
+        item_key: the paper's item key (or an attachment/note key).
+    """
+    deps = ctx.deps
+    out = await _call(deps, deps.toolkit.get_document_toc, item_key)
+    _budget_step(deps, out)
+    if out.get("status") == "success":
+        title = out.get("title", "")
+        deps.turn.step("toc", f"Opening the outline of {_short(title, 90)}", title=title)
+        keys = [k for k in (out.get("item_key"), out.get("doc_key"), out.get("parent_key")) if k]
+        outline = str(out.get("outline", ""))
+
+        def put(state: Any) -> None:
+            state.cache_outline(keys, outline, title)
+
+        await asyncio.to_thread(deps.turn.store.update_state, deps.turn.session_id, put)
+    return out
+
+
+async def read_document(
+    ctx: RunContext[SearchDeps],
+    item_key: str,
+    asset_id: str | list[str] | None = None,
+    page: int | None = None,
+) -> dict[str, Any]:
+    """Read whole parts of one paper.
+
+    Args:
+        item_key: the paper's item key (or an attachment/note key), as in search results or
+            the outline header.
+        asset_id: one or more ids from the outline: "s3", "s3, s5", "f1", "t2", "abstract",
+            or "full" (the whole paper, only if it fits the word ceiling).
+        page: read one page instead (1-based).
+    """
+    deps = ctx.deps
+    out = await _call(deps, deps.toolkit.read_document, item_key, asset_id, page)
+    _budget_step(deps, out)
+    if out.get("status") == "success":
+        title = _short(out.get("title", ""), 90)
+        heads = [a.get("heading") or a.get("asset_id") for a in out.get("assets") or []]
+        for a in out.get("assets") or []:
+            head = a.get("heading") or a.get("asset_id", "")
+            kind = a.get("type", "section")
+            what = f"§{head}" if kind == "section" else head
+            deps.turn.step(
+                "read",
+                f"Reading {what} of {title}",
+                title=out.get("title", ""),
+                asset_id=a.get("asset_id"),
+                words=a.get("words"),
+            )
+        if not heads:
+            deps.turn.step("read", f"Nothing new to read in {title}", title=out.get("title", ""))
+    return out
+
+
+async def conclude_search(
+    ctx: RunContext[SearchDeps], summary: str, notes: str = "", gaps: list[str] | None = None
+) -> SearchEnd:
+    """Stop searching: the gathered evidence goes to the writer.
+
+    Args:
+        summary: one or two sentences on what the evidence covers.
+        notes: caveats or guidance for the writer.
+        gaps: aspects of the goal the library did not cover (empty when none).
+    """
+    ctx.deps.toolkit.conclude_search(summary, notes, gaps or [])
+    return SearchEnd("concluded")
+
+
+async def request_search_extension(
+    ctx: RunContext[SearchDeps],
+    justification: str,
+    covered_summary: str = "",
+    missing_aspects: list[str] | None = None,
+) -> SearchEnd:
+    """Stop and ask the researcher for more budget (+5 calls, +3,750 words) to continue.
+
+    Args:
+        justification: why more reading is needed for this goal.
+        covered_summary: what the evidence gathered so far covers.
+        missing_aspects: what is still missing.
+    """
+    out = ctx.deps.toolkit.request_search_extension(
+        justification, covered_summary, missing_aspects or []
+    )
+    if out.get("status") != "success":
+        raise ModelRetry(str(out.get("message", "No extension available: call conclude_search.")))
+    return SearchEnd("extension")
+
+
+search_agent: Agent[SearchDeps, SearchEnd | str] = Agent(
+    None,
+    name="search",
+    deps_type=SearchDeps,
+    instructions=SEARCH_INSTRUCTION,
+    output_type=[
+        ToolOutput[SearchEnd](conclude_search, name="conclude_search"),
+        ToolOutput[SearchEnd](request_search_extension, name="request_search_extension"),
+        str,
+    ],
+    tools=[search_corpus, get_document_toc, read_document],
+    retries=2,
+    defer_model_check=True,
+)
+
+
+def thinking_handler(turn: TurnContext, role: str) -> Any:
+    """An event handler that forwards a role's thinking as Thinking events."""
+
+    async def handle(ctx: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
+        async for ev in events:
+            if isinstance(ev, PartStartEvent) and isinstance(ev.part, ThinkingPart):
+                text = ev.part.content
+            elif isinstance(ev, PartDeltaEvent) and isinstance(ev.delta, ThinkingPartDelta):
+                text = ev.delta.content_delta or ""
+            else:
+                continue
+            if text:
+                turn.emit(Thinking(role=role, text=text))
+
+    return handle
+
+
+async def run_search(
+    turn: TurnContext, state: RunState, history: Sequence[ModelMessage], prompt: str
+) -> list[ModelMessage]:
+    """One pass of the search agent; returns its whole message history (for the snapshot)."""
+    toolkit = Toolkit(turn.index, state)
+    deps = SearchDeps(toolkit=toolkit, turn=turn)
+    rm = turn.roles.search
+    # Requests beyond the retrieval budget only happen when the model ignores refusals.
+    limits = UsageLimits(request_limit=max(state.budget - state.tool_count, 0) + 6)
+    messages: list[ModelMessage] = list(history)
+    with turn.phase("search", role="search"), capture_run_messages() as captured:
+        try:
+            result = await search_agent.run(
+                prompt,
+                message_history=list(history) or None,
+                deps=deps,
+                model=rm.model,
+                model_settings=rm.settings or None,
+                usage_limits=limits,
+                event_stream_handler=thinking_handler(turn, "search"),
+            )
+        except (UsageLimitExceeded, UnexpectedModelBehavior) as e:
+            # The run stopped without concluding: what it gathered stays in the run state and
+            # the pipeline writes an automatic report.
+            turn.step("search", "The search agent stopped without concluding", reason=str(e)[:200])
+            messages = list(captured) if captured else messages
+            turn.usage.add("search", None, rm.model_string)
+        else:
+            messages = result.all_messages()
+            turn.usage.add("search", result.usage, rm.model_string)
+    return messages

@@ -1,0 +1,243 @@
+"""Plain-text helpers shared by the offline engine and citation checks: sentences, terms, entities.
+
+Passages come from PDFs converted to Markdown, so sentences cross line breaks, words are split
+by hyphens at line ends, and papers carry their own bracketed reference markers (`[12]`) that
+must never be mistaken for our citations.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+_STOPWORDS_TEXT = """
+a about above after again against all almost also although always am among an
+and another any are aren't as at be because been before being below between both
+but by can cannot could did do does doing done down during each either else
+enough etc even ever every few for from further get gets given got had has have
+having he her here hers herself him himself his how however i if in into is
+isn't it its itself just least less let like made make makes many may me might
+more most much must my myself near need needs neither no nor not now of off
+often on once one only onto or other others otherwise our ours ourselves out
+over own per perhaps rather really same say says see seem seems several shall
+she should since so some such than that the their theirs them themselves then
+there therefore these they this those though through thus to too toward towards
+under until up upon us use used uses using very via was wasn't way we well were
+what whatever when whenever where whereas whether which while who whom whose why
+will with within without would yet you your yours yourself yourselves paper
+papers work approach method methods show shows shown according describe
+described explain explains tell tells does did question questions answer library
+"""
+STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9'’\-]*[A-Za-z0-9]|[A-Za-z]|\d+(?:\.\d+)?")
+_REF_MARKER_RE = re.compile(r"\s?\[(?:\d{1,3}(?:\s*[,–-]\s*\d{1,3})*)\]")
+_ABBREV = (
+    "e.g.",
+    "i.e.",
+    "et al.",
+    "Fig.",
+    "Figs.",
+    "fig.",
+    "Eq.",
+    "Eqs.",
+    "eq.",
+    "Sec.",
+    "sec.",
+    "vs.",
+    "cf.",
+    "Tab.",
+    "resp.",
+    "approx.",
+    "No.",
+    "no.",
+    "Dr.",
+    "Mr.",
+    "Ms.",
+    "Prof.",
+    "St.",
+    "Inc.",
+    "Ltd.",
+    "Jr.",
+    "Sr.",
+    "al.",
+    "etc.",
+    "ca.",
+    "Ref.",
+    "Refs.",
+    "Ch.",
+    "Vol.",
+    "pp.",
+)
+_ABBREV_RE = re.compile(
+    r"(?<![A-Za-z])(?:"
+    + "|".join(re.escape(a) for a in sorted(_ABBREV, key=len, reverse=True))
+    + ")"
+)
+_PLACEHOLDER = "\u2063"  # invisible separator: stands in for abbreviation dots while splitting
+_SPLIT_RE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“(\[]?[A-Z0-9])")
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: enough for 'elections'~'election', 'replicas'~'replica'."""
+    w = word.lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    for suffix, keep in (
+        ("ies", 3),
+        ("sses", 4),
+        ("ied", 3),
+        ("ing", 4),
+        ("ed", 4),
+        ("es", 4),
+        ("s", 3),
+    ):
+        if w.endswith(suffix) and len(w) - len(suffix) >= keep:
+            if suffix in ("ies", "ied"):
+                return w[: -len(suffix)] + "y"
+            if suffix == "sses":
+                return w[:-2]
+            if suffix == "s" and w.endswith(("ss", "us", "is")):
+                return w
+            return w[: -len(suffix)]
+    return w
+
+
+def words(text: str) -> list[str]:
+    return _WORD_RE.findall(text)
+
+
+def terms(text: str) -> list[str]:
+    """Content terms (stemmed, lower case, stopwords and 1-letter tokens dropped)."""
+    out = []
+    for w in words(text):
+        lw = w.lower().strip("'’-")
+        if len(lw) < 2 or lw in STOPWORDS:
+            continue
+        out.append(stem(lw))
+    return out
+
+
+def clean_passage(text: str) -> str:
+    """Undo PDF line wrapping: join hyphenated breaks, unwrap lines inside paragraphs."""
+    t = text.replace("\r", "")
+    t = re.sub(r"(\w)-\n\s*(\w)", r"\1\2", t)
+    t = re.sub(r"[ \t]+", " ", t)
+    paras = re.split(r"\n\s*\n", t)
+    out = []
+    for p in paras:
+        lines = [ln.strip() for ln in p.split("\n") if ln.strip()]
+        if not lines:
+            continue
+        # Keep list items, table rows and headings on their own lines.
+        if any(ln.startswith(("|", "#", "- ", "* ")) for ln in lines):
+            out.append("\n".join(lines))
+        else:
+            out.append(" ".join(lines))
+    return "\n\n".join(out)
+
+
+def strip_reference_markers(text: str) -> str:
+    """Remove the paper's own numeric reference markers: '[12]', '[3, 7]', '[4–6]'."""
+    return _REF_MARKER_RE.sub("", text)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a passage (PDF-aware), without Markdown headings, table rows or images."""
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n|\n(?=[#|*-] )", clean_passage(text)):
+        para = para.strip()
+        if not para or para.startswith(("|", "#", "![", "<")):
+            continue
+        if "\n" in para:
+            para = " ".join(ln.lstrip("-* ").strip() for ln in para.split("\n"))
+        protected = _ABBREV_RE.sub(lambda m: m.group(0).replace(".", _PLACEHOLDER), para)
+        # Initials like 'J. Smith' and decimal numbers are not sentence ends.
+        protected = re.sub(r"\b([A-Z])\.(?=\s+[A-Z])", "\\1" + _PLACEHOLDER, protected)
+        for s in _SPLIT_RE.split(protected):
+            s = s.replace(_PLACEHOLDER, ".").strip().lstrip("-*•· ").strip()
+            if s:
+                out.append(s)
+    return out
+
+
+_FILLER_RE = re.compile(
+    r"(as follows[.:]?$|^(in|the) (this|next|following|remainder of this) (section|paper)|"
+    r"^(table|figure|fig\.)\s*\d+\s*[:.]|\*\*|^this paper is organi[sz]ed)",
+    re.I,
+)
+
+
+def is_prose(sentence: str) -> bool:
+    """A sentence worth quoting: enough words, mostly letters, not a caption stub, a formula,
+    a rhetorical question or a signpost ("The paper is organized as follows.")."""
+    if sentence.rstrip().endswith("?") or _FILLER_RE.search(sentence.strip()):
+        return False
+    ws = sentence.split()
+    if len(ws) < 6 or len(ws) > 90:
+        return False
+    letters = sum(c.isalpha() for c in sentence)
+    if letters < 0.6 * len(sentence.replace(" ", "")):
+        return False
+    alpha_words = [w for w in ws if re.fullmatch(r"[A-Za-z][A-Za-z'’-]*[,.;:]?", w)]
+    if len(alpha_words) < 0.6 * len(ws):
+        return False
+    # A sentence cut at a page or column break ends on a function word ("… rare; this.").
+    last = ws[-1].rstrip(".!?:;,\"')”’").lower()
+    return last not in _DANGLING and not sentence[:1].islower()
+
+
+_DANGLING_TEXT = """a an the this that these those of to in on for with by and or but as at from
+its their our which whose is are was were be"""
+_DANGLING = frozenset(_DANGLING_TEXT.split())
+
+
+def entities(question: str) -> list[str]:
+    """Named things a question asks about: capitalised words not at a sentence start, acronyms,
+    CamelCase (`Kademlia`, `XOR`, `ZooKeeper`, `MoCo`)."""
+    found: list[str] = []
+    for sent in re.split(r"(?<=[.!?])\s+", question.strip()):
+        toks = re.findall(r"[A-Za-z][A-Za-z0-9\-’']*", sent)
+        for i, tok in enumerate(toks):
+            base = re.sub(r"['’]s$", "", tok).strip("'’-")
+            base = re.sub(
+                r"-(based|like|style|driven|aware|specific|level|scale|type|style)$", "", base
+            )
+            if len(base) < 2 or base.lower() in STOPWORDS:
+                continue
+            acronym = sum(c.isupper() for c in base) >= 2
+            if acronym or (i > 0 and base[0].isupper()):
+                found.append(base)
+    return list(dict.fromkeys(found))
+
+
+def mentions(text: str, entity: str) -> bool:
+    """Whether `text` mentions `entity` (case-insensitive, plural/possessive tolerant)."""
+    e = re.escape(entity.lower())
+    pattern = r"(?<![a-z0-9])" + e + r"(?:s|es|'s|’s)?(?![a-z0-9])"
+    return re.search(pattern, text.lower()) is not None
+
+
+class TermStats:
+    """Inverse document frequencies over a small set of texts (the evidence of one answer)."""
+
+    def __init__(self, docs: Iterable[Sequence[str]]) -> None:
+        self.df: Counter[str] = Counter()
+        self.n = 0
+        for d in docs:
+            self.n += 1
+            self.df.update(set(d))
+
+    def idf(self, term: str) -> float:
+        return math.log(1 + (self.n + 1) / (self.df.get(term, 0) + 0.5))
+
+    def overlap(self, query: Sequence[str], doc: Sequence[str]) -> float:
+        """Share of the query's idf mass that the document contains (0..1)."""
+        q = set(query)
+        if not q:
+            return 0.0
+        d = set(doc)
+        total = sum(self.idf(t) for t in q)
+        return sum(self.idf(t) for t in q if t in d) / total if total else 0.0

@@ -1,0 +1,100 @@
+"""Citation verification: each occurrence's claim checked against the chunk it cites.
+
+With a `verifier` model configured, the model judges each (claim, passage) pair with structured
+output (a support probability). Without one, the offline check is a semantic support score from
+the embedding model. Either way the check fails open: an error or a timeout keeps the citation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+from pydantic_ai import Agent
+
+from zocrates_nb.agents.citations import Occurrence, Verdict
+from zocrates_nb.agents.prompts import VERIFIER_INSTRUCTION, verifier_prompt
+from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.retrieval.state import Evidence
+
+log = logging.getLogger("zocrates_nb.agents.verifier")
+
+SUPPORT_THRESHOLD = 0.5
+VERIFY_TIMEOUT = 45.0  # seconds for the whole pass; pairs not judged by then are kept
+CONCURRENCY = 4
+
+
+class SupportJudgement(BaseModel):
+    """The verifier's answer for one claim and one passage."""
+
+    supported_probability: float = Field(ge=0.0, le=1.0, description="0 = unsupported, 1 = fully")
+    reason: str = Field("", description="one short phrase")
+
+
+verifier_agent: Agent[None, SupportJudgement] = Agent(
+    None,
+    name="verifier",
+    instructions=VERIFIER_INSTRUCTION,
+    output_type=SupportJudgement,
+    retries=1,
+    defer_model_check=True,
+)
+
+
+def pairs(occurrences: Sequence[Occurrence], n_evidence: int) -> list[tuple[int, int]]:
+    return [(i, n) for i, occ in enumerate(occurrences) for n in occ.ids if 1 <= n <= n_evidence]
+
+
+async def verify(
+    turn: TurnContext, occurrences: Sequence[Occurrence], ranked: Sequence[Evidence]
+) -> dict[tuple[int, int], Verdict]:
+    todo = pairs(occurrences, len(ranked))
+    if not todo:
+        return {}
+    rm = turn.roles.verifier
+    verdicts: dict[tuple[int, int], Verdict] = {}
+    with turn.phase("verify", role="verifier"):
+        if rm is None:
+            engine = turn.roles.engine
+            assert engine is not None
+
+            def offline() -> None:
+                for i, n in todo:
+                    p = engine.support(occurrences[i].claim, ranked[n - 1].text)
+                    verdicts[(i, n)] = Verdict(p >= SUPPORT_THRESHOLD, round(p, 4))
+
+            try:
+                await asyncio.wait_for(asyncio.to_thread(offline), VERIFY_TIMEOUT)
+            except Exception as e:  # fail open
+                log.warning("offline verification failed, keeping citations: %s", type(e).__name__)
+            return {k: verdicts.get(k, Verdict(True, None)) for k in todo}
+
+        sem = asyncio.Semaphore(CONCURRENCY)
+
+        async def judge(i: int, n: int) -> None:
+            occ, e = occurrences[i], ranked[n - 1]
+            prompt = verifier_prompt(occ.claim, e.text, e.title, e.section, len(occ.ids) > 1)
+            async with sem:
+                try:
+                    result = await verifier_agent.run(
+                        prompt, model=rm.model, model_settings=rm.settings or None
+                    )
+                except Exception as exc:  # fail open: a broken verifier never drops citations
+                    log.warning(
+                        "verifier failed on one citation, keeping it: %s", type(exc).__name__
+                    )
+                    verdicts[(i, n)] = Verdict(True, None)
+                    return
+            turn.usage.add("verifier", result.usage, rm.model_string)
+            p = float(result.output.supported_probability)
+            verdicts[(i, n)] = Verdict(p >= SUPPORT_THRESHOLD, round(p, 4))
+
+        tasks = [asyncio.ensure_future(judge(i, n)) for i, n in todo]
+        _done, pending = await asyncio.wait(tasks, timeout=VERIFY_TIMEOUT)
+        for t in pending:
+            t.cancel()
+        if pending:
+            log.warning("verification timed out on %d citations, keeping them", len(pending))
+    return {k: verdicts.get(k, Verdict(True, None)) for k in todo}

@@ -1,0 +1,126 @@
+"""Chroma: one collection of chunk vectors, embedded (PersistentClient) or a `chroma run` server.
+
+Only ids, vectors and the metadata the pre-filters need (item_key, attachment_key, chunk_type,
+chunk_id) are stored; chunk text lives in SQLite. Ids are chunk ids, so upserts are idempotent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import chromadb
+from chromadb.config import Settings as ChromaClientSettings
+
+from zocrates_nb.config import ChromaSettings
+from zocrates_nb.index.embedder import ZocratesEmbeddingFunction
+from zocrates_nb.index.model import Chunk, SearchFilter
+
+_BATCH = 1000
+
+
+def chroma_where(flt: SearchFilter) -> dict[str, Any] | None:
+    """A SearchFilter as a Chroma `where` clause (None when nothing filters)."""
+    clauses: list[dict[str, Any]] = []
+    if flt.item_keys is not None:
+        keys = list(flt.item_keys)
+        clauses.append(
+            {"$or": [{"item_key": {"$in": keys}}, {"attachment_key": {"$in": keys}}]}
+        )
+    if flt.chunk_types is not None:
+        clauses.append({"chunk_type": {"$in": list(flt.chunk_types)}})
+    if flt.exclude_chunk_ids:
+        clauses.append({"chunk_id": {"$nin": list(flt.exclude_chunk_ids)}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class DenseStore:
+    """The vector side of the index. Opening it never loads an embedding model."""
+
+    def __init__(self, settings: ChromaSettings, persist_dir: Path, model: str) -> None:
+        self.settings = settings
+        self.model = model
+        client_settings = ChromaClientSettings(anonymized_telemetry=False)
+        self.client: Any
+        if settings.mode == "server":
+            self.client = chromadb.HttpClient(
+                host=settings.host, port=settings.port, settings=client_settings
+            )
+        else:
+            persist_dir.mkdir(parents=True, exist_ok=True)
+            self.client = chromadb.PersistentClient(
+                path=str(persist_dir), settings=client_settings
+            )
+        self._ef = ZocratesEmbeddingFunction(model)
+        self.collection = self._open_collection()
+
+    def _open_collection(self) -> Any:
+        return self.client.get_or_create_collection(
+            name=self.settings.collection,
+            embedding_function=self._ef,
+            configuration={"hnsw": {"space": "cosine"}},
+            metadata={"embedding_model": self.model},
+        )
+
+    def reset(self) -> None:
+        """Drop every vector (the embedding model changed)."""
+        with contextlib.suppress(Exception):  # an absent collection: nothing to drop
+            self.client.delete_collection(self.settings.collection)
+        self.collection = self._open_collection()
+
+    def count(self) -> int:
+        return int(self.collection.count())
+
+    def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]) -> None:
+        for i in range(0, len(chunks), _BATCH):
+            part = chunks[i : i + _BATCH]
+            self.collection.upsert(
+                ids=[c.chunk_id for c in part],
+                embeddings=[list(e) for e in embeddings[i : i + _BATCH]],
+                metadatas=[
+                    {
+                        "item_key": c.item_key,
+                        "attachment_key": c.attachment_key,
+                        "chunk_type": c.chunk_type,
+                        "chunk_id": c.chunk_id,
+                    }
+                    for c in part
+                ],
+            )
+
+    def delete_documents(self, doc_keys: Sequence[str]) -> None:
+        for i in range(0, len(doc_keys), _BATCH):
+            keys = list(doc_keys[i : i + _BATCH])
+            self.collection.delete(where={"attachment_key": {"$in": keys}})
+
+    def ids(self, doc_keys: Sequence[str] | None = None) -> set[str]:
+        """Vector ids (of some documents, or all): for consistency checks."""
+        where = {"attachment_key": {"$in": list(doc_keys)}} if doc_keys is not None else None
+        if doc_keys is not None and not doc_keys:
+            return set()
+        out: set[str] = set()
+        offset = 0
+        while True:
+            got = self.collection.get(where=where, include=[], limit=_BATCH, offset=offset)
+            out.update(got["ids"])
+            if len(got["ids"]) < _BATCH:
+                return out
+            offset += _BATCH
+
+    def query(
+        self, embedding: Sequence[float], flt: SearchFilter, n: int
+    ) -> list[tuple[str, float]]:
+        """(chunk id, cosine distance), nearest first, with the filter applied inside Chroma."""
+        got = self.collection.query(
+            query_embeddings=[list(embedding)],
+            n_results=n,
+            where=chroma_where(flt),
+            include=["distances"],
+        )
+        ids = got["ids"][0] if got["ids"] else []
+        dists = (got.get("distances") or [[]])[0] or [0.0] * len(ids)
+        return list(zip(ids, (float(d) for d in dists), strict=False))

@@ -1,0 +1,663 @@
+"""Incremental indexing of a `Library` into an `Index`.
+
+Only what changed is redone. A document's fingerprint covers its content (file sha256, or the
+note's HTML), the metadata that goes into its chunks (title, authors, year, abstract, venue,
+tags, parent) and the chunking/embedding settings; file hashes are only recomputed when size or
+mtime changed. Converted bundles are cached by content, so a metadata edit re-chunks and
+re-embeds one document without converting it again.
+
+Crash safety (kill -9 at any point leaves a consistent index):
+1. the new version is converted, chunked and embedded while the old one stays searchable;
+2. one transaction marks the document `indexing` and drops its chunk rows;
+3. its old vectors are deleted and the new ones upserted (ids are chunk ids);
+4. one transaction writes the chunk rows (+ FTS rows) and marks the document `done`.
+A run interrupted between 2 and 4 leaves the document `indexing`: its vectors are purged when
+the index is next opened and the next run redoes it. A new version that fails to convert leaves
+the previous good version searchable (the error is reported, and retried when the file changes).
+
+PDF and HTML conversion runs in one worker process (spawn: never fork a process that has loaded
+torch), so it overlaps embedding in this process and a pathological PDF can be timed out and
+reported; Markdown and plain text convert in-process.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import copy
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tqdm.auto import tqdm
+
+from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
+from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
+from zocrates_nb.ingest.bundle import Bundle
+from zocrates_nb.library.model import Attachment, Item, Library, Note
+
+if TYPE_CHECKING:
+    from zocrates_nb.index.store import Index
+
+CONVERT_TIMEOUT = 120.0
+# Plain text and Markdown convert in microseconds: not worth a trip to the worker process.
+_IN_PROCESS_KINDS = frozenset({"markdown", "text"})
+
+_KIND_BY_TYPE = {
+    "application/pdf": "pdf",
+    "application/x-pdf": "pdf",
+    "text/html": "html",
+    "application/xhtml+xml": "html",
+    "text/markdown": "markdown",
+    "text/x-markdown": "markdown",
+    "text/plain": "text",
+}
+_KIND_BY_SUFFIX = {
+    ".pdf": "pdf",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "text",
+    ".text": "text",
+}
+
+
+@dataclass
+class IndexReport:
+    """What one indexing run did; `errors`/`skipped` hold one line per document."""
+
+    items: int = 0  # regular items (papers) in the library
+    attachments: int = 0
+    notes: int = 0
+    chunks: int = 0  # total in the index after the run
+    errors: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    converted: int = 0  # documents converted this run
+    reused: int = 0  # documents (re)indexed from a cached bundle
+    unchanged: int = 0
+    removed: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["seconds"] = round(self.seconds, 2)
+        return out
+
+
+@dataclass
+class _Meta:
+    """Metadata written over the converter's guesses (from the Zotero item)."""
+
+    title: str = ""
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    abstract: str = ""
+    venue: str = ""
+    tags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Doc:
+    record: DocumentRecord
+    meta: _Meta
+    path: Path | None = None
+    content_type: str = ""
+    fallback: Path | None = None
+    note: Note | None = None
+    skip_reason: str | None = None
+    fingerprint: str = ""
+    attempt_fingerprint: str = ""
+
+
+def index_library(
+    library: Library,
+    index: Index,
+    *,
+    progress: bool = True,
+    max_pages: int | None = None,
+    timeout: float = CONVERT_TIMEOUT,
+    retry_errors: bool = False,
+) -> IndexReport:
+    """Bring `index` in line with `library`, redoing only what changed.
+
+    `max_pages` defaults to settings.index.max_pages (longer PDFs are reported, not indexed);
+    `timeout` bounds the wait for one file's conversion (the worker is then killed);
+    `retry_errors` converts again documents that failed before although unchanged
+    (a failure is otherwise retried only when the file, its metadata or max_pages change).
+    """
+    t0 = time.perf_counter()
+    if max_pages is None:
+        max_pages = index.settings.index.max_pages
+    report = IndexReport(
+        items=len(library.items),
+        attachments=sum(1 for _ in library.attachments()),
+        notes=sum(1 for _ in library.notes()),
+    )
+    with index.writer_lock():
+        _check_model(index)
+        catalog = index.catalog
+        unfinished = catalog.doc_keys_with_status("indexing")
+        if unfinished:
+            index.dense.delete_documents(unfinished)
+        catalog.replace_items(_item_records(library), library.collections.values())
+
+        states = catalog.document_states()
+        docs = list(_documents(library, index, states, max_pages))
+        current = {d.record.doc_key for d in docs}
+        stale = [k for k in states if k not in current]
+        if stale:
+            catalog.mark_indexing(stale)
+            index.dense.delete_documents(stale)
+            catalog.delete_documents(stale)
+            for key in stale:
+                shutil.rmtree(index.document_dir(key), ignore_errors=True)
+            report.removed = len(stale)
+
+        todo: list[_Doc] = []
+        for doc in docs:
+            rec = doc.record
+            state = states.get(rec.doc_key)
+            if doc.skip_reason is not None:
+                report.skipped.append(_line(rec, "reason", doc.skip_reason))
+                if state is None or state.status != "skipped" or state.error != doc.skip_reason:
+                    catalog.record_problem(
+                        rec, status="skipped", error=doc.skip_reason, attempt_fingerprint=None
+                    )
+                continue
+            done = state is not None and state.status == "done"
+            if done and state is not None and state.fingerprint == doc.fingerprint:
+                report.unchanged += 1
+                moved = (state.file_size, state.file_mtime_ns) != (rec.file_size, rec.file_mtime_ns)
+                if moved or state.error:
+                    catalog.touch_document(rec)
+                continue
+            if (
+                not retry_errors
+                and state is not None
+                and state.status in ("done", "error")
+                and state.attempt_fingerprint == doc.attempt_fingerprint
+                and state.error
+            ):
+                report.errors.append(_line(rec, "error", state.error))
+                continue
+            todo.append(doc)
+
+        if todo:
+            _run(todo, index, report, max_pages=max_pages, timeout=timeout, progress=progress)
+        report.chunks = catalog.chunk_count()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def passage_text(chunk: Chunk) -> str:
+    """What is embedded for a chunk: title and heading give a passage its context."""
+    if chunk.chunk_type == "frontmatter":
+        return chunk.text
+    head = " — ".join(p for p in (chunk.title, chunk.section) if p)
+    return f"{head}\n{chunk.text}" if head else chunk.text
+
+
+# -- planning -----------------------------------------------------------------------------
+
+
+def _check_model(index: Index) -> None:
+    """A different embedding model (or dimension) means every vector must be redone."""
+    catalog = index.catalog
+    stored = catalog.get_meta("embedding_model")
+    wanted = index.configured_model
+    if stored == wanted:
+        return
+    if stored is not None:
+        done = catalog.doc_keys_with_status("done")
+        catalog.mark_indexing(done)
+        catalog.set_meta("embedding_model", wanted)
+        index._dense = None
+        index.dense.reset()
+    else:
+        catalog.set_meta("embedding_model", wanted)
+        index._dense = None
+
+
+def _item_records(library: Library) -> Iterator[ItemRecord]:
+    for it in library.items.values():
+        yield ItemRecord(
+            key=it.key,
+            item_type=it.item_type,
+            title=it.title,
+            authors=it.authors,
+            year=it.year,
+            date=it.date,
+            doi=it.doi,
+            abstract=it.abstract,
+            venue=it.venue,
+            url=it.url,
+            tags=list(it.tags),
+            collections=list(it.collections),
+            version=it.version,
+        )
+    for note in library.standalone_notes:
+        yield ItemRecord(
+            key=note.key, item_type="note", title=note.title,
+            collections=list(note.collections), version=note.version,
+        )
+    for att in library.standalone_attachments:
+        yield ItemRecord(key=att.key, item_type="attachment", title=att.title,
+                         url=att.url, version=att.version)
+
+
+def _documents(
+    library: Library, index: Index, states: dict[str, Any], max_pages: int
+) -> Iterator[_Doc]:
+    settings = index.settings.index
+    salt = [CHUNKER_VERSION, index.configured_model, settings.chunk_min_words,
+            settings.chunk_max_words]
+    for item in library.items.values():
+        for att in item.attachments:
+            yield _attachment_doc(att, item, index, states, salt, max_pages)
+        for note in item.notes:
+            yield _note_doc(note, item, salt)
+    for att in library.standalone_attachments:
+        yield _attachment_doc(att, None, index, states, salt, max_pages)
+    for note in library.standalone_notes:
+        yield _note_doc(note, None, salt)
+
+
+def _item_meta(item: Item | None) -> _Meta:
+    if item is None:
+        return _Meta()
+    return _Meta(
+        title=item.title,
+        authors=item.authors,
+        year=item.year,
+        abstract=item.abstract,
+        venue=item.venue,
+        tags=list(item.tags),
+    )
+
+
+def _fingerprint(salt: list[Any], doc: _Doc) -> str:
+    rec = doc.record
+    payload = [*salt, rec.kind, rec.sha256, rec.item_key, asdict(doc.meta)]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _attachment_doc(
+    att: Attachment,
+    item: Item | None,
+    index: Index,
+    states: dict[str, Any],
+    salt: list[Any],
+    max_pages: int,
+) -> _Doc:
+    path = att.path
+    rec = DocumentRecord(
+        doc_key=att.key,
+        item_key=item.key if item is not None else att.key,
+        kind=document_kind(path, att.content_type) or "file",
+        title=att.title,
+        file=str(path) if path is not None else (att.url or ""),
+        version=att.version,
+        bundle_dir=str(Path("documents") / att.key),
+    )
+    doc = _Doc(record=rec, meta=_item_meta(item), path=path, content_type=att.content_type,
+               fallback=att.fulltext_cache)
+    if att.skip_reason:
+        doc.skip_reason = att.skip_reason
+    elif path is None:
+        doc.skip_reason = f"no local file ({att.link_mode.replace('_', ' ')})"
+    elif not path.is_file():
+        doc.skip_reason = f"file not found: {path}"
+    elif rec.kind == "file":
+        doc.skip_reason = f"unsupported file type: {att.content_type or path.suffix or '?'}"
+    if doc.skip_reason:
+        return doc
+    assert path is not None
+    try:
+        st = path.stat()
+        rec.file_size, rec.file_mtime_ns = st.st_size, st.st_mtime_ns
+        state = states.get(att.key)
+        if (
+            state is not None
+            and state.sha256
+            and (state.file_size, state.file_mtime_ns) == (st.st_size, st.st_mtime_ns)
+        ):
+            rec.sha256 = state.sha256  # same size and mtime: trust the stored hash
+        else:
+            with open(path, "rb") as fh:
+                rec.sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError as e:
+        doc.skip_reason = _one_line(f"cannot read file: {e}")
+        return doc
+    doc.fingerprint = _fingerprint(salt, doc)
+    doc.attempt_fingerprint = f"{doc.fingerprint}:{max_pages}"
+    return doc
+
+
+def _note_doc(note: Note, item: Item | None, salt: list[Any]) -> _Doc:
+    meta = _item_meta(item)
+    meta.title, meta.abstract, meta.venue, meta.tags = note.title, "", "", []
+    rec = DocumentRecord(
+        doc_key=note.key,
+        item_key=item.key if item is not None else note.key,
+        kind="note",
+        title=note.title,
+        sha256=hashlib.sha256(note.html.encode("utf-8")).hexdigest(),
+        version=note.version,
+        bundle_dir=str(Path("documents") / note.key),
+    )
+    doc = _Doc(record=rec, meta=meta, note=note)
+    doc.fingerprint = _fingerprint(salt, doc)
+    doc.attempt_fingerprint = doc.fingerprint
+    return doc
+
+
+def document_kind(path: Path | None, content_type: str) -> str | None:
+    """pdf | html | markdown | text from the MIME type, the suffix, or the first bytes."""
+    kind = _KIND_BY_TYPE.get(content_type.split(";")[0].strip().lower())
+    if kind or path is None:
+        return kind
+    kind = _KIND_BY_SUFFIX.get(path.suffix.lower())
+    if kind:
+        return kind
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(1024)
+    except OSError:
+        return None
+    if head.startswith(b"%PDF"):
+        return "pdf"
+    if b"<html" in head.lower() or b"<!doctype html" in head.lower():
+        return "html"
+    return None
+
+
+# -- running ------------------------------------------------------------------------------
+
+
+def _convert_to_cache(
+    path: str, content_type: str, fallback: str | None, max_pages: int, out_dir: str
+) -> str | None:
+    """Runs in the converter process: bundle written to `out_dir`; else a one-line error."""
+    from zocrates_nb.ingest import ConversionError, convert_file
+
+    try:
+        bundle = convert_file(
+            Path(path),
+            content_type,
+            fallback_text=Path(fallback) if fallback else None,
+            max_pages=max_pages,
+        )
+    except ConversionError as e:
+        return _one_line(str(e)) or "conversion failed"
+    except Exception as e:  # any converter bug is one document's error
+        return _one_line(f"{type(e).__name__}: {e}")
+    bundle.save(Path(out_dir))
+    return None
+
+
+class _Converter:
+    """One spawn-context worker process converting files while this process embeds.
+
+    Every file to convert is queued up front, so the worker finishes early and leaves both
+    cores to the embedding; a stuck or crashed conversion kills the worker, is reported, and
+    the rest is queued again on a fresh one.
+    """
+
+    def __init__(self, index: Index, docs: list[_Doc], max_pages: int, timeout: float) -> None:
+        self.index = index
+        self.max_pages = max_pages
+        self.timeout = timeout
+        self._pool: cf.ProcessPoolExecutor | None = None
+        self._futures: dict[str, cf.Future[str | None]] = {}
+        self._pending = [d for d in docs if self.needs(d)]  # in processing order
+        self._consumed: set[int] = set()
+
+    def needs(self, doc: _Doc) -> bool:
+        """Whether the document waits for the worker (files not yet in the bundle cache)."""
+        return (
+            doc.note is None
+            and doc.record.kind not in _IN_PROCESS_KINDS
+            and not Bundle.exists(self._out(doc))
+        )
+
+    def _out(self, doc: _Doc) -> Path:
+        return self.index.bundle_cache_dir(str(doc.record.sha256))
+
+    def prefetch(self) -> None:
+        for doc in self._pending:
+            if id(doc) not in self._consumed:
+                self._submit(doc)
+
+    def _submit(self, doc: _Doc) -> None:
+        sha = str(doc.record.sha256)
+        if sha in self._futures or not self.needs(doc):
+            return
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn")
+            )
+        self._futures[sha] = self._pool.submit(
+            _convert_to_cache,
+            str(doc.path),
+            doc.content_type,
+            str(doc.fallback) if doc.fallback else None,
+            self.max_pages,
+            str(self._out(doc)),
+        )
+
+    def convert(self, doc: _Doc) -> str | None:
+        """Convert a document into the bundle cache; a one-line error, or None on success."""
+        self._consumed.add(id(doc))
+        if doc.record.kind in _IN_PROCESS_KINDS:
+            return _convert_to_cache(
+                str(doc.path),
+                doc.content_type,
+                str(doc.fallback) if doc.fallback else None,
+                self.max_pages,
+                str(self._out(doc)),
+            )
+        self._submit(doc)
+        sha = str(doc.record.sha256)
+        future = self._futures.get(sha)
+        if future is None:
+            return None
+        try:
+            error = future.result(timeout=self.timeout)
+        except cf.TimeoutError:
+            self._restart()
+            return f"conversion timed out after {self.timeout:.0f} s"
+        except BrokenProcessPool:
+            self._restart()
+            return "the converter process crashed on this file"
+        self._futures.pop(sha, None)
+        return error
+
+    def _restart(self) -> None:
+        """Kill the worker (a stuck conversion cannot be cancelled); queue the rest again."""
+        self.close(kill=True)
+        self._futures.clear()
+        self.prefetch()
+
+    def close(self, *, kill: bool = False) -> None:
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if kill:
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.kill()
+        pool.shutdown(wait=not kill, cancel_futures=True)
+
+
+def _run(
+    todo: list[_Doc],
+    index: Index,
+    report: IndexReport,
+    *,
+    max_pages: int,
+    timeout: float,
+    progress: bool,
+) -> None:
+    catalog = index.catalog
+    settings = index.settings.index
+    tuner = _ThreadTuner(_cores())
+    fresh = {id(d) for d in todo if not Bundle.exists(index.bundle_cache_dir(str(d.record.sha256)))}
+    converter = _Converter(index, todo, max_pages, timeout)
+    converter.prefetch()
+    bar = tqdm(total=len(todo), desc="indexing", unit="doc", disable=not progress)
+    finished = False
+    try:
+        for doc in todo:
+            rec = doc.record
+            bar.set_postfix_str(rec.title[:40], refresh=False)
+            try:
+                bundle, converted = _obtain(doc, index, converter)
+            except _Failed as e:
+                catalog.record_problem(
+                    rec, status="error", error=str(e), attempt_fingerprint=doc.attempt_fingerprint
+                )
+                report.errors.append(_line(rec, "error", str(e)))
+                bar.update(1)
+                continue
+            bundle = _with_meta(bundle, doc.meta)
+            chunks = chunk_bundle(
+                bundle,
+                item_key=rec.item_key,
+                doc_key=rec.doc_key,
+                kind=rec.kind,
+                min_words=settings.chunk_min_words,
+                max_words=settings.chunk_max_words,
+                venue=doc.meta.venue,
+                tags=doc.meta.tags,
+            )
+            texts = [passage_text(c) for c in chunks]
+            threads = tuner.pick()
+            t0 = time.perf_counter()
+            vectors = index.embedder.embed(texts, threads=threads)
+            tuner.record(threads, texts, time.perf_counter() - t0)
+            # From here to finish_document the document is `indexing` (see module docstring).
+            catalog.begin_document(rec)
+            index.dense.delete_documents([rec.doc_key])
+            bundle.save(index.document_dir(rec.doc_key))
+            index.dense.upsert(chunks, vectors)
+            catalog.finish_document(rec, doc.fingerprint, chunks)
+            if converted or id(doc) in fresh:
+                report.converted += 1
+            else:
+                report.reused += 1
+            bar.update(1)
+        finished = True
+    finally:
+        bar.close()
+        converter.close(kill=not finished)
+
+
+class _ThreadTuner:
+    """Picks torch's thread count for passage batches by measured throughput.
+
+    On a shared 2-core machine (the converter worker, other programs) two torch threads can
+    spin-wait on each other and run 3x slower than one; on an idle machine they run ~1.7x
+    faster. Measuring beats guessing: try each option, then keep the faster one, probing the
+    other now and then as the load changes.
+    """
+
+    PROBE_EVERY = 12
+
+    def __init__(self, cores: int) -> None:
+        self.options = sorted({1, max(cores, 1)})
+        self.rate: dict[int, float] = {}
+        self.calls = 0
+
+    def pick(self) -> int:
+        self.calls += 1
+        untried = [n for n in self.options if n not in self.rate]
+        if untried:
+            return untried[-1]
+        best = max(self.rate, key=lambda n: self.rate[n])
+        if self.calls % self.PROBE_EVERY == 0:
+            return min(self.rate, key=lambda n: self.rate[n])
+        return best
+
+    def record(self, threads: int, texts: list[str], seconds: float) -> None:
+        # Work ≈ tokens the model sees (it truncates at ~256 word pieces ≈ 190 words).
+        work = sum(min(len(t.split()), 190) + 8 for t in texts)
+        if work < 400 or seconds <= 0:
+            return  # too small to tell anything
+        rate = work / seconds
+        old = self.rate.get(threads)
+        self.rate[threads] = rate if old is None else 0.5 * old + 0.5 * rate
+
+
+def _cores() -> int:
+    """CPUs this process may run on (a container's share, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+class _Failed(Exception):
+    """A document that could not be converted (one-line reason)."""
+
+
+def _obtain(doc: _Doc, index: Index, converter: _Converter) -> tuple[Bundle, bool]:
+    """The document's bundle from the content cache, converting it when absent."""
+    cache = index.bundle_cache_dir(str(doc.record.sha256))
+    if Bundle.exists(cache):
+        try:
+            return Bundle.load(cache), False
+        except (OSError, ValueError, TypeError) as e:  # a damaged cache entry: redo it
+            shutil.rmtree(cache, ignore_errors=True)
+            if doc.note is None:
+                error = converter.convert(doc)
+                if error is None and Bundle.exists(cache):
+                    return Bundle.load(cache), True
+                raise _Failed(error or f"damaged cached bundle: {e}") from e
+    if doc.note is not None:
+        from zocrates_nb.ingest import ConversionError, convert_note
+
+        try:
+            bundle = convert_note(doc.note.html, doc.note.title)
+        except ConversionError as e:
+            raise _Failed(_one_line(str(e)) or "note conversion failed") from e
+        except Exception as e:
+            raise _Failed(_one_line(f"{type(e).__name__}: {e}")) from e
+        bundle.save(cache)
+        return bundle, True
+    error = converter.convert(doc)
+    if error is not None:
+        raise _Failed(error)
+    if not Bundle.exists(cache):
+        raise _Failed("the converter wrote no bundle")
+    return Bundle.load(cache), True
+
+
+def _with_meta(bundle: Bundle, meta: _Meta) -> Bundle:
+    """The bundle with the library's metadata over the converter's guesses."""
+    toc = copy.deepcopy(bundle.toc)
+    if meta.title:
+        toc.title = meta.title
+    if meta.authors:
+        toc.authors = list(meta.authors)
+    if meta.year is not None:
+        toc.year = meta.year
+    if meta.abstract:
+        toc.abstract = meta.abstract
+        toc.abstract_source = "metadata"
+    return Bundle(markdown=bundle.markdown, toc=toc)
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= 300 else line[:297] + "…"
+
+
+def _line(rec: DocumentRecord, what: str, text: str) -> dict[str, str]:
+    return {"item_key": rec.item_key, "doc_key": rec.doc_key, "file": rec.file, what: text}

@@ -1,0 +1,525 @@
+"""The catalogue: one SQLite file holding items, collections, documents, chunks and BM25.
+
+SQLite is the source of truth of the index: a chunk exists when its row exists here, and chunk
+rows (with their FTS rows, kept in step by triggers) are only written in the transaction that
+marks their document `done`. Chroma holds vectors for these rows and nothing else of value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord, SearchFilter
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    key TEXT PRIMARY KEY,
+    type TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    authors TEXT NOT NULL DEFAULT '[]',
+    year INTEGER,
+    date TEXT NOT NULL DEFAULT '',
+    doi TEXT NOT NULL DEFAULT '',
+    abstract TEXT NOT NULL DEFAULT '',
+    venue TEXT NOT NULL DEFAULT '',
+    url TEXT NOT NULL DEFAULT '',
+    tags TEXT NOT NULL DEFAULT '[]',
+    collections TEXT NOT NULL DEFAULT '[]',
+    version TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS collections (
+    key TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    parent_key TEXT
+);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_key TEXT PRIMARY KEY,
+    item_key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    file TEXT NOT NULL DEFAULT '',
+    sha256 TEXT,
+    file_size INTEGER,
+    file_mtime_ns INTEGER,
+    version TEXT NOT NULL DEFAULT '',
+    fingerprint TEXT,           -- of the content currently indexed (NULL: none)
+    attempt_fingerprint TEXT,   -- of the last attempt that failed (NULL: last attempt ok)
+    status TEXT NOT NULL,       -- done | indexing | error | skipped
+    error TEXT NOT NULL DEFAULT '',
+    bundle_dir TEXT NOT NULL DEFAULT '',
+    n_chunks INTEGER NOT NULL DEFAULT 0,
+    indexed_at TEXT
+);
+CREATE INDEX IF NOT EXISTS documents_item ON documents(item_key);
+CREATE INDEX IF NOT EXISTS documents_status ON documents(status);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,     -- stable rowid for the external-content FTS table
+    chunk_id TEXT NOT NULL UNIQUE,
+    item_key TEXT NOT NULL,
+    attachment_key TEXT NOT NULL,
+    line_start INTEGER NOT NULL,
+    line_end INTEGER NOT NULL,
+    section TEXT NOT NULL DEFAULT '',
+    section_id TEXT NOT NULL DEFAULT '',
+    chunk_type TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    authors TEXT NOT NULL DEFAULT '[]',
+    year INTEGER,
+    page INTEGER,
+    page_end INTEGER,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(attachment_key, line_start);
+CREATE INDEX IF NOT EXISTS chunks_item ON chunks(item_key);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    title, section, text,
+    content='chunks', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, title, section, text)
+    VALUES (new.id, new.title, new.section, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, section, text)
+    VALUES ('delete', old.id, old.title, old.section, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, title, section, text)
+    VALUES ('delete', old.id, old.title, old.section, old.text);
+    INSERT INTO chunks_fts(rowid, title, section, text)
+    VALUES (new.id, new.title, new.section, new.text);
+END;
+"""
+
+# BM25 column weights (title, section, text): the title is repeated on every chunk of a paper,
+# so it nudges a paper's chunks up without drowning the passage text.
+BM25_WEIGHTS = (0.5, 1.0, 1.0)
+
+_WORD = re.compile(r"\w+")
+_MAX_TERMS = 64
+
+
+def fts_query(text: str) -> str:
+    """Any user text as a safe FTS5 query: its words, each quoted, OR-ed ("" when none).
+
+    Quoting makes FTS5 read every term as a plain string, so AND/OR/NOT/NEAR, `*`, `^`, `:`,
+    parentheses and quotes in the user's text can never be syntax errors.
+    """
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text):
+        seen.setdefault(word.casefold(), None)
+        if len(seen) >= _MAX_TERMS:
+            break
+    return " OR ".join(f'"{w}"' for w in seen)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class DocumentState:
+    """What the indexer needs to know about a document it indexed before."""
+
+    doc_key: str
+    status: str
+    fingerprint: str | None
+    attempt_fingerprint: str | None
+    sha256: str | None
+    file_size: int | None
+    file_mtime_ns: int | None
+    error: str
+
+
+class Catalog:
+    """Typed access to `catalog.sqlite` (WAL; one connection guarded by a lock)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=OFF")
+        self._db.execute("PRAGMA busy_timeout=10000")
+        ready = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone() and self.get_meta("schema_version") == SCHEMA_VERSION
+        if not ready:
+            with self.transaction() as db:
+                for statement in _split_script(_SCHEMA):
+                    db.execute(statement)
+                db.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (SCHEMA_VERSION,),
+                )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT (ROLLBACK on error), serialised within the process."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # -- meta -----------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0]["value"]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # -- items and collections ------------------------------------------------------------
+
+    def replace_items(self, items: Iterable[ItemRecord], collections: Iterable[Any]) -> int:
+        """Make the items and collections tables hold exactly these; returns rows removed."""
+        items = list(items)
+        with self.transaction() as db:
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS keep_items (key TEXT PRIMARY KEY)")
+            db.execute("DELETE FROM keep_items")
+            for it in items:
+                db.execute(
+                    "INSERT OR REPLACE INTO items(key, type, title, authors, year, date, doi,"
+                    " abstract, venue, url, tags, collections, version)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        it.key, it.item_type, it.title, json.dumps(it.authors), it.year,
+                        it.date, it.doi, it.abstract, it.venue, it.url, json.dumps(it.tags),
+                        json.dumps(it.collections), it.version,
+                    ),
+                )
+                db.execute("INSERT OR IGNORE INTO keep_items(key) VALUES (?)", (it.key,))
+            removed = db.execute(
+                "DELETE FROM items WHERE key NOT IN (SELECT key FROM keep_items)"
+            ).rowcount
+            db.execute("DELETE FROM collections")
+            db.executemany(
+                "INSERT OR REPLACE INTO collections(key, name, parent_key) VALUES (?,?,?)",
+                [(c.key, c.name, c.parent_key) for c in collections],
+            )
+        return int(removed)
+
+    def item(self, key: str) -> ItemRecord | None:
+        rows = self.query("SELECT * FROM items WHERE key = ?", (key,))
+        return _item(rows[0]) if rows else None
+
+    def items(self) -> list[ItemRecord]:
+        return [_item(r) for r in self.query("SELECT * FROM items ORDER BY key")]
+
+    def collections(self) -> list[tuple[str, str, str | None]]:
+        rows = self.query("SELECT key, name, parent_key FROM collections ORDER BY name")
+        return [(r["key"], r["name"], r["parent_key"]) for r in rows]
+
+    # -- documents --------------------------------------------------------------------------
+
+    def document_states(self) -> dict[str, DocumentState]:
+        rows = self.query(
+            "SELECT doc_key, status, fingerprint, attempt_fingerprint, sha256, file_size,"
+            " file_mtime_ns, error FROM documents"
+        )
+        return {r["doc_key"]: DocumentState(**dict(r)) for r in rows}
+
+    def documents(self, item_key: str | None = None) -> list[DocumentRecord]:
+        if item_key is None:
+            rows = self.query("SELECT * FROM documents ORDER BY item_key, doc_key")
+        else:
+            rows = self.query(
+                "SELECT * FROM documents WHERE item_key = ? OR doc_key = ? ORDER BY doc_key",
+                (item_key, item_key),
+            )
+        return [_document(r) for r in rows]
+
+    def document(self, doc_key: str) -> DocumentRecord | None:
+        rows = self.query("SELECT * FROM documents WHERE doc_key = ?", (doc_key,))
+        return _document(rows[0]) if rows else None
+
+    def doc_keys_with_status(self, status: str) -> list[str]:
+        rows = self.query("SELECT doc_key FROM documents WHERE status = ?", (status,))
+        return [r["doc_key"] for r in rows]
+
+    def record_problem(
+        self,
+        doc: DocumentRecord,
+        *,
+        status: str,
+        error: str,
+        attempt_fingerprint: str | None,
+    ) -> None:
+        """Note a failed/skipped attempt; a document already indexed keeps its content."""
+        with self.transaction() as db:
+            row = db.execute(
+                "SELECT status FROM documents WHERE doc_key = ?", (doc.doc_key,)
+            ).fetchone()
+            if row is not None and row["status"] == "done":
+                db.execute(
+                    "UPDATE documents SET error = ?, attempt_fingerprint = ? WHERE doc_key = ?",
+                    (error, attempt_fingerprint, doc.doc_key),
+                )
+                return
+            db.execute(
+                "DELETE FROM chunks WHERE attachment_key = ?", (doc.doc_key,)
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO documents(doc_key, item_key, kind, title, file, sha256,"
+                " file_size, file_mtime_ns, version, fingerprint, attempt_fingerprint, status,"
+                " error, bundle_dir, n_chunks, indexed_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,NULL,?,?,?,'',0,?)",
+                (
+                    doc.doc_key, doc.item_key, doc.kind, doc.title, doc.file, doc.sha256,
+                    doc.file_size, doc.file_mtime_ns, doc.version, attempt_fingerprint, status,
+                    error, _now(),
+                ),
+            )
+
+    def begin_document(self, doc: DocumentRecord) -> None:
+        """Mark a document `indexing` and drop its chunks: the first step of a (re)index."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM chunks WHERE attachment_key = ?", (doc.doc_key,))
+            db.execute(
+                "INSERT OR REPLACE INTO documents(doc_key, item_key, kind, title, file, sha256,"
+                " file_size, file_mtime_ns, version, fingerprint, attempt_fingerprint, status,"
+                " error, bundle_dir, n_chunks, indexed_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL,'indexing','',?,0,NULL)",
+                (
+                    doc.doc_key, doc.item_key, doc.kind, doc.title, doc.file, doc.sha256,
+                    doc.file_size, doc.file_mtime_ns, doc.version, doc.bundle_dir,
+                ),
+            )
+
+    def finish_document(self, doc: DocumentRecord, fingerprint: str, chunks: list[Chunk]) -> None:
+        """Write chunks (and, by trigger, their FTS rows) and mark the document done: atomic."""
+        with self.transaction() as db:
+            db.execute("DELETE FROM chunks WHERE attachment_key = ?", (doc.doc_key,))
+            db.executemany(
+                "INSERT INTO chunks(chunk_id, item_key, attachment_key, line_start, line_end,"
+                " section, section_id, chunk_type, title, authors, year, page, page_end, text)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        c.chunk_id, c.item_key, c.attachment_key, c.line_start, c.line_end,
+                        c.section, c.section_id, c.chunk_type, c.title, json.dumps(c.authors),
+                        c.year, c.page, c.page_end, c.text,
+                    )
+                    for c in chunks
+                ],
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO documents(doc_key, item_key, kind, title, file, sha256,"
+                " file_size, file_mtime_ns, version, fingerprint, attempt_fingerprint, status,"
+                " error, bundle_dir, n_chunks, indexed_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,NULL,'done','',?,?,?)",
+                (
+                    doc.doc_key, doc.item_key, doc.kind, doc.title, doc.file, doc.sha256,
+                    doc.file_size, doc.file_mtime_ns, doc.version, fingerprint, doc.bundle_dir,
+                    len(chunks), _now(),
+                ),
+            )
+
+    def touch_document(self, doc: DocumentRecord) -> None:
+        """Refresh the descriptive columns of an unchanged document (mtime…); clear errors."""
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE documents SET item_key = ?, title = ?, file = ?, file_size = ?,"
+                " file_mtime_ns = ?, version = ?, error = '', attempt_fingerprint = NULL"
+                " WHERE doc_key = ?",
+                (
+                    doc.item_key, doc.title, doc.file, doc.file_size, doc.file_mtime_ns,
+                    doc.version, doc.doc_key,
+                ),
+            )
+
+    def mark_indexing(self, doc_keys: Sequence[str]) -> None:
+        """First step of removing documents: their chunks go, their vectors are then purged."""
+        with self.transaction() as db:
+            for key in doc_keys:
+                db.execute("DELETE FROM chunks WHERE attachment_key = ?", (key,))
+                db.execute(
+                    "UPDATE documents SET status = 'indexing', fingerprint = NULL, n_chunks = 0"
+                    " WHERE doc_key = ?",
+                    (key,),
+                )
+
+    def delete_documents(self, doc_keys: Sequence[str]) -> None:
+        with self.transaction() as db:
+            for key in doc_keys:
+                db.execute("DELETE FROM chunks WHERE attachment_key = ?", (key,))
+                db.execute("DELETE FROM documents WHERE doc_key = ?", (key,))
+
+    # -- chunks ---------------------------------------------------------------------------
+
+    def chunk_count(self) -> int:
+        return int(self.query("SELECT count(*) AS n FROM chunks")[0]["n"])
+
+    def chunk_ids(self, doc_key: str | None = None) -> list[str]:
+        if doc_key is None:
+            rows = self.query("SELECT chunk_id FROM chunks ORDER BY chunk_id")
+        else:
+            rows = self.query(
+                "SELECT chunk_id FROM chunks WHERE attachment_key = ? ORDER BY line_start, id",
+                (doc_key,),
+            )
+        return [r["chunk_id"] for r in rows]
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, Chunk]:
+        if not chunk_ids:
+            return {}
+        rows = self.query(
+            "SELECT * FROM chunks WHERE chunk_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(chunk_ids)),),
+        )
+        return {r["chunk_id"]: _chunk(r) for r in rows}
+
+    def chunks_of(self, doc_key: str) -> list[Chunk]:
+        rows = self.query(
+            "SELECT * FROM chunks WHERE attachment_key = ? ORDER BY chunk_id", (doc_key,)
+        )
+        return [_chunk(r) for r in rows]
+
+    def chunks_intersecting(self, doc_key: str, line_start: int, line_end: int) -> list[str]:
+        rows = self.query(
+            "SELECT chunk_id FROM chunks WHERE attachment_key = ? AND line_start <= ?"
+            " AND line_end >= ? ORDER BY chunk_id",
+            (doc_key, line_end, line_start),
+        )
+        return [r["chunk_id"] for r in rows]
+
+    def bm25(self, text: str, flt: SearchFilter, limit: int) -> list[str]:
+        """Chunk ids best first by BM25, with the filter applied inside the query."""
+        match = fts_query(text)
+        if not match or limit <= 0:
+            return []
+        where, params = filter_sql(flt, "c")
+        w = BM25_WEIGHTS
+        sql = (
+            "SELECT c.chunk_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
+            f" WHERE chunks_fts MATCH ? {where}"
+            f" ORDER BY bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}), c.id LIMIT ?"
+        )
+        rows = self.query(sql, [match, *params, limit])
+        return [r["chunk_id"] for r in rows]
+
+    def sizes(self) -> dict[str, int]:
+        out = {}
+        for suffix in ("", "-wal"):
+            p = Path(str(self.path) + suffix)
+            out["catalog" + suffix.replace("-", "_")] = p.stat().st_size if p.exists() else 0
+        return out
+
+
+def filter_sql(flt: SearchFilter, alias: str) -> tuple[str, list[Any]]:
+    """` AND …` clauses (with parameters) for a SearchFilter over the chunks table."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if flt.item_keys is not None:
+        keys = json.dumps(list(flt.item_keys))
+        parts.append(
+            f"({alias}.item_key IN (SELECT value FROM json_each(?))"
+            f" OR {alias}.attachment_key IN (SELECT value FROM json_each(?)))"
+        )
+        params += [keys, keys]
+    if flt.chunk_types is not None:
+        parts.append(f"{alias}.chunk_type IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(flt.chunk_types)))
+    if flt.exclude_chunk_ids:
+        parts.append(f"{alias}.chunk_id NOT IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(flt.exclude_chunk_ids)))
+    return "".join(" AND " + p for p in parts), params
+
+
+def _split_script(script: str) -> list[str]:
+    """Statements of the schema script (triggers hold `;` inside BEGIN … END)."""
+    out: list[str] = []
+    buf: list[str] = []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        joined = "\n".join(buf).strip()
+        if sqlite3.complete_statement(joined):
+            out.append(joined)
+            buf = []
+    return out
+
+
+def _item(r: sqlite3.Row) -> ItemRecord:
+    return ItemRecord(
+        key=r["key"],
+        item_type=r["type"],
+        title=r["title"],
+        authors=json.loads(r["authors"]),
+        year=r["year"],
+        date=r["date"],
+        doi=r["doi"],
+        abstract=r["abstract"],
+        venue=r["venue"],
+        url=r["url"],
+        tags=json.loads(r["tags"]),
+        collections=json.loads(r["collections"]),
+        version=r["version"],
+    )
+
+
+def _document(r: sqlite3.Row) -> DocumentRecord:
+    return DocumentRecord(
+        doc_key=r["doc_key"],
+        item_key=r["item_key"],
+        kind=r["kind"],
+        title=r["title"],
+        file=r["file"],
+        sha256=r["sha256"],
+        file_size=r["file_size"],
+        file_mtime_ns=r["file_mtime_ns"],
+        version=r["version"],
+        status=r["status"],
+        error=r["error"],
+        bundle_dir=r["bundle_dir"],
+        n_chunks=r["n_chunks"],
+        indexed_at=r["indexed_at"],
+    )
+
+
+def _chunk(r: sqlite3.Row) -> Chunk:
+    return Chunk(
+        chunk_id=r["chunk_id"],
+        item_key=r["item_key"],
+        attachment_key=r["attachment_key"],
+        line_start=r["line_start"],
+        line_end=r["line_end"],
+        section=r["section"],
+        section_id=r["section_id"],
+        chunk_type=r["chunk_type"],
+        text=r["text"],
+        title=r["title"],
+        authors=json.loads(r["authors"]),
+        year=r["year"],
+        page=r["page"],
+        page_end=r["page_end"],
+    )

@@ -1,0 +1,335 @@
+"""`Index`: the one door to a data home's index (catalogue, BM25, vectors, bundles).
+
+Layout under the data home:
+    bundles/<sha256>/        converted bundles cached by content (file bytes, note HTML)
+    documents/<doc_key>/     the bundle of one attachment/note with its item's metadata applied
+    index/catalog.sqlite     items, collections, documents, chunks, FTS5 (source of truth)
+    index/chroma/            Chroma PersistentClient (embedded mode)
+Opening an index never loads an embedding model: that happens on the first dense search or
+indexing run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from zocrates_nb.config import Settings, load_settings
+from zocrates_nb.index.dense import DenseStore
+from zocrates_nb.index.embedder import Embedder, model_name
+from zocrates_nb.index.fusion import RRF_K, rrf
+from zocrates_nb.index.lexical import Catalog
+from zocrates_nb.index.model import (
+    Chunk,
+    DocumentRecord,
+    Hit,
+    ItemRecord,
+    SearchFilter,
+)
+from zocrates_nb.ingest.bundle import Bundle
+
+try:  # POSIX advisory locks; elsewhere only one indexer per home is assumed.
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+INDEX_DIR = "index"
+CATALOG_FILE = "catalog.sqlite"
+CHROMA_DIR = "chroma"
+BUNDLES_DIR = "bundles"
+DOCUMENTS_DIR = "documents"
+LOCK_FILE = "indexer.lock"
+
+SearchMode = Literal["hybrid", "bm25", "dense"]
+_KIND_ORDER = {"pdf": 0, "html": 1, "markdown": 2, "text": 3, "note": 4}
+
+
+class IndexBusyError(RuntimeError):
+    """Another process is indexing this data home."""
+
+
+class Index:
+    """Hybrid (BM25 + dense, RRF) search over one data home, plus catalogue look-ups."""
+
+    def __init__(self, home: Path, settings: Settings) -> None:
+        self.home = Path(home)
+        self.settings = settings
+        self.index_dir = self.home / INDEX_DIR
+        self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+        self._dense: DenseStore | None = None
+        self._embedder: Embedder | None = None
+        self.purge_unfinished()
+
+    @classmethod
+    def open(cls, home: Path, settings: Settings | None = None) -> Index:
+        home = Path(home).expanduser()
+        return cls(home, settings if settings is not None else load_settings(home))
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.catalog.close()
+        self._dense = None
+
+    # -- parts ----------------------------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        """The embedding model of the stored vectors (the configured one before any run)."""
+        return self.catalog.get_meta("embedding_model") or self.configured_model
+
+    @property
+    def configured_model(self) -> str:
+        return model_name(self.settings.index.embedding_model)
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None or self._embedder.name != self.model_name:
+            self._embedder = Embedder(
+                self.model_name, precision=self.settings.index.embedding_precision
+            )
+        return self._embedder
+
+    @property
+    def dense(self) -> DenseStore:
+        if self._dense is None:
+            self._dense = DenseStore(
+                self.settings.index.chroma, self.index_dir / CHROMA_DIR, self.model_name
+            )
+        return self._dense
+
+    def bundle_cache_dir(self, sha256: str) -> Path:
+        return self.home / BUNDLES_DIR / sha256
+
+    def document_dir(self, doc_key: str) -> Path:
+        return self.home / DOCUMENTS_DIR / doc_key
+
+    @contextlib.contextmanager
+    def writer_lock(self, *, wait: bool = False) -> Iterator[None]:
+        """Exclusive right to write this index (held by `index_library`)."""
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.index_dir / LOCK_FILE, "a+") as fh:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+                except BlockingIOError as e:
+                    raise IndexBusyError(
+                        f"another process is indexing {self.home}; try again when it is done"
+                    ) from e
+            try:
+                yield
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def purge_unfinished(self) -> list[str]:
+        """Drop the vectors of documents left `indexing` by an interrupted run.
+
+        Skipped while another process holds the writer lock (its documents are in flight).
+        """
+        keys = self.catalog.doc_keys_with_status("indexing")
+        if not keys:
+            return []
+        try:
+            with self.writer_lock():
+                self.dense.delete_documents(keys)
+        except IndexBusyError:
+            return []
+        return keys
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        flt: SearchFilter | None = None,
+        limit: int = 10,
+        *,
+        mode: SearchMode = "hybrid",
+    ) -> list[Hit]:
+        """Best chunks for `query`: BM25 and dense rankings fused by RRF, filters inside both."""
+        if mode not in ("hybrid", "bm25", "dense"):
+            raise ValueError(f"unknown search mode {mode!r}: use hybrid, bm25 or dense")
+        flt = flt or SearchFilter()
+        if not query.strip() or limit <= 0 or (flt.item_keys is not None and not flt.item_keys):
+            return []
+        depth = max(50, 5 * limit)
+        rankings: dict[str, list[str]] = {}
+        if mode in ("hybrid", "bm25"):
+            rankings["bm25"] = self.catalog.bm25(query, flt, depth)
+        if mode in ("hybrid", "dense"):
+            rankings["dense"] = self._dense_ranking(query, flt, depth)
+        fused = rrf(rankings, k=RRF_K)
+        chunks = self.catalog.get_chunks([f.id for f in fused])  # SQLite is the truth
+        passes = _checker(flt)
+        hits: list[Hit] = []
+        for f in fused:
+            chunk = chunks.get(f.id)
+            if chunk is None or not passes(chunk):
+                continue
+            hits.append(Hit(chunk=chunk, score=f.score, ranks=dict(f.ranks)))
+            if len(hits) >= limit:
+                break
+        return hits
+
+    def _dense_ranking(self, query: str, flt: SearchFilter, depth: int) -> list[str]:
+        if self.catalog.chunk_count() == 0:
+            return []
+        vector = self.embedder.embed_query(query)
+        return [chunk_id for chunk_id, _dist in self.dense.query(vector, flt, depth)]
+
+    # -- catalogue ------------------------------------------------------------------------
+
+    def item(self, key: str) -> ItemRecord | None:
+        return self.catalog.item(key)
+
+    def items(self) -> list[ItemRecord]:
+        return self.catalog.items()
+
+    def documents(self, item_key: str | None = None) -> list[DocumentRecord]:
+        """Documents of an item (or a standalone document itself); all when None."""
+        return self.catalog.documents(item_key)
+
+    def resolve_doc_keys(self, key: str) -> list[str]:
+        """Parent item key → its indexed documents (PDF first); attachment/note key → itself."""
+        doc = self.catalog.document(key)
+        if doc is not None:
+            return [key]
+        docs = [d for d in self.catalog.documents(key) if d.status == "done"]
+        docs.sort(key=lambda d: (_KIND_ORDER.get(d.kind, 9), d.doc_key))
+        return [d.doc_key for d in docs]
+
+    def bundle(self, doc_key: str) -> Bundle:
+        """The bundle of one document, with its item's metadata (title, authors, abstract)."""
+        directory = self.document_dir(doc_key)
+        if not Bundle.exists(directory):
+            raise KeyError(f"no indexed document {doc_key!r}")
+        return Bundle.load(directory)
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        return self.catalog.get_chunks([chunk_id]).get(chunk_id)
+
+    def chunks(self, chunk_ids: list[str]) -> list[Chunk]:
+        """Chunks by id, in the order asked (unknown ids left out)."""
+        got = self.catalog.get_chunks(chunk_ids)
+        return [got[i] for i in chunk_ids if i in got]
+
+    def chunks_of(self, doc_key: str) -> list[Chunk]:
+        return self.catalog.chunks_of(doc_key)
+
+    def chunks_intersecting(self, doc_key: str, line_start: int, line_end: int) -> list[str]:
+        """Ids of the chunks of a document whose line range meets line_start..line_end."""
+        return self.catalog.chunks_intersecting(doc_key, line_start, line_end)
+
+    def collection_paths(self) -> dict[str, str]:
+        """Collection key → 'Parent/Child' path."""
+        cols = {k: (name, parent) for k, name, parent in self.catalog.collections()}
+
+        def path(key: str) -> str:
+            parts: list[str] = []
+            cur: str | None = key
+            seen: set[str] = set()
+            while cur and cur in cols and cur not in seen:
+                seen.add(cur)
+                parts.append(cols[cur][0])
+                cur = cols[cur][1]
+            return "/".join(reversed(parts))
+
+        return {k: path(k) for k in cols}
+
+    def collection_item_keys(self, names_or_keys: list[str]) -> set[str]:
+        """Keys of the items (and standalone notes/attachments) filed in these collections.
+
+        A collection includes its sub-collections; each entry matches a key, a name or a
+        'Parent/Child' path, case-insensitively. Unknown → ValueError naming the known ones.
+        """
+        paths = self.collection_paths()
+        parents = {k: parent for k, _name, parent in self.catalog.collections()}
+        names = {k: name for k, name, _parent in self.catalog.collections()}
+        chosen: set[str] = set()
+        for wanted in names_or_keys:
+            w = wanted.strip().strip("/").casefold()
+            keys = [
+                k
+                for k in paths
+                if k == wanted.strip() or w in (k.casefold(), names[k].casefold(),
+                                                paths[k].casefold())
+            ]
+            if not keys:
+                known = ", ".join(sorted(paths.values(), key=str.casefold)) or "(none)"
+                raise ValueError(f"unknown collection {wanted!r}; known collections: {known}")
+            chosen.update(keys)
+        grown = True
+        while grown:
+            grown = False
+            for k, parent in parents.items():
+                if parent in chosen and k not in chosen:
+                    chosen.add(k)
+                    grown = True
+        return {it.key for it in self.catalog.items() if chosen & set(it.collections)}
+
+    def status(self) -> dict[str, Any]:
+        """Counts and sizes, without loading any embedding model."""
+        by_status: dict[str, int] = {}
+        for row in self.catalog.query(
+            "SELECT status, count(*) AS n FROM documents GROUP BY status"
+        ):
+            by_status[row["status"]] = int(row["n"])
+        items = self.catalog.query(
+            "SELECT count(*) AS n FROM items WHERE type NOT IN ('note', 'attachment')"
+        )[0]["n"]
+        last = self.catalog.query("SELECT max(indexed_at) AS t FROM documents")[0]["t"]
+        chroma = self.settings.index.chroma
+        out: dict[str, Any] = {
+            "home": str(self.home),
+            "items": int(items),
+            "documents": by_status,
+            "chunks": self.catalog.chunk_count(),
+            "last_indexed": last,
+            "embedding_model": self.model_name,
+            "chroma_mode": chroma.mode,
+            "chroma": (
+                f"http://{chroma.host}:{chroma.port}/{chroma.collection}"
+                if chroma.mode == "server"
+                else str(self.index_dir / CHROMA_DIR)
+            ),
+            "sizes": {
+                **self.catalog.sizes(),
+                "chroma": _dir_size(self.index_dir / CHROMA_DIR),
+                "bundles": _dir_size(self.home / BUNDLES_DIR),
+                "documents": _dir_size(self.home / DOCUMENTS_DIR),
+            },
+        }
+        return out
+
+
+def _checker(flt: SearchFilter) -> Callable[[Chunk], bool]:
+    """The filter checked again on SQLite's rows (Chroma metadata could be stale)."""
+    keys = set(flt.item_keys) if flt.item_keys is not None else None
+    types = set(flt.chunk_types) if flt.chunk_types is not None else None
+    excluded = set(flt.exclude_chunk_ids)
+
+    def passes(chunk: Chunk) -> bool:
+        if keys is not None and chunk.item_key not in keys and chunk.attachment_key not in keys:
+            return False
+        if types is not None and chunk.chunk_type not in types:
+            return False
+        return chunk.chunk_id not in excluded
+
+    return passes
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += (Path(root) / name).stat().st_size
+    return total

@@ -1,0 +1,683 @@
+"""The retrieval tools of a search run, as plain Python returning JSON-ready dicts.
+
+The guardrails live here, not in prompts: the agent cannot be trusted to respect a budget, a
+scope or what it has already read. Every retrieval call (search, toc, read) passes the budget
+guard; reads mark every chunk they overlap as seen so search never returns them again; assets
+are de-duplicated on canonical ids; items outside the run's scope are refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from zocrates_nb.index.model import CHUNK_TYPES, Chunk, Hit, SearchFilter
+from zocrates_nb.ingest.bundle import Bundle
+from zocrates_nb.retrieval.assets import AssetRef, normalize_asset_ids, resolve_asset
+from zocrates_nb.retrieval.outline import compact_outline
+from zocrates_nb.retrieval.scope import ACTIVE_WORDS, ALL_WORDS, ScopeGuard, parse_keys
+from zocrates_nb.retrieval.state import (
+    MAX_EXTENSIONS,
+    CompletionReport,
+    Evidence,
+    ExtensionRequest,
+    RunState,
+)
+
+if TYPE_CHECKING:
+    from zocrates_nb.index import Index
+
+RETRIEVAL_TOOLS = ("search_corpus", "get_document_toc", "read_document")
+SURVEY_LIMIT = 10  # frontmatter survey: at most this many papers
+MAX_SEARCH_LIMIT = 25
+_KIND_PRIORITY = {"pdf": 0, "html": 1, "markdown": 2, "text": 3}
+_CHUNK_TYPE_ALIASES = {
+    "front": "frontmatter",
+    "frontmatter": "frontmatter",
+    "metadata": "frontmatter",
+    "titles": "frontmatter",
+    "abstracts": "abstract",
+    "abstract": "abstract",
+    "body": "body",
+    "text": "body",
+    "figure": "figure",
+    "figures": "figure",
+    "table": "table",
+    "tables": "table",
+    "note": "note",
+    "notes": "note",
+}
+
+
+def budget_notice(state: RunState) -> str | None:
+    """The notice a retrieval call carries when the budget is nearly or fully spent."""
+    n, b = state.tool_count, state.budget
+    if n == b - 1:
+        return (
+            f"[Notice: {n}/{b} retrieval tool calls used ({b - n} call remaining). Plan your "
+            "final retrieval, request an extension via `request_search_extension`, or prepare "
+            "to call `conclude_search`.]"
+        )
+    if n >= b:
+        return (
+            f"[Notice: Retrieval tool budget exhausted ({n}/{b}). Call `conclude_search` to "
+            "synthesize, or call `request_search_extension` to request additional search "
+            "allowance.]"
+        )
+    return None
+
+
+def _refused(message: str) -> dict[str, Any]:
+    return {"status": "budget_exhausted", "message": message}
+
+
+@dataclass
+class ResolvedDocument:
+    """Which document a key names, and what else the agent should know about its siblings."""
+
+    key: str  # as the agent wrote it (canonical spelling)
+    doc_key: str  # attachment or note key whose bundle is read
+    parent_key: str  # parent item key (== doc_key for standalone documents)
+    kind: str
+    title: str
+    authors: list[str] = field(default_factory=list)
+    year: int | None = None
+    notices: list[str] = field(default_factory=list)
+
+
+class Toolkit:
+    """The five tools of one search run over one index, sharing one `RunState`."""
+
+    def __init__(self, index: Index, state: RunState) -> None:
+        self.index = index
+        self.state = state
+        self.guard = ScopeGuard(index, state.scope)
+        self._bundles: dict[str, Bundle] = {}
+
+    # ================================================================== guard
+    def _run(
+        self, tool: str, args: dict[str, Any], body: Callable[[], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Budget guard around one retrieval call: refuse, or count it and add the notice."""
+        st = self.state
+        if st.tool_count >= st.budget:
+            out = _refused(
+                f"Retrieval tool budget exhausted ({st.tool_count}/{st.budget}): no further "
+                "retrieval in this run. Call `conclude_search` to synthesize what was found, or "
+                "`request_search_extension` to ask for more."
+            )
+        elif st.words >= st.word_ceiling:
+            out = _refused(
+                f"Evidence word ceiling reached ({st.words:,}/{st.word_ceiling:,} words): no "
+                "further retrieval in this run. Call `conclude_search` now."
+            )
+        else:
+            st.tool_count += 1
+            out = body()
+            notices = [n for n in (out.pop("notice", None), budget_notice(st)) if n]
+            if st.words >= st.word_ceiling and out.get("status") == "success":
+                notices.append(
+                    f"[Notice: Evidence word ceiling reached ({st.words:,}/{st.word_ceiling:,} "
+                    "words). Further retrieval will be refused: call `conclude_search`.]"
+                )
+            if notices:
+                out["notice"] = "\n".join(notices)
+        st.tool_log.append({"tool": tool, "args": args, "status": out.get("status", "")})
+        return out
+
+    # ================================================================== search_corpus
+    def search_corpus(
+        self,
+        query: str,
+        item_key: str | list[str] | None = None,
+        chunk_type: str | None = None,
+        limit: int = 10,
+    ) -> dict[str, Any]:
+        """Hybrid search within the run's scope, never returning a chunk already seen."""
+        args = {"query": query, "item_key": item_key, "chunk_type": chunk_type, "limit": limit}
+        return self._run(
+            "search_corpus", args, lambda: self._search(query, item_key, chunk_type, limit)
+        )
+
+    def _search_keys(
+        self, item_key: str | list[str] | None
+    ) -> tuple[list[str] | None, list[str], dict[str, Any] | None]:
+        """(filter keys or None for all, notices, refusal)."""
+        words = item_key.strip().lower() if isinstance(item_key, str) else None
+        if item_key is None or (words is not None and words in ALL_WORDS):
+            return self.guard.search_keys(), [], None
+        if words is not None and words in ACTIVE_WORDS:
+            active = self.guard.active_keys()
+            if active:
+                return active, [], None
+            return (
+                self.guard.search_keys(),
+                [f"[No items are selected in this run; searched {self.guard.describe()}.]"],
+                None,
+            )
+        check = self.guard.check(parse_keys(item_key))
+        if check.outside:
+            return None, [], self.guard.refusal(check.outside)
+        notices = []
+        if check.unknown:
+            notices.append(f"[Unknown item key(s) ignored: {', '.join(check.unknown)}.]")
+        if not check.keys:
+            return (
+                None,
+                notices,
+                {
+                    "status": "error",
+                    "message": f"No known item key in {item_key!r}. Use keys from search results "
+                    "or the active items, or item_key=None to search the whole scope.",
+                },
+            )
+        return check.keys, notices, None
+
+    def _search(
+        self, query: str, item_key: str | list[str] | None, chunk_type: str | None, limit: int
+    ) -> dict[str, Any]:
+        st = self.state
+        if not query or not query.strip():
+            return {"status": "error", "message": "Give a non-empty query."}
+        keys, notices, refusal = self._search_keys(item_key)
+        if refusal is not None:
+            return refusal
+        ctype = None
+        if chunk_type:
+            ctype = _CHUNK_TYPE_ALIASES.get(chunk_type.strip().lower())
+            if ctype is None:
+                return {
+                    "status": "error",
+                    "message": f"Unknown chunk_type {chunk_type!r}; use "
+                    f"one of {', '.join(CHUNK_TYPES)} (or omit it).",
+                }
+        survey = ctype == "frontmatter"
+        limit = max(1, min(int(limit or 10), SURVEY_LIMIT if survey else MAX_SEARCH_LIMIT))
+        flt = SearchFilter(
+            item_keys=keys,
+            chunk_types=[ctype] if ctype else None,
+            exclude_chunk_ids=list(st.seen_chunk_ids),
+        )
+        hits = self.index.search(query, flt, limit=limit * 3 if survey else limit)
+        if survey:  # one frontmatter chunk per paper (an item may have several documents)
+            by_item: dict[str, Hit] = {}
+            for h in hits:
+                by_item.setdefault(h.chunk.item_key, h)
+            hits = list(by_item.values())[:limit]
+        items = [_evidence_from_hit(h, rank, query) for rank, h in enumerate(hits, 1)]
+        st.mark_seen([h.chunk.chunk_id for h in hits])
+        st.add_evidence(items)
+        results = [
+            {
+                "rank": e.rank,
+                "chunk_id": e.chunk_id,
+                "item_key": e.item_key,
+                "attachment_key": e.attachment_key,
+                "title": e.title,
+                "authors": e.authors,
+                "year": e.year,
+                "section": e.section,
+                "section_id": e.section_id,
+                "chunk_type": e.chunk_type,
+                "page": e.page,
+                "text": e.text,
+            }
+            for e in items
+        ]
+        if not results:
+            notices.append(
+                "[No new passages matched: everything relevant may already be read, "
+                "or the scope does not cover this topic.]"
+            )
+        out: dict[str, Any] = {
+            "status": "success",
+            "query": query,
+            "scope": self._scope_label(keys),
+            "results": results,
+        }
+        if notices:
+            out["notice"] = "\n".join(notices)
+        return out
+
+    def _scope_label(self, keys: list[str] | None) -> str:
+        if keys is None:
+            return "whole library"
+        if not self.guard.restricted or len(keys) <= 5:
+            return ", ".join(keys)
+        return self.guard.describe()
+
+    # ================================================================== documents
+    def resolve_document(self, item_key: str) -> ResolvedDocument | dict[str, Any]:
+        """A key (parent, attachment or note) → the document to read, or an error/refusal."""
+        raw = parse_keys(item_key)
+        if len(raw) != 1:
+            return {
+                "status": "error",
+                "message": "Give exactly one item key (parent, attachment "
+                f"or note key); got {item_key!r}.",
+            }
+        check = self.guard.check(raw)
+        if check.outside:
+            return self.guard.refusal(check.outside)
+        if not check.keys:
+            return {
+                "status": "error",
+                "message": f"Unknown item key {raw[0]!r}: use a key from "
+                "search results, the active items or a document outline.",
+            }
+        key = check.keys[0]
+        docs = self.index.documents(key)
+        own = next((d for d in docs if d.doc_key == key), None)
+        notices: list[str] = []
+        if own is not None:
+            if own.status != "done":
+                return {
+                    "status": "error",
+                    "message": f"Document {key} is not readable "
+                    f"({own.status}{': ' + own.error if own.error else ''}).",
+                }
+            chosen = own
+        else:
+            ready = [d for d in docs if d.status == "done"]
+            files = sorted(
+                (d for d in ready if d.kind != "note"),
+                key=lambda d: (_KIND_PRIORITY.get(d.kind, 9), d.doc_key),
+            )
+            notes = sorted((d for d in ready if d.kind == "note"), key=lambda d: d.doc_key)
+            if not files and not notes:
+                why = "; ".join(f"{d.doc_key}: {d.error or d.status}" for d in docs) or "none"
+                return {
+                    "status": "error",
+                    "message": f"Item {key} has no readable document (attachments: {why}).",
+                }
+            chosen = files[0] if files else notes[0]
+            others = [d for d in (*files, *notes) if d.doc_key != chosen.doc_key]
+            if others:
+                listed = "; ".join(
+                    f"[{'Note' if d.kind == 'note' else 'Attachment'} Key: {d.doc_key}] "
+                    f'"{d.title or d.kind}" ({d.kind})'
+                    for d in others
+                )
+                notices.append(
+                    f"[Item {key} resolved to its {chosen.kind} {chosen.doc_key}. "
+                    f"Other documents of this item: {listed}. Read one by its key.]"
+                )
+        item = self.index.item(chosen.item_key)
+        bundle = self.bundle(chosen.doc_key)
+        title = (
+            (item.title if item and item.item_type not in ("note", "attachment") else "")
+            or bundle.toc.title
+            or chosen.title
+        )
+        if chosen.kind == "note" and item is not None and chosen.doc_key != chosen.item_key:
+            title = f'{chosen.title or "Note"} (note on "{item.title}")'
+        return ResolvedDocument(
+            key=key,
+            doc_key=chosen.doc_key,
+            parent_key=chosen.item_key,
+            kind=chosen.kind,
+            title=title,
+            authors=list(item.authors if item else bundle.toc.authors),
+            year=item.year if item else bundle.toc.year,
+            notices=notices,
+        )
+
+    def bundle(self, doc_key: str) -> Bundle:
+        if doc_key not in self._bundles:
+            self._bundles[doc_key] = self.index.bundle(doc_key)
+        return self._bundles[doc_key]
+
+    # ================================================================== get_document_toc
+    def get_document_toc(self, item_key: str) -> dict[str, Any]:
+        """The compact outline of a document (about 150 words) with both keys in its header."""
+        return self._run(
+            "get_document_toc", {"item_key": item_key}, lambda: self.document_toc(item_key)
+        )
+
+    def document_toc(self, item_key: str) -> dict[str, Any]:
+        """The outline without counting a call (for pre-injection and the CLI)."""
+        doc = self.resolve_document(item_key)
+        if isinstance(doc, dict):
+            return doc
+        toc = self.bundle(doc.doc_key).toc
+        parent = doc.parent_key if doc.parent_key != doc.doc_key else None
+        out: dict[str, Any] = {
+            "status": "success",
+            "item_key": doc.key,
+            "doc_key": doc.doc_key,
+            "parent_key": doc.parent_key,
+            "title": doc.title,
+            "outline": compact_outline(toc, doc.doc_key, parent, doc.title),
+        }
+        if doc.notices:
+            out["notice"] = "\n".join(doc.notices)
+        return out
+
+    # ================================================================== read_document
+    def read_document(
+        self, item_key: str, asset_id: Any = None, page: int | None = None
+    ) -> dict[str, Any]:
+        """Whole sections, figures, tables, the abstract, a page, or the full text."""
+        args = {"item_key": item_key, "asset_id": asset_id, "page": page}
+        return self._run("read_document", args, lambda: self._read(item_key, asset_id, page))
+
+    def _read(self, item_key: str, asset_id: Any, page: int | None) -> dict[str, Any]:
+        st = self.state
+        doc = self.resolve_document(item_key)
+        if isinstance(doc, dict):
+            return doc
+        bundle = self.bundle(doc.doc_key)
+        toc, n_lines = bundle.toc, len(bundle.lines)
+        wanted = normalize_asset_ids(asset_id)
+        if page is not None:
+            try:
+                wanted.append(f"p{int(page)}")
+            except (TypeError, ValueError):
+                return {"status": "error", "message": f"page must be a number, got {page!r}."}
+        if not wanted:
+            return {
+                "status": "error",
+                "message": "Give asset_id (e.g. 's2', 'f1', 't1', "
+                "'abstract', 'full'; see get_document_toc) or page=N.",
+            }
+        notices = list(doc.notices)
+        full_key = f"{doc.doc_key}:full"
+        refs: list[AssetRef] = []
+        unresolved: list[str] = []
+        read_full = False
+        for token in wanted:
+            ref = resolve_asset(toc, token, n_lines)
+            if ref is None:
+                unresolved.append(token)
+            elif ref.kind == "full":
+                full = self._full_refs(toc, n_lines, bundle, full_key, notices)
+                read_full = read_full or bool(full) or full_key in st.seen_assets
+                refs.extend(full)
+            else:
+                refs.append(ref)
+        already: list[str] = []
+        todo: list[AssetRef] = []
+        for ref in refs:
+            canonical = f"{doc.doc_key}:{ref.id}"
+            if canonical in st.seen_assets or (
+                full_key in st.seen_assets and ref.kind != "abstract"
+            ):
+                if ref.id not in already:
+                    already.append(ref.id)
+            elif all(r.id != ref.id for r in todo):
+                todo.append(ref)
+        if unresolved:
+            notices.append(
+                f"[Unresolved asset id(s) for {doc.key}: {', '.join(unresolved)}. Valid ids are "
+                "in the document outline (get_document_toc): s1…, f1…, t1…, abstract, full, "
+                "or page=N.]"
+            )
+        assets: list[dict[str, Any]] = []
+        skipped: list[str] = []
+        for ref in todo:
+            if assets and st.words >= st.word_ceiling:
+                skipped.append(ref.id)
+                continue
+            assets.append(self._read_asset(doc, bundle, ref))
+        if read_full and not skipped:
+            st.mark_asset(full_key)
+        if already and not todo:
+            notices.append(
+                f"[All requested assets for {doc.key} ({', '.join(already)}) were "
+                "already retrieved in this session.]"
+            )
+        elif already:
+            notices.append(
+                f"[Already retrieved in this session, not repeated: {', '.join(already)}.]"
+            )
+        if skipped:
+            notices.append(f"[Word ceiling reached: not read {', '.join(skipped)}.]")
+        out: dict[str, Any] = {
+            "status": "success",
+            "item_key": doc.key,
+            "doc_key": doc.doc_key,
+            "parent_key": doc.parent_key,
+            "title": doc.title,
+            "authors": doc.authors,
+            "year": doc.year,
+            "assets": assets,
+            "unresolved_asset_ids": unresolved,
+        }
+        if notices:
+            out["notice"] = "\n".join(notices)
+        return out
+
+    def _full_refs(
+        self, toc: Any, n_lines: int, bundle: Bundle, full_key: str, notices: list[str]
+    ) -> list[AssetRef]:
+        """`full` as its top-level sections, unless it would blow the word ceiling."""
+        st = self.state
+        words = len(bundle.markdown.split())
+        if full_key not in st.seen_assets and st.words + words > st.word_ceiling:
+            notices.append(
+                f"[Full text refused: ~{words:,} words would exceed the evidence word ceiling "
+                f"({st.words:,}/{st.word_ceiling:,} used). Read the sections you need instead "
+                "(see get_document_toc), e.g. asset_id='s2, s3'.]"
+            )
+            return []
+        refs = []
+        top = min((s.level for s in toc.sections if s.level > 0), default=1)
+        for s in toc.sections:
+            if s.line_end < s.line_start or (s.level == 0 and not s.words):
+                continue
+            if s.level == 0 or s.level <= top:
+                ref = resolve_asset(toc, s.id, n_lines)
+                if ref is not None:
+                    refs.append(ref)
+        return refs
+
+    def _read_asset(self, doc: ResolvedDocument, bundle: Bundle, ref: AssetRef) -> dict[str, Any]:
+        st = self.state
+        toc = bundle.toc
+        if ref.text is not None:  # the abstract lives only in metadata
+            text = ref.text
+            seen = [
+                c.chunk_id
+                for c in self._chunks_of(doc.doc_key)
+                if c.chunk_type in ("frontmatter", "abstract")
+            ]
+            a = b = None
+        else:
+            assert ref.line_start is not None and ref.line_end is not None
+            a, b = ref.line_start, ref.line_end
+            text = bundle.text(a, b).strip()
+            seen = self.index.chunks_intersecting(doc.doc_key, a, b)
+            if ref.kind in ("section", "page"):  # passages this read now holds in full
+                st.drop_evidence(
+                    {
+                        e.chunk_id
+                        for e in st.evidence
+                        if e.attachment_key == doc.doc_key
+                        and e.tool == "search_corpus"
+                        and e.line_start is not None
+                        and e.line_end is not None
+                        and a <= e.line_start
+                        and e.line_end <= b
+                    }
+                )
+        st.mark_seen(seen)
+        for sid in ref.covers or [ref.id]:
+            st.mark_asset(f"{doc.doc_key}:{sid}")
+        chunk_type = {"figure": "figure", "table": "table", "abstract": "abstract"}.get(
+            ref.kind, "body"
+        )
+        if doc.kind == "note":
+            chunk_type = "note"
+        elif ref.kind == "section" and ref.heading.lower().strip(" .:") in ("abstract", "summary"):
+            chunk_type = "abstract"
+        page = ref.page if ref.page is not None else (toc.page_of_line(a) if a else None)
+        page_end = toc.page_of_line(b) if b else None
+        ev = Evidence(
+            chunk_id=f"{doc.doc_key}:{ref.id}",
+            item_key=doc.parent_key,
+            attachment_key=doc.doc_key,
+            title=doc.title,
+            authors=doc.authors,
+            year=doc.year,
+            section=ref.heading,
+            section_id=ref.id,
+            chunk_type=chunk_type,
+            text=text,
+            words=len(text.split()),
+            line_start=a,
+            line_end=b,
+            page=page,
+            page_end=page_end,
+            csv=ref.csv,
+            caption=ref.caption,
+            label=ref.label,
+            tool="read_document",
+        )
+        st.add_evidence([ev])
+        out: dict[str, Any] = {
+            "asset_id": ref.id,
+            "type": ref.kind,
+            "heading": ref.heading,
+            "title": doc.title,
+            "page": page,
+            "words": ev.words,
+            "text": text,
+        }
+        if ref.caption:
+            out["caption"] = ref.caption
+        if ref.csv:
+            out["csv"] = ref.csv
+        return out
+
+    def _chunks_of(self, doc_key: str) -> list[Chunk]:
+        return list(self.index.chunks_of(doc_key))
+
+    # ================================================================== run control
+    def conclude_search(
+        self, summary: str, notes: str = "", gaps: list[str] | str | None = None
+    ) -> dict[str, Any]:
+        """Record the agent's completion report; ends the search (does not count as a call)."""
+        self.state.report = CompletionReport(
+            summary=str(summary).strip(),
+            notes=str(notes or "").strip(),
+            gaps=_as_list(gaps),
+            source="agent",
+        )
+        self.state.tool_log.append({"tool": "conclude_search", "args": {}, "status": "success"})
+        return {
+            "status": "success",
+            "message": "Search concluded. The evidence goes to synthesis.",
+            "evidence_passages": len(self.state.evidence),
+            "words": self.state.words,
+        }
+
+    def request_search_extension(
+        self,
+        justification: str,
+        covered_summary: str = "",
+        missing_aspects: list[str] | str | None = None,
+    ) -> dict[str, Any]:
+        """Ask for +5 calls / +3,750 words; stamped with this pass (does not count as a call)."""
+        st = self.state
+        if st.extension_count >= MAX_EXTENSIONS:
+            st.tool_log.append(
+                {"tool": "request_search_extension", "args": {}, "status": "unavailable"}
+            )
+            return {
+                "status": "unavailable",
+                "message": f"The maximum of {MAX_EXTENSIONS} "
+                "extensions is used. Call `conclude_search` with what was found.",
+            }
+        st.extension_request = ExtensionRequest(
+            justification=str(justification).strip(),
+            covered_summary=str(covered_summary).strip(),
+            missing_aspects=_as_list(missing_aspects),
+            pass_number=st.extension_count + 1,
+        )
+        st.tool_log.append({"tool": "request_search_extension", "args": {}, "status": "success"})
+        return {
+            "status": "success",
+            "message": "Extension requested. Stop here: the user decides "
+            "whether the search continues.",
+            "pass_number": st.extension_count + 1,
+        }
+
+    def finish(self) -> CompletionReport:
+        """The run's report: the agent's, or one built from the evidence."""
+        if self.state.report is None:
+            self.state.report = auto_report(self.state)
+        return self.state.report
+
+
+def _as_list(value: list[str] | str | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        parts = [p.strip(" -•*") for p in value.replace(";", "\n").splitlines()]
+        return [p for p in parts if p]
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def _evidence_from_hit(hit: Hit, rank: int, query: str) -> Evidence:
+    c = hit.chunk
+    return Evidence(
+        chunk_id=c.chunk_id,
+        item_key=c.item_key,
+        attachment_key=c.attachment_key,
+        title=c.title,
+        authors=list(c.authors),
+        year=c.year,
+        section=c.section,
+        section_id=c.section_id,
+        chunk_type=c.chunk_type,
+        text=c.text,
+        words=c.words,
+        line_start=c.line_start,
+        line_end=c.line_end,
+        page=c.page,
+        page_end=c.page_end,
+        tool="search_corpus",
+        query=query,
+        rank=rank,
+        score=round(hit.score, 6),
+        ranks=dict(hit.ranks),
+    )
+
+
+def auto_report(state: RunState) -> CompletionReport:
+    """A completion report built from the evidence when the agent did not conclude."""
+    papers: dict[str, list[str]] = {}
+    titles: dict[str, str] = {}
+    for e in state.evidence:
+        titles.setdefault(e.item_key, e.title or e.item_key)
+        label = e.section or e.chunk_type
+        if label and label not in papers.setdefault(e.item_key, []):
+            papers[e.item_key].append(label)
+    if not state.evidence:
+        summary = "No evidence was retrieved."
+    else:
+        parts = []
+        for key, sections in papers.items():
+            shown = ", ".join(sections[:4]) + (
+                f" and {len(sections) - 4} more" if len(sections) > 4 else ""
+            )
+            parts.append(f'"{titles[key]}"' + (f" ({shown})" if shown else ""))
+        summary = (
+            f"Retrieved {len(state.evidence)} passages (~{state.words:,} words) from "
+            f"{len(papers)} paper(s): " + "; ".join(parts) + "."
+        )
+    why = (
+        "the retrieval budget was exhausted"
+        if state.tool_count >= state.budget
+        else "the evidence word ceiling was reached"
+        if state.words >= state.word_ceiling
+        else "the search ended"
+    )
+    return CompletionReport(
+        summary=summary,
+        notes=f"Auto-generated: {why} ({state.tool_count}/{state.budget} calls) before the agent "
+        "called conclude_search; coverage was not assessed by the agent.",
+        gaps=[],
+        source="auto_generated",
+    )
