@@ -181,7 +181,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument(
-        "--home", type=Path, default=Path(os.environ.get("ZOCRATES_EVAL_HOME", ROOT / ".eval-home"))
+        "--home",
+        type=Path,
+        default=Path(os.environ.get("ZOCRATES_EVAL_HOME", ROOT / "test-artifacts" / "eval-home")),
     )
     p.add_argument("--questions", type=Path, default=CORPUS / "questions-dev.jsonl")
     p.add_argument("--only", nargs="+", help="question ids")
