@@ -337,3 +337,55 @@ def test_conclude_and_the_automatic_report(index: Any) -> None:
     report = concluded.finish()
     assert report.source == "agent" and report.gaps == ["no numbers"]
     assert concluded.state.tool_count == 0
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def test_cli_toc_and_read(corpus_index: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from zocrates_nb.cli import main
+
+    home = str(corpus_index.home)
+    assert main(["--home", home, "toc", RAFT]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"### [Key: {RAFT_PDF}, Parent Key: {RAFT}]") and RAFT_NOTE in out
+    assert main(["--home", home, "read", RAFT, "[s2,", "s99]", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [a["asset_id"] for a in data["assets"]] == ["s2"]
+    assert data["unresolved_asset_ids"] == ["s99"]
+    assert main(["--home", home, "read", RAFT, "s2"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("# In Search of an Understandable Consensus Algorithm")
+    assert "\n## [s2] 1 Introduction" in text
+    assert main(["--home", home, "toc", "NOSUCHKY"]) == 2
+    assert "Unknown item key" in capsys.readouterr().err
+
+
+def test_active_items_in_a_library_run(index: Any) -> None:
+    kit = Toolkit(index, RunState.new(scope=make_scope(index, active=[ZOOKEEPER])))
+    assert kit.state.scope.kind == "library"
+    got = kit.search_corpus("leader election", item_key="selected", limit=3)
+    assert {r["item_key"] for r in got["results"]} == {ZOOKEEPER}
+    assert kit.read_document(RAFT, "s1")["status"] == "success"  # the library stays open
+    lonely = _kit(index).search_corpus("leader election", item_key="active", limit=3)
+    assert "No items are selected" in lonely["notice"] and lonely["results"]
+
+
+def test_a_restored_snapshot_continues_the_run(index: Any) -> None:
+    import json
+
+    kit = _kit(index)
+    kit.read_document(RAFT, "s2")
+    kit.search_corpus("randomized election timeouts", item_key=RAFT, limit=3)
+    kit.request_search_extension("need more", "intro read", ["timeouts"])
+    snapshot = json.dumps(kit.state.to_json())
+    restored = RunState.from_json(json.loads(snapshot))
+    assert restored == kit.state and json.dumps(restored.to_json()) == snapshot
+    resumed = Toolkit(index, restored)
+    again = resumed.read_document(RAFT, "s2")
+    assert again["assets"] == [] and "already retrieved" in again["notice"]
+    found = resumed.search_corpus("randomized election timeouts", item_key=RAFT, limit=3)
+    assert not {r["chunk_id"] for r in found["results"]} & set(kit.state.seen_chunk_ids)
+    assert resumed.state.tool_count == 4 and resumed.state.extension_pending

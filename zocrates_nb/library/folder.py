@@ -9,6 +9,7 @@ Keys are derived from relative paths, so re-reading a folder gives the same keys
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -125,6 +126,8 @@ def _as_list(value: Any) -> list[str]:
 def pdf_metadata(path: Path) -> FileMetadata:
     meta = FileMetadata()
     try:
+        # pypdf logs parse problems itself; the converter reports them once, in the index report.
+        logging.getLogger("pypdf").setLevel(logging.CRITICAL)
         info = PdfReader(path).metadata
     except Exception:  # any unreadable PDF: the file name will do
         return meta

@@ -27,16 +27,19 @@ def make_scope(
     *,
     items: list[str] | None = None,
     collections: list[str] | None = None,
+    active: list[str] | None = None,
 ) -> Scope:
     """A scope bound to an index: selection (items), collection(s), or the whole library.
 
     Items and collections together mean the items of those collections that are selected.
-    Unknown collections raise ValueError (from the index) naming the known ones.
+    `active` names items selected in Zotero without restricting a library-wide run (they are
+    what `item_key="active"` searches). Unknown collections raise ValueError (from the index)
+    naming the known ones.
     """
     items = [k for k in (items or []) if k]
     collections = [c for c in (collections or []) if c]
     if not items and not collections:
-        return Scope(kind="library")
+        return Scope(kind="library", item_keys=[k for k in (active or []) if k])
     allowed: set[str] | None = None
     if collections:
         allowed = set(index.collection_item_keys(collections))

@@ -8,6 +8,7 @@ are de-duplicated on canonical ids; items outside the run's scope are refused.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,8 @@ from zocrates_nb.retrieval.state import (
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Index
+
+log = logging.getLogger(__name__)
 
 RETRIEVAL_TOOLS = ("search_corpus", "get_document_toc", "read_document")
 SURVEY_LIMIT = 10  # frontmatter survey: at most this many papers
@@ -114,13 +117,18 @@ class Toolkit:
             )
         else:
             st.tool_count += 1
-            out = body()
-            notices = [n for n in (out.pop("notice", None), budget_notice(st)) if n]
+            try:
+                out = body()
+            except Exception as e:  # a broken bundle or store must not end the run
+                log.warning("%s failed: %s", tool, e, exc_info=True)
+                out = {"status": "error", "message": f"{tool} failed: {' '.join(str(e).split())}"}
+            notices = [out.pop("notice", None)]
             if st.words >= st.word_ceiling and out.get("status") == "success":
                 notices.append(
                     f"[Notice: Evidence word ceiling reached ({st.words:,}/{st.word_ceiling:,} "
                     "words). Further retrieval will be refused: call `conclude_search`.]"
                 )
+            notices = [n for n in (*notices, budget_notice(st)) if n]
             if notices:
                 out["notice"] = "\n".join(notices)
         st.tool_log.append({"tool": tool, "args": args, "status": out.get("status", "")})
