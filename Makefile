@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_HOME ?= .demo-home
 
-.PHONY: setup demo test lint
+.PHONY: setup demo test lint test-widgets
 
 setup:
 	@bash scripts/setup.sh
@@ -17,5 +17,9 @@ lint: setup
 	$(BIN)/ruff check zocrates_nb tests scripts
 	$(BIN)/mypy
 
-test: lint
+# The panel's front end: node's test runner on happy-dom/jsdom (npm ci is quick after the first).
+test-widgets:
+	cd widgets && npm ci --no-audit --no-fund --loglevel=error && npm test
+
+test: lint test-widgets
 	HF_HUB_OFFLINE=1 $(BIN)/pytest -q
