@@ -22,11 +22,19 @@ const markdown = new MarkdownIt({ html: true, linkify: true, typographer: false 
 // to ship. `trust: false` keeps \href, \htmlClass and friends inert.
 markdown.use(markdownItKatex, { output: "mathml", throwOnError: false, trust: false, strict: "ignore" });
 
+// Paper and model text never makes the panel fetch anything: a remote image (or a tracking
+// pixel) would tell a third party what the researcher is reading. Markdown images show their
+// alt text; raw media tags are dropped.
+markdown.renderer.rules.image = (tokens, idx) => markdown.utils.escapeHtml(tokens[idx].content);
+
 const SANITIZE_CONFIG = {
   USE_PROFILES: { html: true, mathMl: true },
   ADD_TAGS: ["semantics", "annotation"],
   ADD_ATTR: ["encoding"],
-  FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "option", "dialog", "template"],
+  FORBID_TAGS: [
+    "style", "form", "input", "button", "textarea", "select", "option", "dialog", "template",
+    "img", "picture", "video", "audio", "source", "track", "image",
+  ],
   FORBID_ATTR: ["style", "id", "name", "srcset", "action", "formaction"],
   ALLOW_DATA_ATTR: false,
 };
@@ -314,6 +322,9 @@ class TurnView {
     if (this.renderScheduled) return;
     this.renderScheduled = true;
     this.chat.requestFrame(() => {
+      // A final, error or stop in the same frame already rendered the whole answer (with its
+      // citation buttons): a stale draft render must not overwrite it.
+      if (!this.renderScheduled) return;
       this.renderScheduled = false;
       this.chat.stickToBottom(() => renderMarkdownInto(this.answerEl, this.text));
     });

@@ -33,6 +33,13 @@ test("[n] and [1, 2] markers become citation buttons; unverified numbers stay pl
   assert.equal(bubble.querySelector(".zc-steps-title").textContent, "1 step");
 });
 
+test("a draft render still pending when the final arrives does not wipe the citations", async (t) => {
+  const w = answered(t);
+  await w.frame();
+  assert.equal(w.allById("citation").length, 4, "citation buttons survive the next animation frame");
+  assert.equal(w.byId("assistant-message").getAttribute("data-status"), "done");
+});
+
 test("markers inside code are not citations", (t) => {
   const w = answered(t, sampleFinal({ answer: "Use `x[1]` and\n\n```\ny = a[2]\n```\n\nper [1]." }));
   const cites = w.allById("citation");

@@ -82,3 +82,19 @@ test("error messages and user prompts are shown as text", (t) => {
   assert.equal(w.byId("user-message").textContent, "<img src=x onerror=alert(1)>");
   assertInert(w.el.querySelector(".zc-conversation"));
 });
+
+test("paper text never makes the panel fetch: images show their alt text, media tags are dropped", async (t) => {
+  const w = mount(t);
+  w.ask("q");
+  w.model.py.event({
+    type: "text_delta",
+    turn_id: "t1",
+    text: "See ![the tracking pixel](https://tracker.example/p.gif) and <img src=\"https://tracker.example/q.gif\" alt=\"q\"> " +
+      "<video src=\"https://tracker.example/v.mp4\"></video><svg><image href=\"https://tracker.example/s.png\"/></svg>.",
+  });
+  await w.frame();
+  const answer = w.byId("answer");
+  assert.equal(answer.querySelectorAll("img, video, audio, source, picture, image").length, 0);
+  assert.doesNotMatch(answer.innerHTML, /tracker\.example/);
+  assert.match(answer.textContent, /See the tracking pixel and/);
+});
