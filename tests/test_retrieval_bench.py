@@ -76,3 +76,19 @@ def test_bench_beir_scores_every_method_and_caches_the_index(tmp_path: Path) -> 
         k: {**v, "latency_ms_p50": again["methods"][k]["latency_ms_p50"],
             "latency_ms_p95": again["methods"][k]["latency_ms_p95"]}
         for k, v in first["methods"].items()}
+
+
+@pytest.mark.corpus
+def test_bench_tokens_compares_outline_reading_with_whole_papers(corpus_index: Any) -> None:
+    from zocrates_nb.bench_retrieval import bench_tokens
+
+    args = argparse.Namespace(home=corpus_index.home, json=True)
+    result = bench_tokens(args)
+    assert result["papers"] == 37
+    assert "WordPiece" in result["tokenizer"]
+    for row in result["per_paper"]:
+        assert row["full_tokens"] > row["section_tokens"] > 0
+        assert row["ratio"] == round(row["full_tokens"]
+                                     / (row["outline_tokens"] + row["section_tokens"]), 2)
+    # Measured 10.8x on this corpus (target >= 10x); guard against a regression.
+    assert result["median_ratio"] >= 8

@@ -232,16 +232,16 @@ def test_substantive_filter_drops_frontmatter_toc_and_yaml_but_never_everything(
     toc = _evidence(4, section="Table of Contents")
     numbered_toc = _evidence(5, section="0 Contents")
     yaml = _evidence(6, text="---\ntitle: X\nauthors: Y\n---\n")
-    assert [is_substantive(e) for e in (body, front, s0, toc, numbered_toc, yaml)] == [
-        True,
-        False,
-        False,
-        False,
-        False,
-        False,
-    ]
+    printed_toc = _evidence(7, section="Preface", text="\n".join(
+        f"{n} Chapter about topic {n} {'.' * 8} {n * 7}" for n in range(1, 9)))
+    cases = (body, front, s0, toc, numbered_toc, yaml, printed_toc)
+    assert [is_substantive(e) for e in cases] == [True] + [False] * 6
     assert filter_substantive([front, body, toc]) == [body]
     assert filter_substantive([front, toc]) == [front, toc]  # nothing left: keep the original
+    prose = "The leader sends heartbeats to every follower. " * 5
+    with_yaml = _evidence(8, text=f"---\ntitle: Raft\n---\n{prose}")
+    [kept] = filter_substantive([with_yaml])
+    assert kept.text == prose.strip() and kept.words == 35
 
 
 def test_trim_keeps_order_and_cuts_to_the_word_ceiling() -> None:

@@ -303,11 +303,21 @@ def bench_tokens(args: argparse.Namespace) -> dict[str, Any]:
         "median_ratio_largest_section": round(
             statistics.median(r["ratio_largest"] for r in rows), 2
         ),
-        "per_paper": rows if getattr(args, "json", False) else "(use --json)",
+        "per_paper": rows,
     }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    if args.what == "beir":
-        return bench_beir(args)
-    return bench_tokens(args)
+    """`bench beir` / `bench tokens`; without --json, nested figures are flattened for print."""
+    result = bench_beir(args) if args.what == "beir" else bench_tokens(args)
+    if getattr(args, "json", False):
+        return result
+    flat: dict[str, Any] = {}
+    for key, value in result.items():
+        if key == "methods":
+            for method, scores in value.items():
+                for name, figure in scores.items():
+                    flat[f"{method} {name}"] = figure
+        elif key != "per_paper":
+            flat[key] = value
+    return flat

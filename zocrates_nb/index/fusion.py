@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-RRF_K = 60
+# The paper's k = 60 flattens the top of each list; with only two retrievers a smaller k lets a
+# passage ranked first by one of them count. Chosen on BEIR SciFact's *train* split (nDCG@10:
+# k=60 0.716, 20 0.726, 10 0.726, 5 0.728, 1 0.732); 10 keeps a margin from the extreme.
+RRF_K = 10
 
 
 @dataclass

@@ -56,16 +56,41 @@ def is_substantive(e: Evidence) -> bool:
     heading = re.sub(r"^[\divxlc.]+\s+", "", heading)  # "0 Contents" → "contents"
     if heading in _TOC_HEADINGS:
         return False
-    m = _YAML.match(e.text)
+    if len(_strip_yaml(e.text).split()) < 20 and _strip_yaml(e.text) != e.text:
+        return False
+    return e.chunk_type in ("table", "figure") or not _looks_like_toc(e.text)
+
+
+def _strip_yaml(text: str) -> str:
+    """The text without a leading YAML metadata block (`---` … `title:`/`authors:` … `---`)."""
+    m = _YAML.match(text)
     if m and re.search(r"^(title|authors?):", m.group(1), re.MULTILINE):
-        rest = e.text[m.end() :].strip()
-        if len(rest.split()) < 20:
-            return False
-    return True
+        return text[m.end() :].strip()
+    return text
+
+
+_TOC_LINE = re.compile(r"(\.\s?){3,}\s*\d{1,4}\s*$|\s\d{1,4}\s*$")
+
+
+def _looks_like_toc(text: str) -> bool:
+    """A printed table of contents: mostly short lines ending in page numbers."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if len(lines) < 5:
+        return False
+    hits = sum(1 for ln in lines if len(ln.split()) <= 12 and _TOC_LINE.search(ln))
+    return hits / len(lines) > 0.6
 
 
 def filter_substantive(items: Sequence[Evidence]) -> list[Evidence]:
-    kept = [e for e in items if is_substantive(e)]
+    """Passages worth reranking (leading YAML blocks cut off); all of them if none is."""
+    kept = []
+    for e in items:
+        if not is_substantive(e):
+            continue
+        text = _strip_yaml(e.text)
+        kept.append(
+            e if text == e.text else e.model_copy(update={"text": text, "words": len(text.split())})
+        )
     return kept if kept else list(items)
 
 

@@ -153,7 +153,8 @@ class Toolkit:
     ) -> tuple[list[str] | None, list[str], dict[str, Any] | None]:
         """(filter keys or None for all, notices, refusal)."""
         words = item_key.strip().lower() if isinstance(item_key, str) else None
-        if item_key is None or (words is not None and words in ALL_WORDS):
+        empty = isinstance(item_key, (list, tuple)) and not item_key
+        if item_key is None or empty or (words is not None and words in ALL_WORDS):
             return self.guard.search_keys(), [], None
         if words is not None and words in ACTIVE_WORDS:
             active = self.guard.active_keys()
