@@ -1,4 +1,5 @@
-"""Shared fixtures: the read-only corpus, one corpus index per session, small test libraries."""
+"""Shared fixtures: the read-only corpus, one corpus index per session, the indexed sample
+library and an App over it, small test libraries."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from zocrates_nb.config import Settings
 from zocrates_nb.library.model import Attachment, Collection, Creator, Item, Library, Note
+
+if TYPE_CHECKING:
+    from zocrates_nb.app import App
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 CORPUS = SHARED / "corpus"
@@ -25,6 +30,29 @@ def shared_corpus() -> Path:
     if not (CORPUS / "papers").is_dir() or not (ZOTERO_DIR / "zotero.sqlite").is_file():
         pytest.skip(f"../shared/corpus not found: {CORPUS} (the shared test corpus is absent)")
     return CORPUS
+
+
+@pytest.fixture(scope="session")
+def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data home with the built-in sample library indexed, shared by the tests that chat."""
+    from zocrates_nb import sample
+    from zocrates_nb.index import Index, index_library
+    from zocrates_nb.library import open_library
+
+    home = tmp_path_factory.mktemp("zocrates-sample-home")
+    library = open_library(folder=sample.build(home / "sample-library"))
+    with Index.open(home) as index:
+        index_library(library, index, progress=False)
+    return home
+
+
+@pytest.fixture(scope="module")
+def app(sample_home: Path) -> Iterator[App]:
+    """The App over the sample library (one per test module: its sessions persist between)."""
+    from zocrates_nb.app import App
+
+    with App.open(sample_home) as opened:
+        yield opened
 
 
 def sha256_file(path: Path) -> str:

@@ -44,21 +44,6 @@ TURN_TIMEOUT_MS = 240_000
 pytestmark = pytest.mark.slow
 
 
-def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data home with the built-in sample library indexed (once per test session)."""
-    home = tmp_path_factory.getbasetemp() / "zocrates-sample-home"
-    if not (home / ".indexed").exists():
-        from zocrates_nb import sample
-        from zocrates_nb.index import Index, index_library
-        from zocrates_nb.library import open_library
-
-        library = open_library(folder=sample.build(home / "sample-library"))
-        with Index.open(home) as index:
-            index_library(library, index, progress=False)
-        (home / ".indexed").touch()
-    return home
-
-
 UNSAFE_PAPER = """---
 title: "Unsafe Markup in Paper Text"
 authors: ["Mallory Quill"]
@@ -132,11 +117,11 @@ def _notebook(path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def lab(tmp_path_factory: pytest.TempPathFactory, sample_home: Path) -> Iterator[dict[str, Any]]:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
     pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    home = sample_home(tmp_path_factory)
+    home = sample_home
     unsafe = unsafe_home(tmp_path_factory)
     work = tmp_path_factory.mktemp("lab")
     root = work / "notebooks"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +25,6 @@ from zocrates_nb.frames import (
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 QUESTION = "What is a fencing token?"
-
-
-def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data home with the built-in sample library indexed (once per test session)."""
-    home = tmp_path_factory.getbasetemp() / "zocrates-sample-home"
-    if not (home / ".indexed").exists():
-        from zocrates_nb import sample
-        from zocrates_nb.index import Index, index_library
-        from zocrates_nb.library import open_library
-
-        library = open_library(folder=sample.build(home / "sample-library"))
-        with Index.open(home) as index:
-            index_library(library, index, progress=False)
-        (home / ".indexed").touch()
-    return home
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
-    with App.open(sample_home(tmp_path_factory)) as app:
-        yield app
 
 
 def ask(app: App, prompt: str, session_id: str, **options: Any) -> list[Event]:

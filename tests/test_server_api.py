@@ -263,6 +263,38 @@ def test_remote_cli_checkpoint_then_resume(server: JupyterServer, home: Path) ->
     assert wrong_token.returncode == 2 and "Jupyter token" in wrong_token.stderr
 
 
+def test_batch_questions_run_alike_locally_and_over_http(
+    server: JupyterServer, home: Path, tmp_path: Path
+) -> None:
+    """`ask --questions FILE --json`: one line per question, each in a fresh session, ids kept;
+    a bad line stops the run naming its line number."""
+    batch = tmp_path / "questions.jsonl"
+    batch.write_text(
+        json.dumps({"id": "rrf", "question": FACTUAL}) + "\n\n"
+        + json.dumps({"question": "What is a fencing token?", "scope": {"collections": []}})
+        + "\n",
+        "utf-8",
+    )
+    remote = ["--server", server.url, "--token", server.token]
+    runs = {where: _cli(home, "ask", "--questions", str(batch), "--json", "--no-hitl", *extra)
+            for where, extra in (("local", []), ("remote", remote))}  # fmt: skip
+    for where, run in runs.items():
+        assert run.returncode == 0, (where, run.stderr)
+        lines = [json.loads(line) for line in run.stdout.splitlines()]
+        assert [line["id"] for line in lines] == ["rrf", 3], where  # a blank line still counts
+        assert all(line["status"] == "answered" for line in lines), where
+        assert len({line["session_id"] for line in lines}) == 2, where
+        assert "Hybrid Retrieval" in lines[0]["cited_sources"][0]["title"], where
+    local, remote_lines = (runs[w].stdout.splitlines() for w in ("local", "remote"))
+    assert [json.loads(x)["cited_sources"] for x in local] == [
+        json.loads(x)["cited_sources"] for x in remote_lines]
+
+    batch.write_text(json.dumps({"question": FACTUAL}) + "\n{not json\n", "utf-8")
+    bad = _cli(home, "ask", "--questions", str(batch), "--json", "--no-hitl")
+    assert bad.returncode == 2 and f"{batch}:2: bad question line" in bad.stderr
+    assert len(bad.stdout.splitlines()) == 1  # the good line before it was answered
+
+
 # --- schema -----------------------------------------------------------------------------------
 def test_schemathesis_finds_no_server_errors_or_schema_violations(
     server: JupyterServer, tmp_path: Path

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
+from collections.abc import Coroutine
 from typing import Any
-
-import pytest
 
 from zocrates_nb.app import App
 from zocrates_nb.widget import ChatWidget
@@ -25,27 +22,6 @@ FACTUAL = "How does reciprocal rank fusion combine rankings?"
 BROAD = ("How does reciprocal rank fusion combine rankings, and why do lock services use lock "
          "delays?")
 TIMEOUT = 240.0
-
-
-def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data home with the built-in sample library indexed (once per test session)."""
-    home = tmp_path_factory.getbasetemp() / "zocrates-sample-home"
-    if not (home / ".indexed").exists():
-        from zocrates_nb import sample
-        from zocrates_nb.index import Index, index_library
-        from zocrates_nb.library import open_library
-
-        library = open_library(folder=sample.build(home / "sample-library"))
-        with Index.open(home) as index:
-            index_library(library, index, progress=False)
-        (home / ".indexed").touch()
-    return home
-
-
-@pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
-    with App.open(sample_home(tmp_path_factory)) as app:
-        yield app
 
 
 def run(coro: Coroutine[Any, Any, Any]) -> Any:

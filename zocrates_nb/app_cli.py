@@ -14,6 +14,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -182,6 +183,58 @@ class TurnPrinter:
             print(f"\nzocrates-nb: error: {self.error.message}", file=self.err)
 
 
+    def finish(self) -> int:
+        """Print the turn (one JSON object, or text for a human); the exit status."""
+        if self.json_mode:
+            print(json.dumps(self.result(), ensure_ascii=False, indent=1), file=self.out)
+        else:
+            self.print_human()
+        return 0 if self.status != "error" else 1
+
+    def batch_line(self, line_id: Any) -> bool:
+        """Print this turn as one line of a batch run; True when it failed."""
+        result = {"id": line_id, **self.result()}
+        print(json.dumps(result, ensure_ascii=False), file=self.out, flush=True)
+        return bool(result["status"] == "error")
+
+
+def question_lines(path: Path) -> Iterator[tuple[Any, str, dict[str, Any]]]:
+    """(id, question, scope) per line of a batch file; a bad line stops the run naming it.
+
+    The scope merges a line's `scope` object with its own `items` / `collections` keys.
+    """
+    if not path.is_file():
+        raise CommandError(f"no such file: {path}")
+    for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            q = json.loads(line)
+            question = str(q["question"])
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise CommandError(f"{path}:{n}: bad question line ({e})") from None
+        scope = {**(q.get("scope") or {}),
+                 **{k: v for k, v in q.items() if k in ("items", "collections", "collection")}}
+        collections = scope.get("collections") or scope.get("collection")
+        yield q.get("id", n), question, {
+            "items": scope.get("items") or None,
+            "collections": [collections] if isinstance(collections, str) else collections,
+        }
+
+
+def print_sessions(rows: list[dict[str, Any]], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, indent=1))
+        return 0
+    if not rows:
+        print("no sessions yet")
+    for r in rows:
+        pending = f"  [checkpoint {r['pending_checkpoint']}]" if r["pending_checkpoint"] else ""
+        print(f"{r['session_id']}  {r['updated'][:19]}  {r['turns']:>3} turns  "
+              f"{r['title']}{pending}")
+    return 0
+
+
 def _app(args: argparse.Namespace) -> App:
     from zocrates_nb.app import App
 
@@ -203,17 +256,14 @@ async def _ask_one(app: App, printer: TurnPrinter, question: str, **kw: Any) -> 
 
 
 def _ask_kwargs(
-    args: argparse.Namespace, q: dict[str, Any] | None = None, *, fresh: bool = False
+    args: argparse.Namespace, scope: dict[str, Any] | None = None, *, fresh: bool = False
 ) -> dict[str, Any]:
     """ask() keywords from the flags, a batch line's scope overriding them."""
-    q = q or {}
-    collections = q.get("collections") or q.get("collection") or args.collection
-    if isinstance(collections, str):
-        collections = [collections]
+    scope = scope or {}
     return {
         "session_id": None if fresh else args.session,
-        "items": q.get("items") or args.items,
-        "collections": collections,
+        "items": scope.get("items") or args.items,
+        "collections": scope.get("collections") or args.collection,
         "hitl": not args.no_hitl,
         "budget": args.budget,
         "word_ceiling": args.word_ceiling,
@@ -235,11 +285,7 @@ def ask_command(args: argparse.Namespace) -> int:
         try:
             printer = TurnPrinter(app, json_mode=args.json, verbose=args.verbose)
             await _ask_one(app, printer, question, **_ask_kwargs(args))
-            if args.json:
-                print(json.dumps(printer.result(), ensure_ascii=False, indent=1))
-            else:
-                printer.print_human()
-            return 0 if printer.status != "error" else 1
+            return printer.finish()
         finally:
             app.close()
 
@@ -247,31 +293,19 @@ def ask_command(args: argparse.Namespace) -> int:
 
 
 async def _batch(args: argparse.Namespace) -> int:
-    path = Path(args.questions)
-    if not path.is_file():
-        raise CommandError(f"no such file: {path}")
-    lines = [ln for ln in path.read_text("utf-8").splitlines() if ln.strip()]
+    lines = question_lines(Path(args.questions))
     app = _app(args)
     failures = 0
     try:
-        for n, line in enumerate(lines, 1):
-            try:
-                q = json.loads(line)
-                question = str(q["question"])
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise CommandError(f"{path}:{n}: bad question line ({e})") from None
-            scope = q.get("scope") or {}
-            merged = {**scope, **{k: v for k, v in q.items() if k in ("items", "collections")}}
+        for line_id, question, scope in lines:
             printer = TurnPrinter(app, json_mode=True, verbose=args.verbose)
             try:
-                await _ask_one(app, printer, question, **_ask_kwargs(args, merged, fresh=True))
+                await _ask_one(app, printer, question, **_ask_kwargs(args, scope, fresh=True))
             except CommandError as e:
                 from zocrates_nb.events import ErrorEvent
 
                 printer.error = ErrorEvent(message=str(e))
-            result = {"id": q.get("id", n), **printer.result()}
-            failures += result["status"] == "error"
-            print(json.dumps(result, ensure_ascii=False), flush=True)
+            failures += printer.batch_line(line_id)
     finally:
         app.close()
     return 0 if not failures else 1
@@ -291,11 +325,7 @@ def resume_command(args: argparse.Namespace) -> int:
                     printer.feed(ev)
             except (NoPendingCheckpoint, SessionNotFound, ValueError) as e:
                 raise CommandError(str(e)) from None
-            if args.json:
-                print(json.dumps(printer.result(), ensure_ascii=False, indent=1))
-            else:
-                printer.print_human()
-            return 0 if printer.status != "error" else 1
+            return printer.finish()
         finally:
             app.close()
 
@@ -308,17 +338,7 @@ def sessions_command(args: argparse.Namespace) -> int:
         rows = app.sessions(args.limit)
     finally:
         app.close()
-    if args.json:
-        print(json.dumps(rows, ensure_ascii=False, indent=1))
-        return 0
-    if not rows:
-        print("no sessions yet")
-    for r in rows:
-        pending = f"  [checkpoint {r['pending_checkpoint']}]" if r["pending_checkpoint"] else ""
-        print(
-            f"{r['session_id']}  {r['updated'][:19]}  {r['turns']:>3} turns  {r['title']}{pending}"
-        )
-    return 0
+    return print_sessions(rows, args.json)
 
 
 def doctor_command(args: argparse.Namespace) -> int:

@@ -8,14 +8,19 @@ local shape; only the evidence rows come from the server (`GET …/turns/{turn_i
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from zocrates_nb.app_cli import CHAT_HELP, CommandError, TurnPrinter
+from zocrates_nb.app_cli import (
+    CHAT_HELP,
+    CommandError,
+    TurnPrinter,
+    print_sessions,
+    question_lines,
+)
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -77,14 +82,6 @@ def _run(printer: TurnPrinter, events: Iterator[Event], server: str) -> None:
         raise CommandError(f"{server}: {e.message}" if e.status else e.message) from None
 
 
-def _finish(printer: TurnPrinter, json_mode: bool) -> int:
-    if json_mode:
-        print(json.dumps(printer.result(), ensure_ascii=False, indent=1))
-    else:
-        printer.print_human()
-    return 0 if printer.status != "error" else 1
-
-
 def _ask_options(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "items": args.items,
@@ -108,25 +105,15 @@ def ask_command(args: argparse.Namespace) -> int:
         events = client.ask(" ".join(args.question), session_id=args.session,
                             **_ask_options(args))
         _run(printer, events, args.server)
-        return _finish(printer, args.json)
+        return printer.finish()
 
 
 def _batch(args: argparse.Namespace) -> int:
-    path = Path(args.questions)
-    if not path.is_file():
-        raise CommandError(f"no such file: {path}")
+    lines = question_lines(Path(args.questions))
     failures = 0
     with _client(args) as client:
-        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                q = json.loads(line)
-                question = str(q["question"])
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise CommandError(f"{path}:{n}: bad question line ({e})") from None
-            options = _ask_options(args)
-            options.update({k: q[k] for k in ("items", "collections") if q.get(k)})
+        for line_id, question, scope in lines:
+            options = {**_ask_options(args), **{k: v for k, v in scope.items() if v}}
             printer = _printer(client, args, True)
             client.last_session_id = None
             try:
@@ -135,9 +122,7 @@ def _batch(args: argparse.Namespace) -> int:
                 from zocrates_nb.events import ErrorEvent
 
                 printer.error = ErrorEvent(message=str(e))
-            result = {"id": q.get("id", n), **printer.result()}
-            failures += result["status"] == "error"
-            print(json.dumps(result, ensure_ascii=False), flush=True)
+            failures += printer.batch_line(line_id)
     return 0 if not failures else 1
 
 
@@ -151,7 +136,7 @@ def resume_command(args: argparse.Namespace) -> int:
                                      interrupt_id=args.interrupt)
 
         _run(printer, events(), args.server)
-        return _finish(printer, args.json)
+        return printer.finish()
 
 
 def sessions_command(args: argparse.Namespace) -> int:
@@ -162,16 +147,7 @@ def sessions_command(args: argparse.Namespace) -> int:
             rows = client.sessions()[: args.limit]
         except ServerError as e:
             raise CommandError(e.message) from None
-    if args.json:
-        print(json.dumps(rows, ensure_ascii=False, indent=1))
-        return 0
-    if not rows:
-        print("no sessions yet")
-    for r in rows:
-        pending = f"  [checkpoint {r['pending_checkpoint']}]" if r["pending_checkpoint"] else ""
-        print(f"{r['session_id']}  {r['updated'][:19]}  {r['turns']:>3} turns  "
-              f"{r['title']}{pending}")
-    return 0
+    return print_sessions(rows, args.json)
 
 
 # ---------------------------------------------------------------------------- chat
