@@ -83,7 +83,8 @@ def test_two_tiers_hold_every_retrieved_paper_exactly_once() -> None:
     }
     answer = cit.finish(text, occs, verdicts, ranked, gathered)
     assert answer.text == "Leaders are elected [1] and entries commit on a majority [2]."
-    assert [(s.n, s.title, s.tier) for s in answer.cited_sources] == [(1, "Raft", "cited")]
+    assert [(s.n, s.numbers, s.title, s.tier) for s in answer.cited_sources] == [
+        (1, [1, 2], "Raft", "cited")]  # two passages of one paper: one entry, both numbers
     others = {s.title for s in answer.other_sources}
     assert others == {"Tomatoes", "BM25"}
     cited_keys = {s.item_key for s in answer.cited_sources}

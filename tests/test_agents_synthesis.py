@@ -139,3 +139,23 @@ def test_verifier_errors_fail_open(tmp_path: Path, small_index: Any) -> None:
     assert {s.title for s in final.cited_sources} == {RAFT_TITLE, GARDEN_TITLE}
     assert all(c.support is None for c in final.citations)
     assert "Tuesday [1]" in final.answer
+
+
+def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce() -> None:
+    from zocrates_nb.agents.offline import EvidenceChunk, OfflineEngine, OfflineSynthesizer
+
+    chunk = EvidenceChunk(
+        index=1, title="Attention", authors="Vaswani et al.", year="2017", section="5.3",
+        text=(
+            "We varied the learning rate over the course of training, according to the formula:"
+            "\n\nlrate = d^-0.5 · min(step^-0.5, step · warmup^-1.5)\n\n"
+            "This corresponds to increasing the learning rate linearly for the first warmup "
+            "steps, and decreasing it thereafter. We used warmup_steps = 4000."
+        ),
+    )  # fmt: skip
+    synth = OfflineSynthesizer(OfflineEngine.shared(None).emb)
+    quotes = [c.text for c in synth.candidates([chunk])]
+    assert quotes == [
+        "This corresponds to increasing the learning rate linearly for the first warmup steps, "
+        "and decreasing it thereafter. We used warmup_steps = 4000."
+    ]

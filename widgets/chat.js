@@ -456,7 +456,9 @@ class TurnView {
       h(
         "li",
         { class: "zc-source", "data-item-key": source.item_key ?? "" },
-        source.n != null ? h("span", { class: "zc-source-n", text: String(source.n) }) : null,
+        source.n != null
+          ? h("span", { class: "zc-source-n", text: (source.numbers?.length ? source.numbers : [source.n]).join(", ") })
+          : null,
         h(
           "span",
           { class: "zc-source-text" },

@@ -30,6 +30,7 @@ class CommandError(Exception):
 def _source_json(s: Any) -> dict[str, Any]:
     return {
         "n": s.n,
+        "numbers": s.numbers,
         "item_key": s.item_key,
         "title": s.title,
         "authors": s.authors,
@@ -149,8 +150,9 @@ class TurnPrinter:
                 print("\nSources", file=o)
                 for s in f.cited_sources:
                     who = format_authors(s.authors)
+                    marks = ", ".join(map(str, s.numbers)) if s.numbers else str(s.n)
                     print(
-                        f"  [{s.n}] {s.title} ({who}{', ' if who else ''}{s.year or 'n.d.'})",
+                        f"  [{marks}] {s.title} ({who}{', ' if who else ''}{s.year or 'n.d.'})",
                         file=o,
                     )
             if f.other_sources:

@@ -43,7 +43,8 @@ class Step(_Event):
 class Source(BaseModel):
     """One paper in the Sources block (tier 'cited' or 'other')."""
 
-    n: int | None = None  # citation number when cited
+    n: int | None = None  # its first citation number when cited
+    numbers: list[int] = Field(default_factory=list)  # every [n] that cites this paper
     item_key: str
     title: str
     authors: list[str] = Field(default_factory=list)

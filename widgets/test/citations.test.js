@@ -95,7 +95,8 @@ test("Sources: cited papers with their numbers, other considered papers apart", 
   const rows = [...cited.querySelectorAll(".zc-source")];
   assert.deepEqual(
     rows.map((r) => [r.querySelector(".zc-source-n").textContent, r.querySelector(".zc-source-title").textContent]),
-    [["1", "Attention Is All You Need"], ["3", "Reciprocal Rank Fusion"]],
+    [["1, 2", "Attention Is All You Need"], ["3", "Reciprocal Rank Fusion"]],
+    "every number that cites a paper shows on its row; a source without `numbers` shows its n",
   );
   assert.equal(rows[0].querySelector(".zc-source-meta").textContent, "Ashish Vaswani et al. · 2017");
   assert.equal(rows[0].getAttribute("data-item-key"), "VASWANI");

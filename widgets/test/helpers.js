@@ -120,7 +120,7 @@ export function sampleFinal(overrides = {}) {
     answer:
       "Transformers rely on **self-attention** [1], scaled by $\\sqrt{d_k}$ [1, 2].\n\nRRF fuses rankings [3]; see also [9].",
     cited_sources: [
-      { n: 1, item_key: "VASWANI", title: "Attention Is All You Need", authors: ["Ashish Vaswani", "Noam Shazeer", "Niki Parmar", "Jakob Uszkoreit"], year: 2017, tier: "cited" },
+      { n: 1, numbers: [1, 2], item_key: "VASWANI", title: "Attention Is All You Need", authors: ["Ashish Vaswani", "Noam Shazeer", "Niki Parmar", "Jakob Uszkoreit"], year: 2017, tier: "cited" },
       { n: 3, item_key: "CORMACK", title: "Reciprocal Rank Fusion", authors: ["Gordon Cormack"], year: 2009, tier: "cited" },
     ],
     other_sources: [

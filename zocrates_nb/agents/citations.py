@@ -185,9 +185,10 @@ def renumber(text: str) -> tuple[str, dict[int, int]]:
 
 
 # ---------------------------------------------------------------------------- sources
-def _source(e: Evidence, tier: str, n: int | None) -> Source:
+def _source(e: Evidence, tier: str, numbers: Sequence[int] = ()) -> Source:
     return Source(
-        n=n,
+        n=numbers[0] if numbers else None,
+        numbers=list(numbers),
         item_key=e.item_key,
         title=e.title or "Untitled",
         authors=list(e.authors),
@@ -201,22 +202,22 @@ def build_sources(
     gathered: Sequence[Evidence],
     renumbered: dict[int, int],
 ) -> tuple[list[Source], list[Source]]:
-    """Cited papers (ordered by their first citation) and every other retrieved paper."""
-    first_n: dict[str, int] = {}
+    """Cited papers (ordered by their first citation, with every number that cites them: two
+    passages of one paper are two numbers, one entry) and every other retrieved paper."""
+    numbers: dict[str, list[int]] = {}
     rep: dict[str, Evidence] = {}
-    for old, new in renumbered.items():
+    for old, new in sorted(renumbered.items(), key=lambda kv: kv[1]):
         e = ranked[old - 1]
-        if e.item_key not in first_n or new < first_n[e.item_key]:
-            first_n[e.item_key] = new
-            rep[e.item_key] = e
-    cited = [_source(rep[k], "cited", n) for k, n in sorted(first_n.items(), key=lambda kv: kv[1])]
+        numbers.setdefault(e.item_key, []).append(new)
+        rep.setdefault(e.item_key, e)
+    cited = [_source(rep[k], "cited", ns) for k, ns in numbers.items()]
     others: list[Source] = []
-    seen = set(first_n)
+    seen = set(numbers)
     for e in [*ranked, *gathered]:
         if e.item_key in seen:
             continue
         seen.add(e.item_key)
-        others.append(_source(e, "other", None))
+        others.append(_source(e, "other"))
     return cited, others
 
 

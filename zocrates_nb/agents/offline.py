@@ -824,6 +824,18 @@ class EvidenceChunk:
     text: str
 
 
+def _attach_short(sentences: Sequence[str]) -> list[str]:
+    """Short sentences ride with the one before: "We used warmup_steps = 4000." is too short to
+    quote alone, yet it is often the fact asked for."""
+    out: list[str] = []
+    for sent in sentences:
+        if out and len(sent.split()) < 6 and re.search(r"[.!]$", sent):
+            out[-1] = f"{out[-1]} {sent}"
+        else:
+            out.append(sent)
+    return out
+
+
 def _text_of(el: ET.Element) -> str:
     parts = [el.text or ""]
     for child in el:
@@ -910,7 +922,7 @@ class OfflineSynthesizer:
             order = 0
             text = tu.clean_passage(tu.strip_reference_markers(ch.text))
             for para_no, para in enumerate(re.split(r"\n\s*\n", text)):
-                for sent in tu.split_sentences(para):
+                for sent in _attach_short(tu.split_sentences(para)):
                     sent = re.sub(r"\s+", " ", sent).strip()
                     order += 1
                     key = sent.lower()

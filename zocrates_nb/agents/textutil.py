@@ -173,7 +173,9 @@ _FILLER_RE = re.compile(
 def is_prose(sentence: str) -> bool:
     """A sentence worth quoting: enough words, mostly letters, not a caption stub, a formula,
     a rhetorical question or a signpost ("The paper is organized as follows.")."""
-    if sentence.rstrip().endswith("?") or _FILLER_RE.search(sentence.strip()):
+    # A sentence ending in "?" asks, one ending in ":" introduces what follows (a formula, a
+    # list) and says nothing quoted alone.
+    if sentence.rstrip().endswith(("?", ":")) or _FILLER_RE.search(sentence.strip()):
         return False
     ws = sentence.split()
     if len(ws) < 6 or len(ws) > 90:
