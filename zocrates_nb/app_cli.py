@@ -30,7 +30,6 @@ class CommandError(Exception):
 def _source_json(s: Any) -> dict[str, Any]:
     return {
         "n": s.n,
-        "numbers": s.numbers,
         "item_key": s.item_key,
         "title": s.title,
         "authors": s.authors,
