@@ -414,3 +414,38 @@ def test_sigkill_mid_run_leaves_a_consistent_index_that_resumes(tmp_path: Path) 
     assert_consistent(index)
     hits = index.search("Printed study 2 contrastive", mode="bm25", limit=3)
     assert hits and hits[0].chunk.title == "Printed study 2"
+
+
+def test_converter_upgrade_reconverts_every_converted_document(
+    library_builder: LibraryBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bundles are cached per converter version: an upgrade redoes files and notes alike,
+    deletes the old version's bundles, and a second run with the same version redoes nothing."""
+    from zocrates_nb.ingest import bundle as ingest_bundle
+
+    b = _builder_library(library_builder)
+    index = _open(tmp_path / "home")
+    index_library(b.library, index, progress=False)
+    sha = {d.doc_key: str(d.sha256) for d in index.documents()}
+    old_dirs = {k: index.bundle_cache_dir(s) for k, s in sha.items()}
+    assert all(Path(d, "toc.json").is_file() for d in old_dirs.values())
+    before = {r["doc_key"]: r["indexed_at"]
+              for r in index.catalog.query("SELECT doc_key, indexed_at FROM documents")}
+
+    monkeypatch.setattr(ingest_bundle, "CONVERTER_VERSION", ingest_bundle.CONVERTER_VERSION + 1)
+    upgraded = index_library(b.library, index, progress=False)
+    assert (upgraded.converted, upgraded.reused, upgraded.unchanged) == (4, 0, 0)
+    new_dirs = {k: index.bundle_cache_dir(s) for k, s in sha.items()}
+    assert all(new_dirs[k] != old_dirs[k] for k in sha)
+    assert all(Path(d, "toc.json").is_file() for d in new_dirs.values())
+    assert not any(d.exists() for d in old_dirs.values())
+    assert [p.name for p in (index.home / "bundles").iterdir()] == [new_dirs[k].parent.name
+                                                                   for k in list(sha)[:1]]
+    after = {r["doc_key"]: r["indexed_at"]
+             for r in index.catalog.query("SELECT doc_key, indexed_at FROM documents")}
+    assert set(after) == set(before) and all(after[k] >= before[k] for k in before)
+    assert index.search("leader election", mode="bm25", limit=3)
+    assert_consistent(index)
+
+    again = index_library(b.library, index, progress=False)
+    assert (again.converted, again.reused, again.unchanged) == (0, 0, 4)

@@ -123,3 +123,34 @@ def test_text_is_clean(bundles: dict[str, Bundle]) -> None:
     assert gfs.authors[:3] == ["Sanjay Ghemawat", "Howard Gobioff", "Shun-Tak Leung"]
     assert [s.title for s in gfs.sections[1:5]] == [
         "ABSTRACT", "Categories and Subject Descriptors", "General Terms", "Keywords"]
+
+
+def _outline(slug: str) -> list[tuple[int, str | None, str]]:
+    path = PAPERS / f"{slug}.pdf"
+    if not path.is_file():
+        pytest.skip(f"../shared/corpus not found: {path}")
+    return [(s.level, s.number, s.title) for s in convert_file(path).toc.sections[1:]]
+
+
+def test_outlines_beyond_the_dev_set_read_like_the_printed_paper() -> None:
+    """Layouts outside the gold set: headings a reader sees, at the level a reader sees them."""
+    # A numbered one-word heading is a section, not a theorem-style "Example" label.
+    mapreduce = _outline("mapreduce")
+    assert (2, "2.1", "Example") in mapreduce
+    # Back matter set like section headings stays top-level after the last subsection.
+    assert (1, None, "References") in mapreduce and (1, None, "Acknowledgements") in mapreduce
+    assert (1, None, "References") in _outline("zookeeper")
+    # A bold caption wrapping onto "24 hours. ..." is no section 24; 6.1-6.6 follow section 6.
+    dynamo = _outline("dynamo")
+    assert not any(n == "24" for _, n, _ in dynamo)
+    assert {"6.1", "6.2", "6.3", "6.5", "6.6"} <= {n for _, n, _ in dynamo if n}
+    # A publisher's download cover at the end adds no headings and no extra level above them.
+    blat = _outline("blat")
+    assert (1, None, "RESULTS") in blat and (1, None, "REFERENCES") in blat
+    assert not any(t in ("License", "James Kent") for _, _, t in blat)
+    # The title printed again after a reprint cover is not a section.
+    assert [t for _, _, t in _outline("smith-waterman")] == ["REFERENCES"]
+    # Headings in the family the paper sets "Methods" in, and a sub-heading right under one.
+    illumina = [t for _, _, t in _outline("illumina-error-correction")]
+    assert "Results and discussion" in illumina
+    assert "Ability of EC tools to correct sequencing errors" in illumina

@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 
 from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
+from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest.bundle import Bundle
 from zocrates_nb.library.model import Attachment, Item, Library, Note
 
@@ -193,6 +194,7 @@ def index_library(
 
         if todo:
             _run(todo, index, report, max_pages=max_pages, timeout=timeout, progress=progress)
+        index.prune_bundle_cache()  # after an upgrade: the old converter's bundles
         report.chunks = catalog.chunk_count()
     report.seconds = time.perf_counter() - t0
     return report
@@ -258,8 +260,9 @@ def _documents(
     library: Library, index: Index, states: dict[str, Any], max_pages: int
 ) -> Iterator[_Doc]:
     settings = index.settings.index
-    salt = [CHUNKER_VERSION, index.configured_model, settings.chunk_min_words,
-            settings.chunk_max_words]
+    # The converter version makes an upgraded converter redo every converted document.
+    salt = [CHUNKER_VERSION, ingest_bundle.CONVERTER_VERSION, index.configured_model,
+            settings.chunk_min_words, settings.chunk_max_words]
     for item in library.items.values():
         for att in item.attachments:
             yield _attachment_doc(att, item, index, states, salt, max_pages)

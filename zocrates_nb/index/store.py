@@ -1,7 +1,8 @@
 """`Index`: the one door to a data home's index (catalogue, BM25, vectors, bundles).
 
 Layout under the data home:
-    bundles/<sha256>/        converted bundles cached by content (file bytes, note HTML)
+    bundles/v<N>/<sha256>/   converted bundles cached by content (file bytes, note HTML)
+                             and converter version N
     documents/<doc_key>/     the bundle of one attachment/note with its item's metadata applied
     index/catalog.sqlite     items, collections, documents, chunks, FTS5 (source of truth)
     index/chroma/            Chroma PersistentClient (embedded mode)
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +31,7 @@ from zocrates_nb.index.model import (
     ItemRecord,
     SearchFilter,
 )
+from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest.bundle import Bundle
 
 try:  # POSIX advisory locks; elsewhere only one indexer per home is assumed.
@@ -106,7 +109,23 @@ class Index:
         return self._dense
 
     def bundle_cache_dir(self, sha256: str) -> Path:
-        return self.home / BUNDLES_DIR / sha256
+        """Cached bundle of some content, per converter version (an upgrade converts anew)."""
+        return self.home / BUNDLES_DIR / f"v{ingest_bundle.CONVERTER_VERSION}" / sha256
+
+    def prune_bundle_cache(self) -> int:
+        """Delete bundles cached by other converter versions (this version never reads them,
+        and a library's bundles take as much room as its text); how many entries went."""
+        root = self.home / BUNDLES_DIR
+        current = self.bundle_cache_dir("-").parent.name
+        gone = 0
+        for entry in root.iterdir() if root.is_dir() else ():
+            if entry.name != current:
+                if entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+                gone += 1
+        return gone
 
     def document_dir(self, doc_key: str) -> Path:
         return self.home / DOCUMENTS_DIR / doc_key

@@ -35,7 +35,7 @@ from zocrates_nb.ingest.pdf_layout import (
     page_gutters,
     remove_page_furniture,
 )
-from zocrates_nb.ingest.pdf_style import BodyStyle, measure_body
+from zocrates_nb.ingest.pdf_style import BodyStyle, family, measure_body
 from zocrates_nb.ingest.pdf_tables import table_rows
 from zocrates_nb.ingest.text import join_lines
 from zocrates_nb.ingest.toc import TocInfo, build_toc, find_year, markdown_table, normalize_text
@@ -199,6 +199,20 @@ def _title_lines(lines: list[DocLine], pages: list[PageLines], body: BodyStyle) 
     return run
 
 
+def _cover_page(lines: list[DocLine], pages: list[PageLines], body: BodyStyle) -> int | None:
+    """A last page with no line in the body's family: a publisher's download cover or an
+    advert sheet, whose bold labels ("License", "Email Alerting Service") are no sections."""
+    if len(pages) < 3:
+        return None
+    last = pages[-1].page
+    on_page = [dl.line for dl in lines if dl.page == last]
+    if not on_page or any(
+        family(s.font) == body.family for ln in on_page for s in ln.spans if s.text.strip()
+    ):
+        return None
+    return last
+
+
 def _page1_end(lines: list[DocLine], title: list[int], first_page: int) -> int:
     """Index where the first page's frontmatter (title, authors, affiliations) ends."""
     start = (title[-1] + 1) if title else 0
@@ -232,10 +246,13 @@ def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
     title_idx = _title_lines(lines, pages, body)
     p1_end = _page1_end(lines, title_idx, pages[0].page)
     skip = set(title_idx)
+    cover = _cover_page(lines, pages, body)
+    heading_skip = skip | {i for i, dl in enumerate(lines) if dl.page == cover}
     graphics = {p.page: p.graphics for p in pages}
     for dl in lines:
         dl.in_figure = graphics[dl.page].contains(dl.line)
-    heads = find_headings(lines, body, skip, p1_end)
+    title_key = " ".join(lines[i].line.text for i in title_idx)
+    heads = find_headings(lines, body, heading_skip, p1_end, title=title_key)
     head_at = {c.index: c for c in heads}
     head_lines = {c.index + k for c in heads for k in range(c.count)}
     caps = find_captions(lines, body, head_lines | skip)
@@ -438,6 +455,8 @@ def _authors(lines: list[DocLine], title_idx: list[int], p1_end: int, title: str
         t = fix_accents(lines[i].line.text)
         if re.search(r"\d{3}", t):
             continue  # addresses, dates, phone numbers
+        if re.match(r"^\s*[*†‡§¶∗]", t):
+            continue  # an affiliation footnote ("‡Biological Sciences, University of ...")
         t = re.sub(r"[\d*†‡§¶∗,]+(?=\s|,|$)", ",", t)
         for part in re.split(r",|;|\band\b|&|\s{2,}", t):
             part = re.sub(r"[^\w.\-' ]", "", part).strip()
@@ -450,6 +469,11 @@ def _authors(lines: list[DocLine], title_idx: list[int], p1_end: int, title: str
             name_word = r"[A-Z][A-Za-zà-ÿ'\-]*[a-zà-ÿ]|[A-Z]\.?"
             if part.isupper():  # "MICHAEL J. FISCHER"
                 name_word = r"[A-Z][A-Z'\-]+|[A-Z]\.?"
-            if part.lower() != title.lower() and all(re.fullmatch(name_word, w) for w in words):
+            particle = r"van|von|der|den|de|da|di|del|della|du|dos|la|le|ter|bin|al"
+            named = all(
+                re.fullmatch(name_word, w) or (0 < k < len(words) - 1 and re.fullmatch(particle, w))
+                for k, w in enumerate(words)
+            )
+            if part.lower() != title.lower() and named:
                 names.append(part)
     return names[:40]

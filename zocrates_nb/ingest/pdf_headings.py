@@ -119,9 +119,13 @@ def letter_spans_all(ln: Line, pred: object) -> bool:
 
 
 def find_headings(
-    lines: list[DocLine], body: BodyStyle, skip: set[int], page1_end: int
+    lines: list[DocLine], body: BodyStyle, skip: set[int], page1_end: int, title: str = ""
 ) -> list[Candidate]:
-    """Heading candidates, filtered by style, numbering sequence and position."""
+    """Heading candidates, filtered by style, numbering sequence and position.
+
+    `title` is the paper title: printed again over the text (after a cover or reprint page)
+    it is not a section.
+    """
     cands: list[Candidate] = []
     i = 0
     n = len(lines)
@@ -130,8 +134,12 @@ def find_headings(
         ln = dl.line
         if k >= page1_end and ln.size >= body.size + 0.9 and len(ln.text) < 120:
             big_fams[family(ln.spans[0].font)] += 1
+        elif dl.starts_block and KNOWN.match(ln.text) and _style(dl, body)[0]:
+            big_fams[family(ln.spans[0].font)] += 1  # the family "Methods" is set in
     while i < n:
-        c = _candidate(lines, i, body, skip, big_fams)
+        # A sub-heading set right under its heading starts a block without extra space.
+        under = bool(cands) and cands[-1].index + cands[-1].count == i
+        c = _candidate(lines, i, body, skip, big_fams, under)
         if c is None:
             i += 1
             continue
@@ -142,8 +150,14 @@ def find_headings(
     cands = [c for c in cands if not _has_row_neighbour(c, lines)]
     cands = _filter_numbering(cands)
     cands = _drop_stray_numbers(cands)
+    if _key(title):
+        cands = [c for c in cands if c.number or _key(c.title) != _key(title)]
     _assign_levels(cands)
     return cands
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[\W_]+", "", text.lower())
 
 
 def _style(dl: DocLine, body: BodyStyle) -> tuple[bool, bool, bool]:
@@ -156,13 +170,23 @@ def _style(dl: DocLine, body: BodyStyle) -> tuple[bool, bool, bool]:
 
 
 def _candidate(
-    lines: list[DocLine], i: int, body: BodyStyle, skip: set[int], big_fams: Counter[str]
+    lines: list[DocLine],
+    i: int,
+    body: BodyStyle,
+    skip: set[int],
+    big_fams: Counter[str],
+    under_heading: bool = False,
 ) -> Candidate | None:
     dl = lines[i]
     ln = dl.line
     if i in skip:
         return None
-    if not dl.starts_block and not _heading_after_sentence(lines, i, body):
+    if under_heading:
+        prev = lines[i - 1].line
+        # Only a line in a style of its own (not the heading's second line, nor body text).
+        if abs(prev.size - ln.size) <= 0.3 or not letter_spans_all(ln, body.heavy):
+            under_heading = False
+    if not (dl.starts_block or under_heading) and not _heading_after_sentence(lines, i, body):
         return None
     text = ln.text
     if _CAPTION.match(text) or len(text) > 150:
@@ -222,7 +246,8 @@ def _candidate(
     known_alone = bool(KNOWN.match(title)) and len(words) <= 4 and not number
     if rel < -1.2 and not ((number or known_alone) and (heavy or caps)):
         return None
-    if re.match(_THEOREM, title) or re.match(r"(?i)(edited|communicated) by\b", title):
+    theorem = re.match(_THEOREM, title) and not (number and re.fullmatch(r"\w+", title))
+    if theorem or re.match(r"(?i)(edited|communicated) by\b", title):
         return None
     # A wrapped body paragraph in the heading style is not a heading.
     after = i + count
@@ -282,6 +307,8 @@ def _heading_after_sentence(lines: list[DocLine], i: int, body: BodyStyle) -> bo
         return False
     ln = lines[i].line
     prev = lines[i - 1].line
+    if _in_caption(lines, i):
+        return False  # "24 hours. The intervals ..." wrapped inside a bold caption
     prev_heading = letter_spans_all(prev, body.heavy) or prev.size >= body.size + 0.9
     return (
         (bool(re.search(r"[.!?:]['\")]?$", prev.text)) or prev_heading)
@@ -290,6 +317,16 @@ def _heading_after_sentence(lines: list[DocLine], i: int, body: BodyStyle) -> bo
         and (letter_spans_all(ln, body.heavy) or letter_spans_all(ln, lambda s: s.italic))
         and len(ln.text.split()) <= 10
     )
+
+
+def _in_caption(lines: list[DocLine], i: int) -> bool:
+    """Whether line `i` continues a block that opens with a figure/table label."""
+    k = i
+    while k > 0 and i - k < 25 and not lines[k].starts_block and lines[k - 1].page == lines[i].page:
+        k -= 1
+        if abs(lines[k].line.size - lines[i].line.size) > 0.4:
+            return False
+    return k < i and bool(_CAPTION.match(lines[k].line.text))
 
 
 def _followed_by_text(lines: list[DocLine], after: int, body: BodyStyle) -> bool:
@@ -445,7 +482,12 @@ def _assign_levels(cands: list[Candidate]) -> None:
             if parent == 0:
                 c.level = 1  # front matter (Abstract, Keywords, ...) has no parent section
             elif c.sig in by_sig:
-                c.level = by_sig[c.sig].most_common(1)[0][0]
+                levels = by_sig[c.sig]
+                c.level = levels.most_common(1)[0][0]
+                if KNOWN.match(c.title):
+                    # Sections and subsections set alike: "References" after "7.2" is a
+                    # section of its own, not a subsection.
+                    c.level = min(levels)
             elif KNOWN.match(c.title) or c.size >= top_size - 0.2:
                 c.level = 1
             else:
