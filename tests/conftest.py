@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -53,6 +53,17 @@ def app(sample_home: Path) -> Iterator[App]:
 
     with App.open(sample_home) as opened:
         yield opened
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A small indexed library (Raft, tomatoes, …) for the scripted-agent tests."""
+    from agents_helpers import index_small_library
+
+    root = tmp_path_factory.mktemp("small")
+    index = index_small_library(LibraryBuilder(root / "library"), root / "home")
+    yield index
+    index.close()
 
 
 def sha256_file(path: Path) -> str:

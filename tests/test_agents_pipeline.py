@@ -5,7 +5,6 @@ and the isolation of the search agent from the conversation (and back)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from agents_helpers import (
     Recorder,
     call,
     coordinator_search,
-    index_small_library,
     run,
     search_then,
     terminal,
@@ -24,20 +22,11 @@ from agents_helpers import (
     tool_returns,
     user_prompts,
 )
-from conftest import LibraryBuilder
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
-from zocrates_nb.app import App
+from zocrates_nb.app import App, NoPendingCheckpoint
 from zocrates_nb.sessions import CheckpointPending
-
-
-@pytest.fixture(scope="module")
-def small_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    root = tmp_path_factory.mktemp("small")
-    index = index_small_library(LibraryBuilder(root / "library"), root / "home")
-    yield index
-    index.close()
 
 
 def make_app(tmp_path: Path, index: Any, rec: Recorder, search: Any, **roles: Any) -> App:
@@ -117,16 +106,21 @@ def test_proactive_checkpoint_then_extension_scales_ceilings(
     events = run(app.ask("Explain Raft in depth"))
     cp = terminal(events)
     assert cp.type == "checkpoint"
-    assert (cp.interrupt_id, cp.extension, cp.max_extensions) == ("interrupt_ext_1", 1, 2)
+    # The id names the turn and the extension.
+    assert (cp.interrupt_id, cp.extension, cp.max_extensions) == (f"{cp.turn_id}-ext1", 1, 2)
     assert (cp.calls_used, cp.budget, cp.word_ceiling) == (1, 10, 7500)
     assert cp.covered_summary == "raft elections" and cp.missing_aspects == ["log compaction"]
-    assert app.history(cp.session_id)[-1]["checkpoint"]["interrupt_id"] == "interrupt_ext_1"
+    assert app.history(cp.session_id)[-1]["checkpoint"]["interrupt_id"] == cp.interrupt_id
 
     # Extension 1: +5 calls, +3,750 words; the guidance reaches the search agent.
     cp2 = terminal(
         run(app.resume(cp.session_id, cp.interrupt_id, "extend_budget", "focus on snapshots"))
     )
-    assert cp2.type == "checkpoint" and cp2.interrupt_id == "interrupt_ext_2"
+    assert cp2.type == "checkpoint" and cp2.interrupt_id == f"{cp.turn_id}-ext2"
+    assert cp2.turn_id == cp.turn_id
+    # The first checkpoint's id answers nothing any more.
+    with pytest.raises(NoPendingCheckpoint):
+        app.resume(cp.session_id, cp.interrupt_id, "synthesize")
     assert (cp2.budget, cp2.word_ceiling, cp2.calls_used) == (15, 11250, 2)
     prompt = user_prompts(rec.seen["search"][-1])[-1]
     assert "Deep Research Extension 1 of 2" in prompt and "focus on snapshots" in prompt
@@ -168,13 +162,21 @@ def test_checkpoint_blocks_new_questions_until_resolved(tmp_path: Path, small_in
     cp = terminal(run(app.ask("Explain Raft")))
     with pytest.raises(CheckpointPending) as info:
         app.ask("Another question", session_id=cp.session_id)
-    assert info.value.interrupt_id == "interrupt_ext_1"
-    final = terminal(run(app.resume(cp.session_id, "interrupt_ext_1", "synthesize")))
+    assert info.value.interrupt_id == cp.interrupt_id
+    final = terminal(run(app.resume(cp.session_id, cp.interrupt_id, "synthesize")))
+    assert final.type == "final"
+    # A later turn's checkpoint gets its own id: the old one can never answer it.
+    cp2 = terminal(run(app.ask("And log compaction?", session_id=cp.session_id)))
+    assert cp2.type == "checkpoint" and cp2.extension == cp.extension == 1
+    assert cp2.turn_id != cp.turn_id and cp2.interrupt_id != cp.interrupt_id
+    with pytest.raises(NoPendingCheckpoint):
+        app.resume(cp.session_id, cp.interrupt_id, "synthesize")
+    final = terminal(run(app.resume(cp.session_id, cp2.interrupt_id, "synthesize")))
     assert final.type == "final"
     assert terminal(run(app.ask("More?", session_id=cp.session_id, hitl=False))).type == "final"
     # Synthesizing answers with the first pass's evidence and clears the snapshot.
     turns = app.history(cp.session_id)
-    assert [t["status"] for t in turns] == ["answered", "answered"]
+    assert [t["status"] for t in turns] == ["answered", "answered", "answered"]
     assert app.store.pending_checkpoint(cp.session_id) is None
 
 

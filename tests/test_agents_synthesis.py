@@ -4,7 +4,6 @@ ids pruned in place, and the sources split into two tiers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +12,12 @@ from agents_helpers import (
     GARDEN,
     RAFT,
     Recorder,
-    index_small_library,
     run,
     search_then,
     terminal,
     text,
     user_prompts,
 )
-from conftest import LibraryBuilder
 from pydantic_ai import ModelResponse, ToolCallPart
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
@@ -28,14 +25,6 @@ from pydantic_ai.models.function import AgentInfo
 from zocrates_nb.agents.offline import parse_evidence
 from zocrates_nb.agents.textutil import split_sentences
 from zocrates_nb.app import App
-
-
-@pytest.fixture(scope="module")
-def small_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    root = tmp_path_factory.mktemp("small-synth")
-    index = index_small_library(LibraryBuilder(root / "library"), root / "home")
-    yield index
-    index.close()
 
 
 def evidence_of(messages: list[ModelMessage]) -> dict[str, tuple[int, str]]:

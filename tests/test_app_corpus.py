@@ -99,7 +99,7 @@ def test_budget_one_checkpoint_then_resume_in_a_new_process(corpus_index: Any) -
     )
     assert first["status"] == "checkpoint"
     cp = first["checkpoint"]
-    assert cp["interrupt_id"] == "interrupt_ext_1" and cp["calls_used"] == 1
+    assert cp["interrupt_id"] == f"{first['turn_id']}-ext1" and cp["calls_used"] == 1
     assert cp["missing_aspects"]
     out = _cli(home, "resume", "--session", first["session_id"], "--action", "extend_budget")
     if out["status"] == "checkpoint":  # a second pause is allowed: answer now

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -22,11 +25,14 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from zocrates_nb.sessions import (
+    LEASE_SECONDS,
     MAX_AUDIT_TURNS,
     MAX_CACHED_OUTLINES,
     AuditRecord,
+    CheckpointClaimed,
     CheckpointPending,
     CheckpointSnapshot,
+    NoPendingCheckpoint,
     Scope,
     SessionNotFound,
     SessionState,
@@ -184,6 +190,110 @@ def test_a_pending_checkpoint_refuses_new_questions_until_cleared(store: Session
     store.update_turn(t.turn_id, status="answered", answer="…")
     assert store.history(sid)[0].checkpoint is None
     assert store.begin_turn(sid, "A new question").index == 2
+
+
+def _paused(store: SessionStore, interrupt_id: str = "t1-ext1") -> tuple[str, str]:
+    sid = store.create_session().id
+    t = store.begin_turn(sid, "Survey dense retrieval")
+    snap = CheckpointSnapshot(interrupt_id=interrupt_id, turn_id=t.turn_id, payload={"n": 1})
+    store.save_checkpoint(sid, snap, turn_payload={})
+    return sid, t.turn_id
+
+
+def test_claiming_a_checkpoint_is_exclusive_until_released(store: SessionStore) -> None:
+    sid, turn_id = _paused(store)
+    with pytest.raises(NoPendingCheckpoint, match="waits at t1-ext1, not t0-ext1"):
+        store.claim_checkpoint(sid, "t0-ext1")
+
+    before = time.time()
+    held = store.claim_checkpoint(sid, "t1-ext1")
+    claim = held.claim
+    assert claim is not None and held.payload == {"n": 1}
+    assert (claim.pid, claim.host) == (os.getpid(), socket.gethostname())
+    assert before <= claim.claimed <= time.time()
+    assert store.get_turn(turn_id).status == "running"
+    # Another connection (as another process would) sees the claim and is refused at once.
+    other = SessionStore(store.path)
+    pending = other.pending_checkpoint(sid)
+    assert pending is not None and pending.claim == claim
+    with pytest.raises(CheckpointClaimed, match="already being resumed") as refused:
+        other.claim_checkpoint(sid, "t1-ext1")
+    assert refused.value.holder == claim and f"pid {os.getpid()}" in str(refused.value)
+    # Still a pending checkpoint: no new question either.
+    with pytest.raises(CheckpointPending):
+        other.begin_turn(sid, "A new question")
+
+    # Only the holder's token ends the claim; then the checkpoint waits as before.
+    assert not other.release_checkpoint(sid, "someone-else")
+    assert other.release_checkpoint(sid, claim.token)
+    assert not other.release_checkpoint(sid, claim.token)  # once
+    pending = store.pending_checkpoint(sid)
+    assert pending is not None and pending.claim is None
+    assert store.get_turn(turn_id).status == "checkpoint"
+    assert other.claim_checkpoint(sid).claim is not None  # no id: whatever waits
+
+
+def test_a_new_snapshot_or_the_answer_ends_the_claim(store: SessionStore) -> None:
+    sid, turn_id = _paused(store)
+    first = store.claim_checkpoint(sid)
+    assert first.claim is not None
+    with pytest.raises(CheckpointClaimed):
+        store.save_checkpoint(sid, first, turn_payload={}, claim="not-the-holder")
+    ext2 = CheckpointSnapshot(interrupt_id="t1-ext2", turn_id=turn_id)
+    store.save_checkpoint(sid, ext2, turn_payload={}, claim=first.claim.token)
+    pending = store.pending_checkpoint(sid)
+    assert pending is not None and pending.interrupt_id == "t1-ext2" and pending.claim is None
+    assert store.get_turn(turn_id).status == "checkpoint"
+    # The old claim holds nothing now.
+    assert not store.renew_claim(sid, first.claim.token)
+    with pytest.raises(NoPendingCheckpoint, match="lapsed"):
+        store.clear_checkpoint(sid, claim=first.claim.token)
+
+    second = store.claim_checkpoint(sid, "t1-ext2")
+    assert second.claim is not None
+    assert store.clear_checkpoint(sid, claim=second.claim.token) == second
+    assert store.pending_checkpoint(sid) is None
+    assert not store.release_checkpoint(sid, second.claim.token)
+    with pytest.raises(NoPendingCheckpoint, match="no checkpoint waiting"):
+        store.claim_checkpoint(sid)
+
+
+def _set_claim(store: SessionStore, sid: str, **changes: object) -> None:
+    def edit(s: SessionState) -> None:
+        assert s.checkpoint is not None and s.checkpoint.claim is not None
+        s.checkpoint.claim = s.checkpoint.claim.model_copy(update=changes)
+
+    store.update_state(sid, edit)
+
+
+def test_a_lapsed_claim_can_be_taken_over(store: SessionStore) -> None:
+    sid, _ = _paused(store)
+    held = store.claim_checkpoint(sid)
+    assert held.claim is not None
+    # Renewed an hour ago: the lease ran out, whoever held it.
+    _set_claim(store, sid, renewed=time.time() - 2 * LEASE_SECONDS)
+    taken = store.claim_checkpoint(sid)
+    assert taken.claim is not None and taken.claim.token != held.claim.token
+    assert not store.release_checkpoint(sid, held.claim.token)  # the old holder lost it
+
+    # A heartbeat keeps a claim from lapsing.
+    _set_claim(store, sid, renewed=time.time() - LEASE_SECONDS + 5)
+    assert store.renew_claim(sid, taken.claim.token)
+    with pytest.raises(CheckpointClaimed):
+        store.claim_checkpoint(sid)
+
+    # On another host the pid cannot be checked: only the lease decides.
+    _set_claim(store, sid, host="another-host", pid=1)
+    with pytest.raises(CheckpointClaimed):
+        store.claim_checkpoint(sid)
+
+    # Our pid but another start time: the pid was reused, the claiming process is gone.
+    pending = store.pending_checkpoint(sid)
+    assert pending is not None and pending.claim is not None
+    if pending.claim.started is None:
+        pytest.skip("no /proc here: process start times are unknown")
+    _set_claim(store, sid, host=socket.gethostname(), pid=os.getpid(), started=1.0)
+    assert store.claim_checkpoint(sid).claim is not None
 
 
 def test_audit_keeps_the_last_five_turns_and_updates_resumed_turns_in_place(

@@ -4,12 +4,15 @@
     sid = app.new_session()
     async for event in app.ask("How does Raft elect a leader?", session_id=sid):
         ...                                # Step, TextDelta, Thinking, then Final/Checkpoint/Error
-    async for event in app.resume(sid, "interrupt_ext_1", "extend_budget"):
+    # the turn paused at a CheckpointEvent `cp`; its id names turn and extension:
+    # cp.interrupt_id == f"{cp.turn_id}-ext1"
+    async for event in app.resume(sid, cp.interrupt_id, "extend_budget"):
         ...
 
 The widget, the HTTP server and the CLI are thin consumers of this stream, so they behave the
 same. A turn ends with exactly one `Final`, `CheckpointEvent` or `ErrorEvent`; an error leaves the
-session usable. A new question while a checkpoint waits raises `CheckpointPending` at once.
+session usable. A new question while a checkpoint waits raises `CheckpointPending` at once; a
+resume of a checkpoint another resume holds (in any process) raises `CheckpointClaimed`.
 """
 
 from __future__ import annotations
@@ -44,10 +47,14 @@ from zocrates_nb.agents.synthesizer import stream_handler
 from zocrates_nb.config import ConfigError, Settings, default_home
 from zocrates_nb.events import ErrorEvent, Event, Final
 from zocrates_nb.sessions import (
+    RENEW_SECONDS,
+    CheckpointClaimed,
     CheckpointPending,
     CheckpointSnapshot,
+    NoPendingCheckpoint,
     SessionNotFound,
     SessionStore,
+    claim_holds,
     maybe_compact,
     offline_summarize,
 )
@@ -58,10 +65,6 @@ log = logging.getLogger("zocrates_nb.app")
 Action = Literal["extend_budget", "synthesize"]
 ACTIONS = ("extend_budget", "synthesize")
 CANCELLED = "The turn was cancelled."
-
-
-class NoPendingCheckpoint(LookupError):
-    """`resume` was called on a session (or interrupt id) with no checkpoint waiting."""
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
@@ -105,7 +108,7 @@ class App:
         self.store = store or SessionStore.open(self.home)
         self._engine: OfflineEngine | None = None
         self._reranker: Any = None
-        self._resuming: set[str] = set()
+        self.claim_renew_seconds = RENEW_SECONDS  # heartbeat of a running resume's claim
         # pydantic-ai models pinned to roles (custom models, scripted models in tests).
         self.role_models: dict[str, Any] = dict(role_models or {})
 
@@ -381,7 +384,14 @@ class App:
     ) -> AsyncIterator[Event]:
         """Continue a paused search: `extend_budget` (with optional guidance) or `synthesize`.
 
-        Works in a new process: the run continues from the snapshot in the session store.
+        Works in a new process: the run continues from the snapshot in the session store. Raises
+        at once `NoPendingCheckpoint` when nothing (or another interrupt id) waits, and
+        `CheckpointClaimed` while another resume — in this or another process — holds it.
+
+        The stream claims the checkpoint in the store before it runs (a resume that loses that
+        race raises `CheckpointClaimed` from the stream, before any event); the claim ends with
+        the turn: a new checkpoint or the answer resolves it, an error or a stop leaves the
+        checkpoint waiting again.
         """
         if action not in ACTIONS:
             raise ValueError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
@@ -392,11 +402,36 @@ class App:
             raise NoPendingCheckpoint(
                 f"session {session_id} waits at {snapshot.interrupt_id}, not {interrupt_id}"
             )
+        if claim_holds(snapshot.claim):
+            raise CheckpointClaimed(session_id, snapshot)
+        return self._resume_stream(
+            session_id, snapshot.interrupt_id, str(action), guidance, cancel
+        )
 
-        async def run(queue: asyncio.Queue[Event | None]) -> None:
-            await self._run_resume(queue, session_id, snapshot, str(action), guidance)
+    async def _resume_stream(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        action: str,
+        guidance: str,
+        cancel: asyncio.Event | None,
+    ) -> AsyncIterator[Event]:
+        """Claim the checkpoint, run the resumed turn, and end the claim with the stream."""
+        snapshot = await asyncio.to_thread(self.store.claim_checkpoint, session_id, interrupt_id)
+        assert snapshot.claim is not None
+        token = snapshot.claim.token
+        try:
 
-        return self._stream(run, cancel)
+            async def run(queue: asyncio.Queue[Event | None]) -> None:
+                await self._run_resume(queue, session_id, snapshot, token, action, guidance)
+
+            async for event in self._stream(run, cancel):
+                yield event
+        finally:
+            # Usually a no-op: the turn ended its claim. Not when the stream was closed before
+            # the run began; then the checkpoint must wait again, not stay claimed.
+            with contextlib.suppress(Exception):
+                self.store.release_checkpoint(session_id, token)
 
     async def _stream(
         self,
@@ -602,46 +637,31 @@ class App:
         queue: asyncio.Queue[Event | None],
         session_id: str,
         snapshot: CheckpointSnapshot,
+        claim: str,
         action: str,
         guidance: str,
     ) -> None:
+        """The resumed turn, holding the checkpoint's claim (token `claim`) until it ends."""
         from zocrates_nb.retrieval.state import Scope as RunScope
 
         turn_id = snapshot.turn_id
         payload = dict(snapshot.payload)
         roles: Roles | None = None
+        resolved = False  # the answer cleared the checkpoint: no claim left to release
         t0 = time.monotonic()
-        if session_id in self._resuming:
-            queue.put_nowait(
-                ErrorEvent(
-                    session_id=session_id,
-                    turn_id=turn_id,
-                    message="This checkpoint is already being resumed.",
-                    retryable=False,
-                )
-            )
-            queue.put_nowait(None)
-            return
-        self._resuming.add(session_id)
 
-        def back_to_checkpoint() -> None:
+        def end_claim(message: str) -> None:
+            """After an error or a stop: the checkpoint waits again (its turn back at
+            `checkpoint`), or — once resolved — the turn records the error."""
             with contextlib.suppress(Exception):
-                self.store.update_turn(turn_id, status="checkpoint")
+                if resolved:
+                    self.store.update_turn(turn_id, status="error", payload={"error": message})
+                else:
+                    self.store.release_checkpoint(session_id, claim)
 
+        heartbeat = asyncio.ensure_future(self._renew_claim(session_id, claim))
         try:
-            current = await asyncio.to_thread(self.store.pending_checkpoint, session_id)
-            if current is None or current.interrupt_id != snapshot.interrupt_id:
-                queue.put_nowait(
-                    ErrorEvent(
-                        session_id=session_id,
-                        turn_id=turn_id,
-                        message="This checkpoint was already resolved.",
-                        retryable=False,
-                    )
-                )
-                return
             self.settings  # noqa: B018
-            await asyncio.to_thread(self.store.update_turn, turn_id, status="running")
             scope = RunScope.model_validate(payload.get("scope") or {})
             active = [view_from_json(a) for a in payload.get("active_items") or []]
             roles = await asyncio.to_thread(self.roles, payload.get("model"))
@@ -670,41 +690,54 @@ class App:
                     "timings": dict(turn.timings),
                     "seconds": round(seconds, 3),
                 }
-                await self._pause(session_id, turn_id, outcome, new_payload)
+                await self._pause(session_id, turn_id, outcome, new_payload, claim=claim)
                 assert outcome.checkpoint is not None
                 turn.emit(outcome.checkpoint)
                 return
+            # Resolve first (only while this resume still holds the claim), then record.
+            await asyncio.to_thread(self.store.clear_checkpoint, session_id, claim=claim)
+            resolved = True
             coordinator_messages = load_messages(payload.get("coordinator_messages"))
             messages = record_answer(coordinator_messages, outcome.text)
             await asyncio.to_thread(
                 self.store.append_messages, session_id, messages, turn_id=turn_id
             )
-            await asyncio.to_thread(self.store.clear_checkpoint, session_id)
             turn.emit(self._final(turn, outcome, outcome.text, seconds))
             await self._compact(session_id, roles)
         except asyncio.CancelledError:
-            back_to_checkpoint()
+            message = CANCELLED + ("" if resolved else " The checkpoint still waits.")
+            end_claim(message)
             queue.put_nowait(
                 ErrorEvent(
-                    session_id=session_id,
-                    turn_id=turn_id,
-                    message=CANCELLED + " The checkpoint still waits.",
-                    retryable=True,
+                    session_id=session_id, turn_id=turn_id, message=message, retryable=True
                 )
             )
         except Exception as e:
-            back_to_checkpoint()
+            message = self._describe(e, roles)
+            end_claim(message)
             queue.put_nowait(
                 ErrorEvent(
                     session_id=session_id,
                     turn_id=turn_id,
-                    message=self._describe(e, roles),
-                    retryable=True,
+                    message=message,
+                    retryable=not resolved,
                 )
             )
         finally:
-            self._resuming.discard(session_id)
+            heartbeat.cancel()
             queue.put_nowait(None)
+
+    async def _renew_claim(self, session_id: str, claim: str) -> None:
+        """Keep a long resume's claim fresh, so its lease never lapses while it runs."""
+        while True:
+            await asyncio.sleep(self.claim_renew_seconds)
+            try:
+                held = await asyncio.to_thread(self.store.renew_claim, session_id, claim)
+            except Exception as e:  # a busy database: try again at the next beat
+                log.warning("renewing the checkpoint claim of %s failed: %s", session_id, e)
+                continue
+            if not held:
+                return
 
     # ------------------------------------------------------------------ helpers
     def _save_scope(
@@ -730,7 +763,13 @@ class App:
         self.store.update_state(session_id, put)
 
     async def _pause(
-        self, session_id: str, turn_id: str, outcome: Outcome, payload: dict[str, Any]
+        self,
+        session_id: str,
+        turn_id: str,
+        outcome: Outcome,
+        payload: dict[str, Any],
+        *,
+        claim: str | None = None,
     ) -> None:
         assert outcome.checkpoint is not None
         ev = outcome.checkpoint
@@ -746,6 +785,7 @@ class App:
                 "checkpoint": ev.model_dump(mode="json"),
                 "usage": payload.get("usage", {}),
             },
+            claim=claim,
         )
 
     def _final(self, turn: TurnContext, output: Any, text: str, seconds: float) -> Final:
@@ -818,7 +858,7 @@ class App:
             ConnectionError,
             TimeoutError,
         )
-        if isinstance(e, SessionNotFound):
+        if isinstance(e, SessionNotFound | NoPendingCheckpoint):
             return str(e)
         if isinstance(e, model_errors) or any(isinstance(c, model_errors) for c in _causes(e)):
             resolved = None
@@ -979,4 +1019,4 @@ def open_app(home: Path | str | os.PathLike[str] | None = None, **overrides: Any
     return App.open(home, **overrides)
 
 
-__all__ = ["ACTIONS", "App", "NoPendingCheckpoint", "open_app"]
+__all__ = ["ACTIONS", "App", "CheckpointClaimed", "NoPendingCheckpoint", "open_app"]

@@ -479,9 +479,15 @@ async def _checkpoint_prompt(
     if action == "extend_budget":
         g = await _read_line("guidance for the search (optional)> ")
         guidance = (g or "").strip()
+    from zocrates_nb.app import NoPendingCheckpoint
+
     printer = TurnPrinter(app, json_mode=False, verbose=args.verbose)
-    async for ev in app.resume(session, interrupt_id, action, guidance):
-        printer.feed(ev)
+    try:
+        async for ev in app.resume(session, interrupt_id, action, guidance):
+            printer.feed(ev)
+    except NoPendingCheckpoint as e:  # answered meanwhile, or being resumed elsewhere
+        print(f"zocrates-nb: {e}", file=sys.stderr)
+        return True
     printer.print_human()
     return True
 

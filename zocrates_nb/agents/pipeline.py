@@ -71,6 +71,15 @@ def load_messages(data: Any) -> list[ModelMessage]:
     return ModelMessagesTypeAdapter.validate_python(data or [])
 
 
+def interrupt_id(turn_id: str, extension: int) -> str:
+    """A checkpoint's id: its turn and extension number (`<turn_id>-ext<n>`).
+
+    Unique across turns and sessions, so a stale card or a retried request can never answer a
+    later checkpoint; only URL-unreserved characters (turn ids are hex).
+    """
+    return f"{turn_id}-ext{extension}"
+
+
 def should_checkpoint(state: RunState, hitl: bool) -> bool:
     """The two triggers, with the smart skip and the two-extension cap."""
     if not hitl or state.extension_count >= MAX_EXTENSIONS:
@@ -196,7 +205,7 @@ class SearchPipeline:
         req = state.extension_request if state.extension_pending else None
         report = state.report
         event = CheckpointEvent(
-            interrupt_id=f"interrupt_ext_{n}",
+            interrupt_id=interrupt_id(t.turn_id, n),
             extension=n,
             max_extensions=MAX_EXTENSIONS,
             calls_used=state.tool_count,

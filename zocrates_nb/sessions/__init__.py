@@ -1,6 +1,7 @@
 """The session store (`sessions.db`): sessions, coordinator messages, turns, per-session state,
 and post-turn compaction. Knows nothing of agent behaviour."""
 
+from zocrates_nb.sessions.claims import LEASE_SECONDS, RENEW_SECONDS, claim_holds
 from zocrates_nb.sessions.compaction import (
     SUMMARY_PREFIX,
     CompactionResult,
@@ -29,28 +30,41 @@ from zocrates_nb.sessions.state import (
     ActiveItem,
     AuditRecord,
     CachedOutline,
+    CheckpointClaim,
     CheckpointSnapshot,
     CompactionInfo,
     Scope,
     SessionState,
 )
-from zocrates_nb.sessions.store import DB_FILE, CheckpointPending, SessionNotFound, SessionStore
+from zocrates_nb.sessions.store import (
+    DB_FILE,
+    CheckpointClaimed,
+    CheckpointPending,
+    NoPendingCheckpoint,
+    SessionNotFound,
+    SessionStore,
+)
 
 __all__ = [
     "COMPLETED_STATUSES",
     "DB_FILE",
+    "LEASE_SECONDS",
     "MAX_AUDIT_TURNS",
     "MAX_CACHED_OUTLINES",
+    "RENEW_SECONDS",
     "SUMMARY_PREFIX",
     "ActiveItem",
     "AuditRecord",
     "CachedOutline",
+    "CheckpointClaim",
+    "CheckpointClaimed",
     "CheckpointPending",
     "CheckpointSnapshot",
     "CompactionInfo",
     "CompactionResult",
     "HistoryTurn",
     "MessageBlock",
+    "NoPendingCheckpoint",
     "Scope",
     "SessionNotFound",
     "SessionRecord",
@@ -59,6 +73,7 @@ __all__ = [
     "Summarizer",
     "TurnRecord",
     "TurnStatus",
+    "claim_holds",
     "compact",
     "estimate_tokens",
     "maybe_compact",

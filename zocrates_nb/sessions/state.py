@@ -68,13 +68,34 @@ class AuditRecord(_Doc):
     updated: float = Field(default_factory=time.time)
 
 
+class CheckpointClaim(_Doc):
+    """Who is resuming a checkpoint: one process on one host, holding a random token.
+
+    `started` (the process's start time, where the OS tells it) tells a reused pid apart from
+    the process that claimed; `renewed` is the holder's last heartbeat, which the lease counts
+    from.
+    """
+
+    token: str
+    pid: int
+    host: str
+    started: float | None = None
+    claimed: float = Field(default_factory=time.time)
+    renewed: float = Field(default_factory=time.time)
+
+
 class CheckpointSnapshot(_Doc):
-    """A paused search run: everything needed to continue it after a restart."""
+    """A paused search run: everything needed to continue it after a restart.
+
+    `claim` is set while a resume runs (see `SessionStore.claim_checkpoint`); a new snapshot
+    starts unclaimed.
+    """
 
     interrupt_id: str
     turn_id: str
     payload: dict[str, Any] = Field(default_factory=dict)  # run state, opaque to the store
     created: float = Field(default_factory=time.time)
+    claim: CheckpointClaim | None = None
 
 
 class CachedOutline(_Doc):

@@ -21,6 +21,7 @@ from typing import Any, cast
 import pydantic_core
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from zocrates_nb.sessions.claims import LEASE_SECONDS, claim_holds, describe_claim, new_claim
 from zocrates_nb.sessions.records import (
     TURN_STATUSES,
     HistoryTurn,
@@ -90,6 +91,33 @@ class CheckpointPending(RuntimeError):
         super().__init__(
             f"session {session_id} has a pending checkpoint (turn {snapshot.turn_id}): "
             "resume it with extend_budget or synthesize before asking a new question"
+        )
+
+
+class NoPendingCheckpoint(LookupError):
+    """`resume` was called on a session (or interrupt id) with no checkpoint waiting.
+
+    Surfaces map it to a conflict (HTTP 409).
+    """
+
+
+class CheckpointClaimed(NoPendingCheckpoint):
+    """The checkpoint is pending but another resume (this or another process) holds it.
+
+    A kind of NoPendingCheckpoint: nothing waits for *this* caller, so every surface refuses it
+    the same way (HTTP 409, a CLI error). `holder` says who holds the claim.
+    """
+
+    def __init__(self, session_id: str, snapshot: CheckpointSnapshot) -> None:
+        self.session_id = session_id
+        self.interrupt_id = snapshot.interrupt_id
+        self.turn_id = snapshot.turn_id
+        self.holder = snapshot.claim
+        who = f" ({describe_claim(snapshot.claim)})" if snapshot.claim else ""
+        super().__init__(
+            f"This checkpoint is already being resumed{who}. Wait for that turn to end: if it "
+            f"fails or is stopped, the checkpoint waits again (session {session_id}, "
+            f"checkpoint {snapshot.interrupt_id})."
         )
 
 
@@ -462,18 +490,30 @@ class SessionStore:
 
     # --- checkpoints ------------------------------------------------------------------------
     def pending_checkpoint(self, session_id: str) -> CheckpointSnapshot | None:
+        """The waiting snapshot (also while a resume holds it: see its `claim`)."""
         return self.get_state(session_id).checkpoint
 
     def save_checkpoint(
-        self, session_id: str, snapshot: CheckpointSnapshot, *, turn_payload: dict[str, Any]
+        self,
+        session_id: str,
+        snapshot: CheckpointSnapshot,
+        *,
+        turn_payload: dict[str, Any],
+        claim: str | None = None,
     ) -> None:
-        """Pause a turn: store the snapshot and mark the turn `checkpoint`, in one transaction."""
+        """Pause a turn: store the snapshot and mark the turn `checkpoint`, in one transaction.
+
+        A resumed run passes its claim token: the new snapshot replaces the one it holds (and
+        ends the claim); CheckpointClaimed or NoPendingCheckpoint if it no longer holds it.
+        """
         now = time.time()
         with self._tx() as c:
             self._require(c, session_id)
+            if claim is not None:
+                self._check_claim(c, session_id, claim)
 
             def put(state: SessionState) -> None:
-                state.checkpoint = snapshot
+                state.checkpoint = snapshot.model_copy(update={"claim": None})
 
             self._apply_state(c, session_id, put)
             row = c.execute(
@@ -490,17 +530,125 @@ class SessionStore:
             )
             self._touch(c, session_id, now)
 
-    def clear_checkpoint(self, session_id: str) -> CheckpointSnapshot | None:
-        """Remove the pending snapshot (after synthesis); returns what was there."""
-        taken: list[CheckpointSnapshot | None] = []
+    def clear_checkpoint(
+        self, session_id: str, *, claim: str | None = None
+    ) -> CheckpointSnapshot | None:
+        """Remove the pending snapshot (after synthesis); returns what was there.
 
-        def take(state: SessionState) -> None:
-            taken.append(state.checkpoint)
-            state.checkpoint = None
+        With a claim token, only the claim's holder may clear it (CheckpointClaimed or
+        NoPendingCheckpoint otherwise).
+        """
+        with self._tx() as c:
+            self._require(c, session_id)
+            taken = self._check_claim(c, session_id, claim) if claim is not None else None
 
-        self.update_state(session_id, take)
-        return taken[0]
+            def take(state: SessionState) -> None:
+                nonlocal taken
+                taken = state.checkpoint
+                state.checkpoint = None
 
+            self._apply_state(c, session_id, take)
+            self._touch(c, session_id, time.time())
+        return taken
+
+    def claim_checkpoint(
+        self, session_id: str, interrupt_id: str | None = None, *, lease: float = LEASE_SECONDS
+    ) -> CheckpointSnapshot:
+        """Take the pending checkpoint for resuming, atomically across processes.
+
+        Records who holds it (token, pid, host, time) and marks its turn running; returns the
+        snapshot with its `claim`. Refuses with CheckpointClaimed while another live claim holds
+        it, and NoPendingCheckpoint when nothing (or another interrupt id) waits. A claim whose
+        process died on this host, or that was not renewed within `lease` seconds, is taken
+        over. The claim ends with the resumed turn: `save_checkpoint`/`clear_checkpoint` with
+        its token, or `release_checkpoint`.
+        """
+        now = time.time()
+        with self._tx() as c:
+            self._require(c, session_id)
+            state = self._load_state(c, session_id)
+            snap = state.checkpoint
+            if snap is None:
+                raise NoPendingCheckpoint(
+                    f"session {session_id} has no checkpoint waiting (it may have been "
+                    "answered already)"
+                )
+            if interrupt_id and interrupt_id != snap.interrupt_id:
+                raise NoPendingCheckpoint(
+                    f"session {session_id} waits at {snap.interrupt_id}, not {interrupt_id}"
+                )
+            if claim_holds(snap.claim, lease=lease, now=now):
+                raise CheckpointClaimed(session_id, snap)
+            claimed = snap.model_copy(update={"claim": new_claim()})
+
+            def put(s: SessionState) -> None:
+                s.checkpoint = claimed
+
+            self._apply_state(c, session_id, put)
+            c.execute(
+                "UPDATE turns SET status = 'running', updated = ? WHERE turn_id = ?",
+                (now, snap.turn_id),
+            )
+            self._touch(c, session_id, now)
+        return claimed
+
+    def renew_claim(self, session_id: str, token: str) -> bool:
+        """The holder's heartbeat: push its lease forward. False when it no longer holds it."""
+        with self._tx() as c:
+            if self._held_by(c, session_id, token) is None:
+                return False
+
+            def renew(s: SessionState) -> None:
+                assert s.checkpoint is not None and s.checkpoint.claim is not None
+                s.checkpoint.claim.renewed = time.time()
+
+            self._apply_state(c, session_id, renew)
+        return True
+
+    def release_checkpoint(self, session_id: str, token: str) -> bool:
+        """End a claim without resolving the checkpoint (the resume failed or was stopped):
+        the checkpoint waits again, its turn back at `checkpoint`. Only the holder's token
+        releases; False (and nothing changed) otherwise."""
+        now = time.time()
+        with self._tx() as c:
+            snap = self._held_by(c, session_id, token)
+            if snap is None:
+                return False
+
+            def free(s: SessionState) -> None:
+                assert s.checkpoint is not None
+                s.checkpoint.claim = None
+
+            self._apply_state(c, session_id, free)
+            c.execute(
+                "UPDATE turns SET status = 'checkpoint', updated = ? WHERE turn_id = ?",
+                (now, snap.turn_id),
+            )
+            self._touch(c, session_id, now)
+        return True
+
+    def _held_by(
+        self, c: sqlite3.Connection, session_id: str, token: str
+    ) -> CheckpointSnapshot | None:
+        """The pending snapshot when `token` holds its claim (inside a transaction)."""
+        snap = self._load_state(c, session_id).checkpoint
+        held = snap is not None and snap.claim is not None and snap.claim.token == token
+        return snap if held else None
+
+    def _check_claim(
+        self, c: sqlite3.Connection, session_id: str, token: str
+    ) -> CheckpointSnapshot:
+        """The pending snapshot, provided `token` holds its claim (inside a transaction)."""
+        snap = self._load_state(c, session_id).checkpoint
+        if snap is None:
+            raise NoPendingCheckpoint(f"session {session_id} has no checkpoint waiting")
+        if snap.claim is None:
+            raise NoPendingCheckpoint(
+                f"this resume's claim on checkpoint {snap.interrupt_id} lapsed; resume it again"
+            )
+        if snap.claim.token != token:
+            raise CheckpointClaimed(session_id, snap)
+        return snap
 
 def _session(row: sqlite3.Row) -> SessionRecord:
     return SessionRecord(
