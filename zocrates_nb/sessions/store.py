@@ -32,7 +32,7 @@ from zocrates_nb.sessions.records import (
     make_title,
     to_datetime,
 )
-from zocrates_nb.sessions.state import CheckpointSnapshot, Scope, SessionState
+from zocrates_nb.sessions.state import CheckpointClaim, CheckpointSnapshot, Scope, SessionState
 
 DB_FILE = "sessions.db"
 SCHEMA_VERSION = 1
@@ -579,18 +579,7 @@ class SessionStore:
                 )
             if claim_holds(snap.claim, lease=lease, now=now):
                 raise CheckpointClaimed(session_id, snap)
-            claimed = snap.model_copy(update={"claim": new_claim()})
-
-            def put(s: SessionState) -> None:
-                s.checkpoint = claimed
-
-            self._apply_state(c, session_id, put)
-            c.execute(
-                "UPDATE turns SET status = 'running', updated = ? WHERE turn_id = ?",
-                (now, snap.turn_id),
-            )
-            self._touch(c, session_id, now)
-        return claimed
+            return self._put_claim(c, session_id, snap, new_claim(), "running", now)
 
     def renew_claim(self, session_id: str, token: str) -> bool:
         """The holder's heartbeat: push its lease forward. False when it no longer holds it."""
@@ -614,18 +603,31 @@ class SessionStore:
             snap = self._held_by(c, session_id, token)
             if snap is None:
                 return False
-
-            def free(s: SessionState) -> None:
-                assert s.checkpoint is not None
-                s.checkpoint.claim = None
-
-            self._apply_state(c, session_id, free)
-            c.execute(
-                "UPDATE turns SET status = 'checkpoint', updated = ? WHERE turn_id = ?",
-                (now, snap.turn_id),
-            )
-            self._touch(c, session_id, now)
+            self._put_claim(c, session_id, snap, None, "checkpoint", now)
         return True
+
+    def _put_claim(
+        self,
+        c: sqlite3.Connection,
+        session_id: str,
+        snap: CheckpointSnapshot,
+        claim: CheckpointClaim | None,
+        status: str,
+        now: float,
+    ) -> CheckpointSnapshot:
+        """Store the snapshot with `claim` and set its turn's status (inside a transaction)."""
+        updated = snap.model_copy(update={"claim": claim})
+
+        def put(s: SessionState) -> None:
+            s.checkpoint = updated
+
+        self._apply_state(c, session_id, put)
+        c.execute(
+            "UPDATE turns SET status = ?, updated = ? WHERE turn_id = ?",
+            (status, now, snap.turn_id),
+        )
+        self._touch(c, session_id, now)
+        return updated
 
     def _held_by(
         self, c: sqlite3.Connection, session_id: str, token: str
