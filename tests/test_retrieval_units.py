@@ -251,3 +251,15 @@ def test_trim_keeps_order_and_cuts_to_the_word_ceiling() -> None:
     assert sum(e.words for e in kept) == 1000
     assert kept[-1].text.endswith("…")
     assert [e.chunk_id for e in trim_to_words(items, 650)] == ["C0", "C1"]  # 50 left: no stub
+
+
+def test_outline_names_s0_by_what_it_holds() -> None:
+    from zocrates_nb.retrieval.outline import compact_outline
+
+    toc = _toc()
+    assert "- [s0] Frontmatter (~20 words)" in compact_outline(toc, "DOC", "PARENT")
+    # A paper whose first heading comes late (a letter, an OCR scan): s0 holds its text.
+    toc.sections = [Section("s0", 0, None, "", 1, 1, 64, 815),
+                    Section("s1", 1, None, "References", 4, 65, 73, 152)]
+    outline = compact_outline(toc, "DOC", "PARENT")
+    assert "- [s0] Text before the first heading (~815 words)" in outline

@@ -244,7 +244,7 @@ def bench_tokens(args: argparse.Namespace) -> dict[str, Any]:
     """Per paper: tokens of (outline + one targeted section) versus the whole paper."""
     from zocrates_nb.index import Index
     from zocrates_nb.index.embedder import model_path
-    from zocrates_nb.retrieval.assets import section_span
+    from zocrates_nb.retrieval.assets import FRONTMATTER_WORDS, section_span
     from zocrates_nb.retrieval.state import RunState
     from zocrates_nb.retrieval.tools import Toolkit
 
@@ -263,10 +263,12 @@ def bench_tokens(args: argparse.Namespace) -> dict[str, Any]:
             bundle = kit.bundle(toc_result["doc_key"])
             listed = set(re.findall(r"\[(s\d+)\]", toc_result["outline"]))
             # The targeted section: the median-sized section the outline lists (what a
-            # question sends the agent to read), leaving out s0 and the references.
+            # question sends the agent to read), leaving out the references and a title-page
+            # s0 (not one that holds the text of a paper without headings).
             spans = []
             for s in bundle.toc.sections:
-                if s.id not in listed or s.level == 0 or _BACK_MATTER.match(s.title):
+                title_page = s.level == 0 and s.words <= FRONTMATTER_WORDS
+                if s.id not in listed or title_page or _BACK_MATTER.match(s.title):
                     continue
                 a, b, _ = section_span(bundle.toc, s)
                 if s.words >= 50:

@@ -135,9 +135,13 @@ class AssetRef:
     csv: str | None = None
 
 
+# More words than a title page holds: s0 carries the text of a paper without (early) headings.
+FRONTMATTER_WORDS = 400
+
+
 def section_heading(s: Section) -> str:
     if s.id == "s0":
-        return "Frontmatter"
+        return "Frontmatter" if s.words <= FRONTMATTER_WORDS else "Text before the first heading"
     return f"{s.number} {s.title}".strip() if s.number else s.title
 
 

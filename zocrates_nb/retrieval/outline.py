@@ -54,7 +54,7 @@ def compact_outline(toc: Toc, doc_key: str, parent_key: str | None, title: str =
     for s in toc.sections:
         if s.id == "s0":
             if s.words:
-                lines.append(f"- [s0] Frontmatter (~{s.words} words)")
+                lines.append(f"- [s0] {section_heading(s)} (~{s.words} words)")
             continue
         depth = max(s.level - top, 0)
         if folded and s.level > max(FOLD_LEVEL, top):
