@@ -154,3 +154,51 @@ def test_outlines_beyond_the_dev_set_read_like_the_printed_paper() -> None:
     illumina = [t for _, _, t in _outline("illumina-error-correction")]
     assert "Results and discussion" in illumina
     assert "Ability of EC tools to correct sequencing errors" in illumina
+
+
+def _bundle(slug: str) -> Bundle:
+    path = PAPERS / f"{slug}.pdf"
+    if not path.is_file():
+        pytest.skip(f"../shared/corpus not found: {path}")
+    return convert_file(path)
+
+
+def _captions(slug: str) -> dict[str, str]:
+    toc = _bundle(slug).toc
+    return {a.label: a.caption for a in [*toc.figures, *toc.tables]}
+
+
+def test_lines_and_captions_beyond_the_dev_set_read_whole() -> None:
+    """Justified lines, side-by-side captions, centred caption titles and unlabelled
+    abstracts, checked against what the printed page shows."""
+    # A loose justified heading keeps its number and every word.
+    assert (2, "6.4", "Client-driven or Server-driven Coordination") in _outline("dynamo")
+    # Captions set side by side are each read whole, not interleaved row by row.
+    wn = _captions("weight-normalization")
+    assert wn["Figure 2"] == "Classification results on CIFAR-10 without data augmentation."
+    assert "For weight normalization, batch normalization, and mean-only batch" in wn["Figure 1"]
+    assert wn["Figure 5"].startswith("Evaluation scores for Space Invaders obtained by DQN")
+    assert wn["Figure 6"].startswith("Maximum evaluation scores obtained by DQN")
+    sasa = _captions("stand-alone-self-attention")
+    assert sasa["Table 5"] == ("The effect of changing the positional encoding type for "
+                               "attention. Accuracies computed on the validation set. Relative "
+                               "encodings significantly outperform other strategies.")
+    assert sasa["Table 6"] == ("The effect of removing the q>k interactions in attention. "
+                               "Using just q>r interactions only drops accuracy by 0.5%.")
+    assert sasa["Figure 1"].endswith("with spatial extent k = 3.")
+    simclr = _captions("simclr-v2")
+    assert simclr["Figure 1"] == ("Bigger models yield larger gains when fine-tuning with fewer "
+                                  "labeled examples.")
+    assert simclr["Figure 2"].startswith("Top-1 accuracy of previous state-of-the-art (SOTA) "
+                                         "methods [1, 2] and our method (SimCLRv2)")
+    # A bare label's title is centred under it, in another size.
+    assert _captions("zab")["TABLE I"] == "SUMMARY OF PERSISTENT VARIABLES"
+    assert _captions("blast")["Table 4"].startswith("The time and sensitivity of BLAST on DNA")
+    # An abstract printed without a label: the distinct paragraph after the authors.
+    euler = _bundle("eulerian-assembly").toc.abstract
+    assert euler.startswith("For the last 20 years, fragment assembly in DNA sequencing")
+    assert euler.endswith("uses them instead as a powerful fragment assembly tool.")
+    assert _bundle("velvet").toc.abstract.startswith("We have developed a new set of algorithms")
+    # Papers that open straight into body text (or with a short lede) get none invented.
+    for slug in ("okapi-trec3", "smith-waterman", "hmm-primer", "de-bruijn-primer"):
+        assert _bundle(slug).toc.abstract == "", slug

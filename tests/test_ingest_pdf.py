@@ -136,3 +136,148 @@ def test_too_many_pages_names_the_count_and_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ConversionError, match=r"3 pages.*index\.max_pages"):
         convert_file(path, max_pages=2, fallback_text=cache)
     assert convert_file(path, max_pages=3).toc.pages == 3
+
+
+# ----------------------------------------------------------------------------- layout cases
+
+TEXT = (
+    "replicas agree on the order of requests and the leader sends heartbeats to every "
+    "follower while the log grows and entries commit once a majority stores them safely "
+    "so that clients observe one consistent history even when some servers crash"
+)
+WORDS = TEXT.split(" ")
+
+
+def _justified(c: canvas.Canvas, x: float, y: float, width: float, words: list[str],
+               font: str = "Times-Roman", size: float = 10) -> None:
+    """One line set flush left and right, the way a justified paragraph sets it."""
+    c.setFont(font, size)
+    natural = c.stringWidth(" ".join(words), font, size)
+    t = c.beginText(x, y)
+    t.setFont(font, size)
+    t.setWordSpace(max(width - natural, 0) / max(len(words) - 1, 1))
+    t.textLine(" ".join(words))
+    c.drawText(t)
+
+
+def _column(c: canvas.Canvas, x: float, y: float, width: float, n: int, start: int = 0) -> float:
+    """`n` justified body lines, filled with as many words as fit (like a typesetter)."""
+    k = start
+    for _ in range(n):
+        words: list[str] = []
+        while c.stringWidth(" ".join([*words, WORDS[k % len(WORDS)]]), "Times-Roman", 10) < width:
+            words.append(WORDS[k % len(WORDS)])
+            k += 1
+        _justified(c, x, y, width, words)
+        y -= 12
+    return y
+
+
+def test_justified_heading_with_wide_word_gaps_stays_one_heading(tmp_path: Path) -> None:
+    """A loose justified heading in a narrow column keeps its number and all its words,
+    and the two columns of the page are still read one after the other."""
+    path = tmp_path / "justified.pdf"
+    c = canvas.Canvas(str(path), pagesize=letter)
+    c.setFont("Helvetica-Bold", 20)
+    c.drawString(50, 740, "Replication in Two Columns")
+    pieces = ["6.4  Client-driven", "or", "Server-driven"]  # the number keeps a wider space
+    sizes = [c.stringWidth(p, "Times-Bold", 12) for p in pieces]
+    gap = 30.0  # 2.5 em: wider than the 1.8 em at which the character reader cuts a line
+    left, width = 50.0, sum(sizes) + 2 * gap
+    right = left + width + 18
+    y = _column(c, left, 700, width, 12)
+    c.setFont("Times-Bold", 12)
+    y -= 8
+    x = left
+    for p, w in zip(pieces, sizes, strict=True):
+        c.drawString(x, y, p)
+        x += w + gap
+    c.drawString(left, y - 14, "Coordination")
+    _column(c, left, y - 32, width, 14, start=3)
+    _column(c, right, 700, width, 30, start=5)
+    c.showPage()
+    c.save()
+    b = convert_file(path, "application/pdf")
+    heads = [(s.number, s.title) for s in b.toc.sections[1:]]
+    assert ("6.4", "Client-driven or Server-driven Coordination") in heads
+    # Left column first, then the right one: the heading sits between left-column paragraphs.
+    md = b.markdown
+    assert md.index("# 6.4 Client-driven") < md.index("so that clients observe", md.index("6.4"))
+
+
+def test_side_by_side_captions_are_read_whole(tmp_path: Path) -> None:
+    """Two captions set next to each other, so close that their rows touch, come out as two
+    complete captions, not as rows of one interleaved with the other."""
+    path = tmp_path / "side.pdf"
+    c = canvas.Canvas(str(path), pagesize=letter)
+    y = _column(c, 72, 720, 468, 10)
+    left = ["Figure 1: Training error for the three", "parameterizations of the network",
+            "over all epochs of training."]
+    right = ["Figure 2: Results without data", "augmentation on the test set."]
+    y -= 200
+    width = max(c.stringWidth(t, "Times-Roman", 10) for t in left)
+    for k, text in enumerate(left):  # a justified block: every line but the last fills it
+        _justified(c, 72, y - 11 * k, width if k < len(left) - 1 else 0, text.split())
+    x2 = 72 + width + 4  # the blocks almost touch: their second rows read as one line
+    c.setFont("Times-Roman", 10)
+    for k, text in enumerate(right):
+        c.drawString(x2, y - 11 * k, text)
+    _column(c, 72, y - 50, 468, 8, start=2)
+    c.showPage()
+    c.save()
+    figs = {f.label: f.caption for f in convert_file(path, "application/pdf").toc.figures}
+    assert figs == {
+        "Figure 1": "Training error for the three parameterizations of the network over all "
+                    "epochs of training.",
+        "Figure 2": "Results without data augmentation on the test set.",
+    }
+
+
+def test_bare_table_label_takes_the_centred_title_under_it(tmp_path: Path) -> None:
+    path = tmp_path / "label.pdf"
+    c = canvas.Canvas(str(path), pagesize=letter)
+    y = _column(c, 72, 720, 468, 10)
+    c.setFont("Times-Roman", 10)
+    c.drawCentredString(306, y - 20, "TABLE I")
+    c.setFont("Times-Roman", 8)
+    c.drawCentredString(306, y - 31, "SUMMARY OF PERSISTENT VARIABLES")
+    for k, (name, meaning) in enumerate([("f.p", "Last epoch proposal acknowledged"),
+                                         ("f.a", "Last leader proposal acknowledged")]):
+        c.drawString(150, y - 50 - 10 * k, name)
+        c.drawString(250, y - 50 - 10 * k, meaning)
+    _column(c, 72, y - 90, 468, 8, start=2)
+    c.showPage()
+    c.save()
+    tables = convert_file(path, "application/pdf").toc.tables
+    assert [(t.label, t.caption) for t in tables] == [
+        ("TABLE I", "SUMMARY OF PERSISTENT VARIABLES")]
+
+
+def _front_page(path: Path, bold_first_paragraph: bool) -> Path:
+    c = canvas.Canvas(str(path), pagesize=letter)
+    c.setFont("Helvetica-Bold", 20)
+    c.drawString(72, 720, "Assembling Genomes From Short Reads")
+    c.setFont("Times-Roman", 12)
+    c.drawString(72, 694, "Ada Lovelace and Alan Turing")
+    y = 660.0
+    for k in range(9):  # ~110 words
+        words = [WORDS[(k * 11 + j) % len(WORDS)] for j in range(12)]
+        if k == 8:
+            words[-1] += "."
+        _justified(c, 72, y, 468, words, "Times-Bold" if bold_first_paragraph else "Times-Roman")
+        y -= 12
+    c.setFont("Times-Bold", 12)
+    c.drawString(72, y - 14, "1 Introduction")
+    _column(c, 72, y - 32, 468, 20, start=4)
+    c.showPage()
+    c.save()
+    return path
+
+
+def test_unlabelled_abstract_is_the_distinct_first_paragraph(tmp_path: Path) -> None:
+    toc = convert_file(_front_page(tmp_path / "a.pdf", True), "application/pdf").toc
+    assert toc.abstract.startswith("replicas agree on the order")
+    assert 100 <= len(toc.abstract.split()) <= 120 and toc.abstract_source == "document"
+    # A paper that opens straight into body text has no abstract to find.
+    plain = convert_file(_front_page(tmp_path / "b.pdf", False), "application/pdf").toc
+    assert plain.abstract == ""

@@ -18,7 +18,7 @@ TOC = "toc.json"
 # Bump whenever any converter (PDF, HTML/notes, Markdown, text) would write a different bundle
 # for the same input: the bundle cache and the index fingerprints include it, so an upgrade
 # re-converts and re-indexes every converted document instead of keeping stale bundles.
-CONVERTER_VERSION = 2
+CONVERTER_VERSION = 3
 
 
 @dataclass

@@ -31,9 +31,11 @@ from zocrates_nb.ingest.pdf_headings import (
 from zocrates_nb.ingest.pdf_layout import (
     PageLines,
     gutter_fits,
+    join_justified,
     order_page,
     page_gutters,
     remove_page_furniture,
+    separate_side_blocks,
 )
 from zocrates_nb.ingest.pdf_style import BodyStyle, family, measure_body
 from zocrates_nb.ingest.pdf_tables import table_rows
@@ -141,6 +143,8 @@ def _order_pages(pages: list[PageLines]) -> None:
             if all(gutter_fits(colish, c, need=3, wide=wide) for c in common):
                 g = common
         order_page(p, g)
+        join_justified(p)
+        separate_side_blocks(p)
 
 
 # ----------------------------------------------------------------------------- assembly
@@ -271,6 +275,8 @@ def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
     md_pages: list[int] = []
     para: list[Line] = []
     para_page = 0
+    para_start = 0
+    front: list[tuple[int, list[Line], str]] = []  # paragraphs before the first heading
 
     def emit(text: str, page: int) -> None:
         if md:
@@ -300,6 +306,8 @@ def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
                 text = "- " + re.sub(r"^[•◦▪●∙·]\s*", "", text)
             if text.strip():
                 emit(text, para_page)
+                if not any(h < para_start for h in head_at):
+                    front.append((para_start, para, text))
         para = []
 
     title_text = ""
@@ -335,6 +343,7 @@ def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
             flush()
         if not para:
             para_page = dl.page
+            para_start = i
         para.append(dl.line)
         i += 1
     flush()
@@ -349,7 +358,39 @@ def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
         pages=len(pages),
         page_starts=page_starts,
     )
-    return Bundle(markdown=markdown, toc=build_toc(markdown, info))
+    toc = build_toc(markdown, info)
+    if not toc.abstract:
+        toc.abstract = _unlabelled_abstract(front, p1_end, body)
+        toc.abstract_source = "document" if toc.abstract else ""
+    return Bundle(markdown=markdown, toc=toc)
+
+
+def _unlabelled_abstract(front: list[tuple[int, list[Line], str]], p1_end: int,
+                         body: BodyStyle) -> str:
+    """An abstract printed without a label: the first paragraph after the author block, set
+    apart from the body (bold, italic, another size or another measure) and of abstract
+    length. Papers that open straight into body text have none."""
+    for k, (start, para, text) in enumerate(front):
+        if start < p1_end:
+            continue  # title, authors, affiliations
+        for _, more, rest in front[k + 1 :]:
+            # A paragraph cut before its sentence ended (uneven leading) continues.
+            if re.search(r"[.!?][\"'”)\]]?$", text) or abs(more[0].size - para[0].size) > 0.3:
+                break
+            para, text = para + more, f"{text} {rest}"
+        if para[0].page > 2 or not 80 <= len(text.split()) <= 400:
+            return ""
+        sizes = sorted(ln.size for ln in para)
+        widths = sorted(ln.width for ln in para)
+        width = widths[len(widths) // 2]
+        distinct = (
+            (not body.bold and all(ln.bold for ln in para))
+            or (not body.italic and all(ln.italic for ln in para))
+            or abs(sizes[len(sizes) // 2] - body.size) >= 0.5
+            or (body.line_width > 0 and abs(width / body.line_width - 1) > 0.15)
+        )
+        return text if distinct else ""
+    return ""
 
 
 def _is_figure_debris(para: list[Line], body: BodyStyle) -> bool:

@@ -43,6 +43,9 @@ class Span:
     x0: float
     x1: float
     weight: int = -1  # PDFium's weight guess: unreliable alone, useful against the body font
+    # x extent of each whitespace-separated word of `text`, in order: lets layout cut a line
+    # where two blocks set side by side meet (captions of neighbouring figures).
+    words: list[list[float]] = field(default_factory=list)
 
 
 @dataclass
@@ -245,9 +248,13 @@ def _lines(tp: raw.FPDF_TEXTPAGE, page_no: int, height: float, max_chars: int) -
             span = Span("", info.size, info.bold, info.italic, info.font, x0, x1, info.weight)
             cur.spans.append(span)
             span_info = info
-        if space:
-            chars.append("  " if space == 3 else " ")
+        if space or not chars:
+            if space:
+                chars.append("  " if space == 3 else " ")
             space = 0
+            span.words.append([x0, x1])
+        elif x1 > span.words[-1][1]:
+            span.words[-1][1] = x1
         chars.append(ch)
         if x1 > span.x1:
             span.x1 = x1

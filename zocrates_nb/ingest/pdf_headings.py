@@ -549,8 +549,40 @@ def find_captions(lines: list[DocLine], body: BodyStyle, headings: set[int]) -> 
             if nxt.line.x1 < dl.line.x0 or nxt.line.x0 > dl.line.x1:
                 break  # a caption set beside this one
             count += 1
+        if bare and count == 1:
+            count += _centred_title(lines, i, headings)
         out.append(Caption(i, count, label, "", dl.page))
     return out
+
+
+def _centred_title(lines: list[DocLine], i: int, headings: set[int]) -> int:
+    """Lines of a caption title centred under a bare label ("TABLE I" over "SUMMARY OF ...").
+
+    Such a title is often set in another size (small capitals) or after a little space, so
+    it opens a block of its own; it still belongs to the label when it is centred on the
+    same axis and follows closely.
+    """
+    label = lines[i].line
+    axis = (label.x0 + label.x1) / 2
+    em = max(label.size, 4.0)
+    taken = 0
+    prev = label
+    size = 0.0
+    while taken < 6 and i + 1 + taken < len(lines):
+        k = i + 1 + taken
+        ln = lines[k].line
+        if k in headings or lines[k].page != lines[i].page or _CAPTION.match(ln.text):
+            break
+        if not 0 < ln.base - prev.base <= 1.8 * max(prev.size, em):
+            break
+        if abs((ln.x0 + ln.x1) / 2 - axis) > 1.5 * em or ln.width < 0.8 * label.width:
+            break
+        if (size and abs(ln.size - size) > 0.4) or "  " in ln.text.strip():
+            break
+        size = ln.size
+        prev = ln
+        taken += 1
+    return taken
 
 
 def _label_key(label: str) -> str:

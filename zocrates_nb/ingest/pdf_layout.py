@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from zocrates_nb.ingest.pdf_chars import Graphics, Line
+from zocrates_nb.ingest.pdf_chars import Graphics, Line, Span
 
 
 @dataclass
@@ -181,6 +181,165 @@ def order_page(page: PageLines, gutters: list[tuple[float, float]]) -> PageLines
                     queues[k].remove(top)
     page.lines = _regroup_sidebars(ordered, page)
     return page
+
+
+def join_justified(page: PageLines) -> None:
+    """Re-join a justified line that the character reader cut at its stretched word gaps.
+
+    The reader starts a new line at a gap wider than 1.8 em (columns and table cells), but
+    a loose justified line ("6.4  Client-driven    or    Server-driven") has word gaps that
+    wide too. Its pieces share a baseline and a column, reach from the column's left edge to
+    its right edge, and *every* word gap in them is wide (a table row keeps narrow spaces
+    inside its cells; a section number may keep its own narrower space); equation numbers
+    and cells far apart stay separate. The joined line
+    gets plain single spaces, so it no longer reads as a row of table cells.
+    """
+    right: dict[int, float] = {}
+    left: dict[int, float] = {}
+    for c in {ln.col for ln in page.lines if ln.col >= 0}:
+        long = [ln for ln in page.lines if ln.col == c and len(ln.text) >= 30]
+        ends = Counter(round(ln.x1) for ln in long).most_common(1)
+        starts = Counter(round(ln.x0) for ln in long).most_common(1)
+        if ends and ends[0][1] >= 3 and starts:
+            right[c], left[c] = float(ends[0][0]), float(starts[0][0])
+    out: list[Line] = []
+    i = 0
+    lines = page.lines
+    while i < len(lines):
+        row = [lines[i]]
+        while i + len(row) < len(lines):
+            a, b = row[-1], lines[i + len(row)]
+            em = max(a.size, 4.0)
+            if (b.col != a.col or abs(a.bottom - b.bottom) > 0.35 * em
+                    or not 1.0 * em < b.x0 - a.x1 < 4.0 * em or abs(a.size - b.size) > 0.5):
+                break
+            row.append(b)
+        i += len(row)
+        if len(row) > 1 and _justified_row(row, left, right):
+            first = row[0]
+            for ln in row[1:]:
+                if ln.spans:
+                    ln.spans[0].text = " " + ln.spans[0].text.lstrip()
+                first.spans.extend(ln.spans)
+            for sp in first.spans:  # every gap is a stretched word space, not a cell gap
+                sp.text = re.sub(r"(?<=\S)  +(?=\S)", " ", sp.text)
+                first.top = min(first.top, ln.top)
+                first.bottom = max(first.bottom, ln.bottom)
+            first.x1 = row[-1].x1
+            first.touch()
+            out.append(first)
+        else:
+            out.extend(row)
+    page.lines = out
+
+
+def _justified_row(row: list[Line], left: dict[int, float], right: dict[int, float]) -> bool:
+    c = row[0].col
+    if c not in right:
+        return False
+    em = max(row[0].size, 4.0)
+    if abs(row[-1].x1 - right[c]) > 1.5 or not left[c] - 1.5 <= row[0].x0 <= left[c] + 3 * em:
+        return False
+    texts = [ln.text for ln in row]
+    texts[0] = re.sub(r"^(?:\d+(?:\.\d+)*|[A-Z](?:\.\d+)*|[IVX]+)\.? ", "", texts[0])
+    if any(re.search(r"\S \S", t) for t in texts):
+        return False  # a narrow word space: this line was not stretched
+    words = " ".join(texts).split()
+    return len(words) >= 3 and all(re.search(r"[A-Za-z]{2}", t) for t in texts)
+
+
+_SIDE_LABEL = re.compile(r"^(?:Figure|FIGURE|Fig\.|FIG\.|Table|TABLE)\s*(?:[A-Z]?\d+|[IVX]+)[.:]")
+
+
+def separate_side_blocks(page: PageLines) -> None:
+    """Read a caption set beside another block (side-by-side figures) as a block of its own.
+
+    Within a column, text set in two narrow blocks side by side comes out interleaved row by
+    row, and where the blocks almost touch the character reader even joins their rows. A
+    caption label starting a line well inside its column marks the right-hand block: the
+    lines below it that start at the label's left edge, or that have a word starting exactly
+    there (joined rows, which are cut there), are read after the block on their left.
+    """
+    for ln in list(page.lines):
+        if _SIDE_LABEL.match(ln.text) and any(k is ln for k in page.lines):
+            _side_block(page, ln)
+
+
+def _side_block(page: PageLines, label: Line) -> None:
+    x = label.x0
+    em = max(label.size, 4.0)
+    same = [ln for ln in page.lines if ln.col == label.col]
+    long = [ln.x0 for ln in same if len(ln.text) >= 30]
+    if len(long) < 3 or x < min(long) + 3 * em:
+        return
+    cut: list[tuple[Line, Line, Line]] = []  # (line, left part, right part)
+    block = [label]
+    for ln in sorted(same, key=lambda k: k.base):
+        if ln.base <= label.base:
+            continue
+        last = block[-1]
+        if ln.base - last.base > 1.6 * max(last.size, em):
+            break
+        if ln.x1 <= x + 2:
+            continue  # the neighbouring block
+        if abs(ln.x0 - x) <= 2 and abs(ln.size - label.size) <= 0.8:
+            block.append(ln)
+        elif ln.x0 < x - em and (parts := _cut_at(ln, x)):
+            cut.append((ln, *parts))
+            block.append(parts[1])
+        else:
+            break
+    top, bottom = label.top - 0.5 * em, block[-1].bottom + 1.6 * em
+    left = [ln for ln in same if ln.x1 <= x + 2 and ln.x0 < x - 5 * em
+            and ln.bottom > top and ln.top < bottom]
+    ends = [a.x1 for _, a, _ in cut]
+    if len(block) < 2 or not left or (ends and max(ends) - min(ends) > 2.5):
+        return  # the left parts of a real block end flush, where its column ends
+    lines = page.lines
+    for ln, a, _ in cut:
+        lines[next(k for k, o in enumerate(lines) if o is ln)] = a
+        left.append(a)
+    moved = set(map(id, block))
+    rest = [ln for ln in lines if id(ln) not in moved]
+    # The left block may run on below the caption: take its lines while they keep close.
+    at = {id(ln): k for k, ln in enumerate(rest)}
+    end = max(at[id(ln)] for ln in left)
+    while end + 1 < len(rest):
+        nxt, prev = rest[end + 1], rest[end]
+        if (nxt.col != label.col or nxt.x1 > x + 2
+                or not 0 < nxt.base - prev.base <= 1.6 * max(prev.size, 4.0)):
+            break
+        end += 1
+    page.lines = rest[: end + 1] + block + rest[end + 1 :]
+
+
+def _cut_at(ln: Line, x: float) -> tuple[Line, Line] | None:
+    """The parts of `ln` left and right of a word starting at `x` (None: no word starts
+    there, or the part before it does not end clear of it)."""
+    flat: list[tuple[int, int, float, float]] = []  # span, word, x0, x1
+    for si, sp in enumerate(ln.spans):
+        toks = sp.text.split()
+        if len(toks) != len(sp.words):
+            return None
+        flat.extend((si, wi, w[0], w[1]) for wi, w in enumerate(sp.words))
+    for k in range(1, len(flat)):
+        si, wi, x0, _ = flat[k]
+        if abs(x0 - x) <= 1.5 and flat[k - 1][3] < x - 1.0:
+            break
+    else:
+        return None
+    sp = ln.spans[si]
+    starts = [m.start() for m in re.finditer(r"\S+", sp.text)]
+    head = Span(sp.text[: starts[wi]].rstrip(), sp.size, sp.bold, sp.italic, sp.font,
+                sp.x0, flat[k - 1][3], sp.weight, sp.words[:wi])
+    tail = Span(sp.text[starts[wi]:], sp.size, sp.bold, sp.italic, sp.font, x0, sp.x1,
+                sp.weight, sp.words[wi:])
+    left_spans = [*ln.spans[:si], *([head] if wi else [])]
+    right_spans = [tail, *ln.spans[si + 1 :]]
+    a = Line(ln.page, ln.x0, ln.top, flat[k - 1][3], ln.bottom, left_spans, ln.invisible,
+             ln.base, ln.col)
+    b = Line(ln.page, x0, ln.top, ln.x1, ln.bottom, right_spans, ln.invisible, ln.base, ln.col)
+    return a, b
 
 
 def _regroup_sidebars(ordered: list[Line], page: PageLines) -> list[Line]:
