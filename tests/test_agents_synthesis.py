@@ -148,3 +148,18 @@ def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce(
         "This corresponds to increasing the learning rate linearly for the first warmup steps, "
         "and decreasing it thereafter. We used warmup_steps = 4000."
     ]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "states"),
+    [
+        ("In all of our experiments, we mask 15% of all WordPiece tokens.", True),
+        ("Velvet used a hash length of 21 and a coverage cutoff of 7.", True),
+        ("As we mention in Section 3.1, masking reduces the mismatch.", False),
+        ("Cloze tasks go back to Taylor (1953) and Figure 2 shows one.", False),
+    ],
+)
+def test_a_quantity_is_a_number_not_a_year_or_a_pointer(sentence: str, states: bool) -> None:
+    from zocrates_nb.agents.offline import _states_quantity
+
+    assert _states_quantity(sentence) is states

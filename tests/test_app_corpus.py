@@ -43,6 +43,16 @@ def corpus_app(corpus_index: Any) -> Iterator[App]:
             "Momentum Contrast for Unsupervised Visual Representation Learning",
             "shuffl",
         ),
+        (  # a quantity question: the sentence stating the number, not one about masking
+            "What masking rate does BERT use during pre-training?",
+            "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding",
+            "15%",
+        ),
+        (  # a short factual sentence ("We used warmup_steps = 4000.") is quoted too
+            "How many warmup steps did the Transformer use for its learning rate?",
+            "Attention Is All You Need",
+            "4000",
+        ),
     ],
 )
 def test_factual_questions_cite_the_right_paper(

@@ -824,6 +824,25 @@ class EvidenceChunk:
     text: str
 
 
+_QUANTITY_RE = re.compile(
+    r"\bhow (many|much|long|large|big|small|often|fast|deep|wide)\b|"
+    r"\b(rate|percentage|percent|proportion|fraction|ratio|size|number|amount|count|value|"
+    r"dimension(ality)?|threshold|length|duration|depth|width)s?\b",
+    re.I,
+)
+# A number that states something: not a year, nor a pointer to a section, figure or table.
+_QUANTITY_IN_TEXT_RE = re.compile(
+    r"(?<![\w.])(?!(?:1[89]|20)\d\d[a-z]?\b)\d[\d,.]*(\s?%|\b)", re.I
+)
+_POINTER_RE = re.compile(
+    r"\b(section|sec\.|table|figure|fig\.|eq\.|equation|appendix|§)\s*[A-Z]?\d[\d.]*", re.I
+)
+
+
+def _states_quantity(sentence: str) -> bool:
+    return bool(_QUANTITY_IN_TEXT_RE.search(_POINTER_RE.sub(" ", sentence)))
+
+
 def _attach_short(sentences: Sequence[str]) -> list[str]:
     """Short sentences ride with the one before: "We used warmup_steps = 4000." is too short to
     quote alone, yet it is often the fact asked for."""
@@ -940,10 +959,14 @@ class OfflineSynthesizer:
         stats = tu.TermStats(doc_terms)
         q_terms = tu.terms(question)
         n_chunks = max(c.chunk.index for c in cands)
+        # "How many…", "what rate…": the sentence that states a number is the answer; a
+        # sentence that only talks about the topic is not.
+        wants_number = bool(_QUANTITY_RE.search(question))
         for c, d, t in zip(cands, dense, doc_terms, strict=True):
             lex = stats.overlap(q_terms, t)
             prior = 0.03 * (1 - (c.chunk.index - 1) / max(n_chunks, 1))
-            c.score = 0.72 * float(d) + 0.28 * lex + prior
+            states = 0.05 if wants_number and _states_quantity(c.text) else 0.0
+            c.score = 0.72 * float(d) + 0.28 * lex + prior + states
 
     def units(self, question: str, cands: list[Candidate]) -> list[tuple[list[Candidate], float]]:
         """Answer units: single sentences, and passages of up to four consecutive sentences of
