@@ -256,10 +256,11 @@ async def _ask_one(app: App, printer: TurnPrinter, question: str, **kw: Any) -> 
         raise CommandError(str(e)) from None
 
 
-def _ask_kwargs(
+def ask_options(
     args: argparse.Namespace, scope: dict[str, Any] | None = None, *, fresh: bool = False
 ) -> dict[str, Any]:
-    """ask() keywords from the flags, a batch line's scope overriding them."""
+    """ask() keywords from the flags (local and remote alike), a batch line's scope
+    overriding them; `fresh` starts a new session."""
     scope = scope or {}
     return {
         "session_id": None if fresh else args.session,
@@ -285,7 +286,7 @@ def ask_command(args: argparse.Namespace) -> int:
         app = _app(args)
         try:
             printer = TurnPrinter(app, json_mode=args.json, verbose=args.verbose)
-            await _ask_one(app, printer, question, **_ask_kwargs(args))
+            await _ask_one(app, printer, question, **ask_options(args))
             return printer.finish()
         finally:
             app.close()
@@ -301,7 +302,7 @@ async def _batch(args: argparse.Namespace) -> int:
         for line_id, question, scope in lines:
             printer = TurnPrinter(app, json_mode=True, verbose=args.verbose)
             try:
-                await _ask_one(app, printer, question, **_ask_kwargs(args, scope, fresh=True))
+                await _ask_one(app, printer, question, **ask_options(args, scope, fresh=True))
             except CommandError as e:
                 from zocrates_nb.events import ErrorEvent
 

@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
 from zocrates_nb.ingest import bundle as ingest_bundle
+from zocrates_nb.ingest import document_kind
 from zocrates_nb.ingest.bundle import Bundle
 from zocrates_nb.library.model import Attachment, Item, Library, Note
 
@@ -50,27 +51,6 @@ if TYPE_CHECKING:
 CONVERT_TIMEOUT = 120.0
 # Plain text and Markdown convert in microseconds: not worth a trip to the worker process.
 _IN_PROCESS_KINDS = frozenset({"markdown", "text"})
-
-_KIND_BY_TYPE = {
-    "application/pdf": "pdf",
-    "application/x-pdf": "pdf",
-    "text/html": "html",
-    "application/xhtml+xml": "html",
-    "text/markdown": "markdown",
-    "text/x-markdown": "markdown",
-    "text/plain": "text",
-}
-_KIND_BY_SUFFIX = {
-    ".pdf": "pdf",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".txt": "text",
-    ".text": "text",
-}
-
 
 @dataclass
 class IndexReport:
@@ -361,26 +341,6 @@ def _note_doc(note: Note, item: Item | None, salt: list[Any]) -> _Doc:
     doc.fingerprint = _fingerprint(salt, doc)
     doc.attempt_fingerprint = doc.fingerprint
     return doc
-
-
-def document_kind(path: Path | None, content_type: str) -> str | None:
-    """pdf | html | markdown | text from the MIME type, the suffix, or the first bytes."""
-    kind = _KIND_BY_TYPE.get(content_type.split(";")[0].strip().lower())
-    if kind or path is None:
-        return kind
-    kind = _KIND_BY_SUFFIX.get(path.suffix.lower())
-    if kind:
-        return kind
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(1024)
-    except OSError:
-        return None
-    if head.startswith(b"%PDF"):
-        return "pdf"
-    if b"<html" in head.lower() or b"<!doctype html" in head.lower():
-        return "html"
-    return None
 
 
 # -- running ------------------------------------------------------------------------------

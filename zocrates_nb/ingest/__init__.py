@@ -19,7 +19,8 @@ from zocrates_nb.ingest.text import (
     text_to_bundle,
 )
 
-__all__ = ["Asset", "Bundle", "ConversionError", "Section", "Toc", "convert_file", "convert_note"]
+__all__ = ["Asset", "Bundle", "ConversionError", "Section", "Toc", "convert_file", "convert_note",
+           "document_kind"]
 
 FALLBACK_CONVERTER = "zotero-ft-cache"
 
@@ -36,15 +37,17 @@ _EXTENSIONS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".xhtml": "html",
                ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text"}
 
 
-def _kind(path: Path, content_type: str) -> str | None:
+def document_kind(path: Path | None, content_type: str) -> str | None:
+    """pdf | html | markdown | text from the MIME type, the suffix, or the first bytes."""
     kind = _KINDS.get(content_type.split(";")[0].strip().lower())
-    if kind:
+    if kind or path is None:
         return kind
     kind = _EXTENSIONS.get(path.suffix.lower())
     if kind:
         return kind
     try:
-        head = path.read_bytes()[:1024]
+        with open(path, "rb") as fh:
+            head = fh.read(1024)
     except OSError:
         return None
     if head.startswith(b"%PDF"):
@@ -86,7 +89,7 @@ def convert_file(
             raise ConversionError(f"file not found: {path.name}")
         if path.stat().st_size == 0:
             raise ConversionError("empty file (0 bytes)")
-        kind = _kind(path, content_type)
+        kind = document_kind(path, content_type)
         if kind == "pdf":
             return convert_pdf(path, max_pages=max_pages)
         if kind == "html":

@@ -18,6 +18,7 @@ from zocrates_nb.app_cli import (
     CHAT_HELP,
     CommandError,
     TurnPrinter,
+    ask_options,
     print_sessions,
     question_lines,
 )
@@ -82,17 +83,6 @@ def _run(printer: TurnPrinter, events: Iterator[Event], server: str) -> None:
         raise CommandError(f"{server}: {e.message}" if e.status else e.message) from None
 
 
-def _ask_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "items": args.items,
-        "collections": args.collection,
-        "hitl": not args.no_hitl,
-        "budget": args.budget,
-        "word_ceiling": args.word_ceiling,
-        "model": args.model,
-    }
-
-
 def ask_command(args: argparse.Namespace) -> int:
     if args.questions:
         if not args.json:
@@ -102,8 +92,7 @@ def ask_command(args: argparse.Namespace) -> int:
         raise CommandError("give a QUESTION (or --questions FILE.jsonl --json)")
     with _client(args) as client:
         printer = _printer(client, args, args.json)
-        events = client.ask(" ".join(args.question), session_id=args.session,
-                            **_ask_options(args))
+        events = client.ask(" ".join(args.question), **ask_options(args))
         _run(printer, events, args.server)
         return printer.finish()
 
@@ -113,7 +102,7 @@ def _batch(args: argparse.Namespace) -> int:
     failures = 0
     with _client(args) as client:
         for line_id, question, scope in lines:
-            options = {**_ask_options(args), **{k: v for k, v in scope.items() if v}}
+            options = ask_options(args, scope, fresh=True)
             printer = _printer(client, args, True)
             client.last_session_id = None
             try:
