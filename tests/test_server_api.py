@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -293,6 +294,27 @@ def test_batch_questions_run_alike_locally_and_over_http(
     bad = _cli(home, "ask", "--questions", str(batch), "--json", "--no-hitl")
     assert bad.returncode == 2 and f"{batch}:2: bad question line" in bad.stderr
     assert len(bad.stdout.splitlines()) == 1  # the good line before it was answered
+
+
+def test_remote_chat_scopes_answers_and_lists_sessions(server: JupyterServer, home: Path) -> None:
+    """`chat --server`: slash commands set the scope, a question is answered over HTTP, and the
+    new session is listed."""
+    script = "\n".join([
+        "/items NOSUCHKEY", "/collection Reading list", "/library", FACTUAL, "/sessions", "/quit",
+    ]) + "\n"  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "zocrates_nb.cli", "--home", str(home), "chat", "--no-hitl",
+         "--server", server.url, "--token", server.token],
+        input=script, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "scope: items NOSUCHKEY" in out and "scope: collection Reading list" in out
+    assert "scope: the whole library" in out
+    assert "Hybrid Retrieval for Research Libraries" in out  # answered from the whole library
+    session = re.search(r"session ([0-9a-f]{32})\]", out)
+    assert session is not None and f"  {session.group(1)}  " in out  # listed by /sessions
 
 
 # --- schema -----------------------------------------------------------------------------------

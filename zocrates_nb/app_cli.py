@@ -390,6 +390,34 @@ CHAT_HELP = """commands: /new (new session)  /items KEY…  /collection NAME… 
           /sessions  /quit"""
 
 
+class ChatScope:
+    """What the next chat question searches; `/items`, `/collection`, `/library` change it."""
+
+    def __init__(self, items: list[str] | None, collections: list[str] | None) -> None:
+        self.items = list(items or [])
+        self.collections = list(collections or [])
+
+    def command(self, line: str) -> str:
+        """Carry out a slash command; 'quit', 'new' or 'sessions' is left to the caller."""
+        cmd, *rest = line.split()
+        if cmd in ("/quit", "/exit", "/q"):
+            return "quit"
+        if cmd in ("/new", "/sessions"):
+            return cmd[1:]
+        if cmd == "/items":
+            self.items, self.collections = rest, []
+            print(f"scope: items {' '.join(rest) or '(none)'}")
+        elif cmd == "/collection":
+            self.collections, self.items = ([" ".join(rest)] if rest else []), []
+            print(f"scope: collection {self.collections[0] if rest else '(none)'}")
+        elif cmd == "/library":
+            self.items, self.collections = [], []
+            print("scope: the whole library")
+        else:
+            print(CHAT_HELP)
+        return ""
+
+
 def chat_command(args: argparse.Namespace) -> int:
     return asyncio.run(_chat(args))
 
@@ -405,8 +433,7 @@ async def _chat(args: argparse.Namespace) -> int:
 
     app = _app(args)
     session = args.session or app.new_session()
-    items: list[str] = list(args.items or [])
-    collections: list[str] = list(args.collection or [])
+    scope = ChatScope(args.items, args.collection)
     print(f"zocrates-nb chat · session {session} · {CHAT_HELP}", flush=True)
     try:
         while True:
@@ -422,34 +449,23 @@ async def _chat(args: argparse.Namespace) -> int:
             if not line:
                 continue
             if line.startswith("/"):
-                cmd, *rest = line.split()
-                if cmd in ("/quit", "/exit", "/q"):
+                action = scope.command(line)
+                if action == "quit":
                     return 0
-                if cmd == "/new":
+                if action == "new":
                     session = app.new_session()
                     print(f"new session {session}")
-                elif cmd == "/items":
-                    items, collections = rest, []
-                    print(f"scope: items {' '.join(items) or '(none)'}")
-                elif cmd == "/collection":
-                    collections, items = [" ".join(rest)] if rest else [], []
-                    print(f"scope: collection {collections[0] if collections else '(none)'}")
-                elif cmd == "/library":
-                    items, collections = [], []
-                    print("scope: the whole library")
-                elif cmd == "/sessions":
+                elif action == "sessions":
                     for r in app.sessions(20):
                         print(f"  {r['session_id']}  {r['title']}")
-                else:
-                    print(CHAT_HELP)
                 continue
             printer = TurnPrinter(app, json_mode=False, verbose=args.verbose)
             try:
                 async for ev in app.ask(
                     line,
                     session_id=session,
-                    items=items,
-                    collections=collections,
+                    items=scope.items,
+                    collections=scope.collections,
                     hitl=not args.no_hitl,
                     model=args.model,
                     budget=args.budget,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from zocrates_nb.app_cli import (
     CHAT_HELP,
+    ChatScope,
     CommandError,
     TurnPrinter,
     ask_options,
@@ -149,8 +150,7 @@ def _read_line(prompt: str) -> str | None:
 def chat_command(args: argparse.Namespace) -> int:
     with _client(args) as client:
         session: str | None = args.session
-        items: list[str] = list(args.items or [])
-        collections: list[str] = list(args.collection or [])
+        scope = ChatScope(args.items, args.collection)
         print(f"zocrates-nb chat · {args.server} · session {session or '(new)'} · {CHAT_HELP}",
               flush=True)
         while True:
@@ -166,30 +166,20 @@ def chat_command(args: argparse.Namespace) -> int:
             if not line:
                 continue
             if line.startswith("/"):
-                cmd, *rest = line.split()
-                if cmd in ("/quit", "/exit", "/q"):
+                action = scope.command(line)
+                if action == "quit":
                     return 0
-                if cmd == "/new":
+                if action == "new":
                     session = None
                     print("new session (created with the next question)")
-                elif cmd == "/items":
-                    items, collections = rest, []
-                    print(f"scope: items {' '.join(items) or '(none)'}")
-                elif cmd == "/collection":
-                    collections, items = [" ".join(rest)] if rest else [], []
-                    print(f"scope: collection {collections[0] if collections else '(none)'}")
-                elif cmd == "/library":
-                    items, collections = [], []
-                    print("scope: the whole library")
-                elif cmd == "/sessions":
+                elif action == "sessions":
                     for r in client.sessions()[:20]:
                         print(f"  {r['session_id']}  {r['title']}")
-                else:
-                    print(CHAT_HELP)
                 continue
             printer = _printer(client, args, False)
-            events = client.ask(line, session_id=session, items=items, collections=collections,
-                                hitl=not args.no_hitl, model=args.model)
+            events = client.ask(line, session_id=session, items=scope.items,
+                                collections=scope.collections, hitl=not args.no_hitl,
+                                model=args.model)
             try:
                 _run(printer, events, args.server)
             except CommandError as e:
