@@ -422,10 +422,31 @@ def chat_command(args: argparse.Namespace) -> int:
     return asyncio.run(_chat(args))
 
 
-async def _read_line(prompt: str) -> str | None:
+def read_line(prompt: str) -> str | None:
+    """One line from the terminal; None at end of input."""
     print(prompt, end="", flush=True)
-    line = await asyncio.to_thread(sys.stdin.readline)
+    line = sys.stdin.readline()
     return None if line == "" else line.rstrip("\n")
+
+
+async def _read_line(prompt: str) -> str | None:
+    return await asyncio.to_thread(read_line, prompt)
+
+
+def checkpoint_choice() -> tuple[str, str] | None:
+    """Ask at a pending checkpoint: (action, guidance), ("", "") to ask again, None at end of
+    input."""
+    print("\nThe search paused: [e]xtend the search, or [s]ynthesize the answer now?")
+    choice = read_line("checkpoint (e/s)> ")
+    if choice is None:
+        return None
+    choice = choice.strip().lower()
+    if choice not in ("e", "s", "extend", "synthesize"):
+        print("answer e or s")
+        return "", ""
+    if not choice.startswith("e"):
+        return "synthesize", ""
+    return "extend_budget", (read_line("guidance for the search (optional)> ") or "").strip()
 
 
 async def _chat(args: argparse.Namespace) -> int:
@@ -483,20 +504,14 @@ async def _checkpoint_prompt(
     app: App, session: str, interrupt_id: str, args: argparse.Namespace
 ) -> bool:
     """Ask the researcher at a pending checkpoint; False when input ended."""
-    print("\nThe search paused: [e]xtend the search, or [s]ynthesize the answer now?")
-    choice = await _read_line("checkpoint (e/s)> ")
+    from zocrates_nb.app import NoPendingCheckpoint
+
+    choice = await asyncio.to_thread(checkpoint_choice)
     if choice is None:
         return False
-    choice = choice.strip().lower()
-    if choice not in ("e", "s", "extend", "synthesize"):
-        print("answer e or s")
+    action, guidance = choice
+    if not action:
         return True
-    action = "extend_budget" if choice.startswith("e") else "synthesize"
-    guidance = ""
-    if action == "extend_budget":
-        g = await _read_line("guidance for the search (optional)> ")
-        guidance = (g or "").strip()
-    from zocrates_nb.app import NoPendingCheckpoint
 
     printer = TurnPrinter(app, json_mode=False, verbose=args.verbose)
     try:

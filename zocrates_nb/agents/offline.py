@@ -391,6 +391,8 @@ def _passages(result: Any, query: str) -> list[Passage]:
 
 @dataclass
 class SearchPlanState:
+    """What the messages so far say about the run (rebuilt from them at each step)."""
+
     goal: str
     scope: str  # library | selection | collection
     active_keys: list[str]
@@ -398,16 +400,16 @@ class SearchPlanState:
     ceiling: int
     outlines: dict[str, Outline]  # by doc key and by parent key
     injected: set[str]
-    passages: list[Passage]
-    survey: list[Passage]
-    searched_queries: set[tuple[str, str, str]]  # (query, chunk_type, item_key)
-    toc_fetched: set[str]
-    read: dict[str, set[str]]  # key → asset ids read
-    read_sections: set[tuple[str, str]]  # (doc key, asset id) actually returned
-    read_words: int
-    used: int
-    exhausted: bool
-    guidance: str
+    guidance: str = ""
+    passages: list[Passage] = field(default_factory=list)
+    survey: list[Passage] = field(default_factory=list)
+    searched_queries: set[tuple[str, str, str]] = field(default_factory=set)  # (q, type, key)
+    toc_fetched: set[str] = field(default_factory=set)
+    read: dict[str, set[str]] = field(default_factory=dict)  # key → asset ids read
+    read_sections: set[tuple[str, str]] = field(default_factory=set)  # (doc key, asset id)
+    read_words: int = 0
+    used: int = 0
+    exhausted: bool = False
 
 
 class OfflineSearch:
@@ -462,15 +464,6 @@ class OfflineSearch:
             ceiling=ceiling,
             outlines=outlines,
             injected=injected,
-            passages=[],
-            survey=[],
-            searched_queries=set(),
-            toc_fetched=set(),
-            read={},
-            read_sections=set(),
-            read_words=0,
-            used=0,
-            exhausted=False,
             guidance=guidance,
         )
         # Only refusals and notices since the latest prompt count: an extension lifts them.

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -488,38 +488,10 @@ def _item(r: sqlite3.Row) -> ItemRecord:
 
 
 def _document(r: sqlite3.Row) -> DocumentRecord:
-    return DocumentRecord(
-        doc_key=r["doc_key"],
-        item_key=r["item_key"],
-        kind=r["kind"],
-        title=r["title"],
-        file=r["file"],
-        sha256=r["sha256"],
-        file_size=r["file_size"],
-        file_mtime_ns=r["file_mtime_ns"],
-        version=r["version"],
-        status=r["status"],
-        error=r["error"],
-        bundle_dir=r["bundle_dir"],
-        n_chunks=r["n_chunks"],
-        indexed_at=r["indexed_at"],
-    )
+    return DocumentRecord(**{f.name: r[f.name] for f in fields(DocumentRecord)})
 
 
 def _chunk(r: sqlite3.Row) -> Chunk:
-    return Chunk(
-        chunk_id=r["chunk_id"],
-        item_key=r["item_key"],
-        attachment_key=r["attachment_key"],
-        line_start=r["line_start"],
-        line_end=r["line_end"],
-        section=r["section"],
-        section_id=r["section_id"],
-        chunk_type=r["chunk_type"],
-        text=r["text"],
-        title=r["title"],
-        authors=json.loads(r["authors"]),
-        year=r["year"],
-        page=r["page"],
-        page_end=r["page_end"],
-    )
+    """Columns are named after the fields; authors is stored as JSON."""
+    values = {f.name: r[f.name] for f in fields(Chunk)}
+    return Chunk(**{**values, "authors": json.loads(values["authors"])})

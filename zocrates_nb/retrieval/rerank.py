@@ -56,7 +56,8 @@ def is_substantive(e: Evidence) -> bool:
     heading = re.sub(r"^[\divxlc.]+\s+", "", heading)  # "0 Contents" → "contents"
     if heading in _TOC_HEADINGS:
         return False
-    if len(_strip_yaml(e.text).split()) < 20 and _strip_yaml(e.text) != e.text:
+    rest = _strip_yaml(e.text)
+    if rest != e.text and len(rest.split()) < 20:  # a metadata block and little else
         return False
     return e.chunk_type in ("table", "figure") or not _looks_like_toc(e.text)
 

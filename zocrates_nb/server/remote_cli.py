@@ -20,8 +20,10 @@ from zocrates_nb.app_cli import (
     CommandError,
     TurnPrinter,
     ask_options,
+    checkpoint_choice,
     print_sessions,
     question_lines,
+    read_line,
 )
 
 if TYPE_CHECKING:
@@ -141,12 +143,6 @@ def sessions_command(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------- chat
-def _read_line(prompt: str) -> str | None:
-    print(prompt, end="", flush=True)
-    line = sys.stdin.readline()
-    return None if line == "" else line.rstrip("\n")
-
-
 def chat_command(args: argparse.Namespace) -> int:
     with _client(args) as client:
         session: str | None = args.session
@@ -159,7 +155,7 @@ def chat_command(args: argparse.Namespace) -> int:
                 if not _checkpoint_prompt(client, session, pending, args):
                     return 0
                 continue
-            line = _read_line("\nyou> ")
+            line = read_line("\nyou> ")
             if line is None:
                 return 0
             line = line.strip()
@@ -205,18 +201,12 @@ def _checkpoint_prompt(
     client: RemoteClient, session: str, interrupt_id: str, args: argparse.Namespace
 ) -> bool:
     """Ask the researcher at a pending checkpoint; False when input ended."""
-    print("\nThe search paused: [e]xtend the search, or [s]ynthesize the answer now?")
-    choice = _read_line("checkpoint (e/s)> ")
+    choice = checkpoint_choice()
     if choice is None:
         return False
-    choice = choice.strip().lower()
-    if choice not in ("e", "s", "extend", "synthesize"):
-        print("answer e or s")
+    action, guidance = choice
+    if not action:
         return True
-    action = "extend_budget" if choice.startswith("e") else "synthesize"
-    guidance = ""
-    if action == "extend_budget":
-        guidance = (_read_line("guidance for the search (optional)> ") or "").strip()
     printer = _printer(client, args, False)
     events = client.resume(session, action, guidance=guidance, interrupt_id=interrupt_id)
     _run(printer, events, args.server)
