@@ -14,11 +14,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from zocrates_nb.errors import ZocratesError
+
 CONFIG_FILE = "zocrates_config.json"
 ENV_HOME = "ZOCRATES_HOME"
 
 
-class ConfigError(ValueError):
+class ConfigError(ZocratesError, ValueError):
     """A malformed configuration; the message names the bad key."""
 
 

@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zocrates_nb.errors import ZocratesError
+
 DOCUMENT = "document.md"
 TOC = "toc.json"
 
@@ -119,5 +121,5 @@ class Bundle:
         return (directory / TOC).is_file() and (directory / DOCUMENT).is_file()
 
 
-class ConversionError(Exception):
+class ConversionError(ZocratesError):
     """A document that cannot be converted; the message is a one-line reason for the report."""

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zocrates_nb.errors import ZocratesError
+
 # Zotero's attachment link modes, by name (Zotero stores 0..4).
 LINK_MODES = ("imported_file", "imported_url", "linked_file", "linked_url", "embedded_image")
 
@@ -144,5 +146,5 @@ class Library:
         ]
 
 
-class LibraryError(Exception):
+class LibraryError(ZocratesError):
     """A library cannot be opened or read; the message says what to do about it."""

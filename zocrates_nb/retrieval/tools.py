@@ -95,7 +95,7 @@ class Toolkit:
     def __init__(self, index: Index, state: RunState) -> None:
         self.index = index
         self.state = state
-        self.guard = ScopeGuard(index, state.scope)
+        self.guard = ScopeGuard(index, state)
         self._bundles: dict[str, Bundle] = {}
 
     # ================================================================== guard
