@@ -37,7 +37,8 @@ def evaluate(home: Path, questions: Path, corpus: Path) -> dict[str, Any]:
 
     from zocrates_nb.config import load_settings
     from zocrates_nb.index import Index
-    from zocrates_nb.retrieval import RunState, Toolkit, make_scope
+    from zocrates_nb.retrieval import Toolkit, bind
+    from zocrates_nb.turn import Scope
 
     settings = load_settings(home)
     index = Index.open(home, settings)
@@ -50,11 +51,12 @@ def evaluate(home: Path, questions: Path, corpus: Path) -> dict[str, Any]:
             q = json.loads(line)
             scope_spec = q.get("scope") or {}
             cols = [scope_spec["collection"]] if scope_spec.get("collection") else []
-            scope = make_scope(index, items=scope_spec.get("items"), collections=cols)
-            kit = Toolkit(index, RunState.new(settings.retrieval, goal=q["question"], scope=scope))
+            scope = Scope(items=scope_spec.get("items") or [], collections=cols)
+            state = bind(index, scope, settings.retrieval, goal=q["question"])
+            kit = Toolkit(index, state)
             got = kit.search_corpus(q["question"], limit=max(KS))
             results = got.get("results", [])
-            allowed = set(scope.allowed_keys)
+            allowed = set(state.allowed_keys)
             violations = sum(1 for r in results if scope.kind != "library"
                              and r["item_key"] not in allowed)
             row: dict[str, Any] = {"id": q["id"], "kind": q["kind"], "violations": violations}

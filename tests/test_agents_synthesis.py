@@ -91,12 +91,13 @@ def test_offline_verification_prunes_and_splits_sources(tmp_path: Path, small_in
     (c,) = final.citations
     assert c.n == 1 and c.item_key == RAFT and c.support is not None and c.support > 0.5
     # The stored turn keeps the evidence with cited flags and support probabilities.
-    rows = app.turn(final.turn_id)["evidence"]
-    cited = [r for r in rows if r["cited"]]
-    assert [r["item_key"] for r in cited] == [RAFT]
-    garden_rows = [r for r in rows if r["item_key"] == GARDEN and r["ranked"]]
-    assert garden_rows and all(not r["cited"] for r in garden_rows)
-    assert any(r["support"] is not None and r["support"] < 0.5 for r in garden_rows)
+    rows = app.turn(final.turn_id).evidence
+    assert rows == final.evidence  # the answer's event carries the stored record
+    cited = [r for r in rows if r.cited]
+    assert [r.item_key for r in cited] == [RAFT]
+    garden_rows = [r for r in rows if r.item_key == GARDEN and r.ranked]
+    assert garden_rows and all(not r.cited for r in garden_rows)
+    assert any(r.support is not None and r.support < 0.5 for r in garden_rows)
 
 
 def test_verifier_model_judges_each_citation(tmp_path: Path, small_index: Any) -> None:

@@ -81,8 +81,8 @@ def test_selection_scope_is_respected(corpus_app: App) -> None:
     )
     final = terminal(run(corpus_app.ask(question, items=["ULJB8NEJ"], hitl=False)))
     assert [s.title for s in final.cited_sources] == ["Paxos Made Moderately Complex"]
-    rows = corpus_app.turn(final.turn_id)["evidence"]
-    assert rows and {r["title"] for r in rows} == {"Paxos Made Moderately Complex"}
+    rows = corpus_app.turn(final.turn_id).evidence
+    assert rows and {r.title for r in rows} == {"Paxos Made Moderately Complex"}
 
 
 def _cli(home: Any, *args: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from zocrates_nb.agents import citations as cit
@@ -38,6 +39,19 @@ from zocrates_nb.turn import EvidenceRow
 REACTIVE_WORD_SHARE = 0.8
 
 
+class PausedRun(BaseModel):
+    """A paused search as the session store keeps it (a checkpoint snapshot's payload): the run
+    state and the search agent's messages, and what the turn needs to answer once resumed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_state: dict[str, Any]  # RunState JSON
+    search_messages: list[Any] = Field(default_factory=list)
+    goal: str = ""
+    coordinator_messages: list[Any] = Field(default_factory=list)  # the turn's, so far
+    active_items: list[Any] = Field(default_factory=list)  # ActiveItemView JSON
+
+
 @dataclass
 class Outcome:
     """How a search run ended for now: answered, or paused at a checkpoint."""
@@ -46,7 +60,7 @@ class Outcome:
     goal: str
     answer: cit.CitedAnswer | None = None
     checkpoint: CheckpointEvent | None = None
-    snapshot: dict[str, Any] = field(default_factory=dict)  # for the session store
+    paused: PausedRun | None = None  # at a checkpoint: what the session store keeps
     ranked: list[Evidence] = field(default_factory=list)
     gathered: list[Evidence] = field(default_factory=list)  # everything the search found
     report: CompletionReport | None = None
@@ -156,10 +170,10 @@ class SearchPipeline:
         )
         return await self._loop(state, [], prompt)
 
-    async def resume(self, payload: dict[str, Any], action: str, guidance: str = "") -> Outcome:
+    async def resume(self, paused: PausedRun, action: str, guidance: str = "") -> Outcome:
         t = self.turn
-        state = RunState.from_json(payload["run_state"])
-        history = load_messages(payload.get("search_messages"))
+        state = RunState.from_json(paused.run_state)
+        history = load_messages(paused.search_messages)
         if action == "extend_budget":
             _, missing = checkpoint_gaps(state)
             if state.grant_extension():
@@ -230,17 +244,15 @@ class SearchPipeline:
             f"Pausing for your decision (extension {n} of {MAX_EXTENSIONS})",
             interrupt_id=event.interrupt_id,
         )
-        snapshot = {
-            "run_state": state.to_json(),
-            "search_messages": dump_messages(messages),
-            "goal": state.goal,
-        }
+        paused = PausedRun(
+            run_state=state.to_json(), search_messages=dump_messages(messages), goal=state.goal
+        )
         self.record_audit(state, state.report)
         return Outcome(
             "checkpoint",
             state.goal,
             checkpoint=event,
-            snapshot=snapshot,
+            paused=paused,
             gathered=list(state.evidence),
             report=state.report,
             state=state,

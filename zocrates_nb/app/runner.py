@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 from zocrates_nb.agents.active import build_active_items, dump_active_items, load_active_items
 from zocrates_nb.agents.citations import sanitize
 from zocrates_nb.agents.coordinator import CoordinatorDeps, coordinator_agent, record_answer
-from zocrates_nb.agents.pipeline import Outcome, SearchPipeline, dump_messages, load_messages
+from zocrates_nb.agents.pipeline import (
+    Outcome,
+    PausedRun,
+    SearchPipeline,
+    dump_messages,
+    load_messages,
+)
 from zocrates_nb.agents.prompts import ActiveItemView
 from zocrates_nb.agents.runtime import Roles, TurnContext, UsageBook
 from zocrates_nb.agents.synthesizer import stream_handler
@@ -96,13 +102,12 @@ class TurnRunner:
             turn.usage.add("coordinator", run.usage, rm.model_string)
             output, new_messages = run.output, run.new_messages()
             seconds = time.monotonic() - t0
-            if isinstance(output, Outcome) and output.kind == "checkpoint":
-                snapshot = {
-                    **output.snapshot,
+            if isinstance(output, Outcome) and output.paused is not None:
+                paused = output.paused.model_copy(update={
                     "coordinator_messages": dump_messages(new_messages),
                     "active_items": dump_active_items(active),
-                }
-                await self._pause(turn, result, output, snapshot, seconds)
+                })  # fmt: skip
+                await self._pause(turn, result, output, paused, seconds)
                 return
             if isinstance(output, Outcome):
                 text = output.text
@@ -161,7 +166,6 @@ class TurnRunner:
     ) -> None:
         """The resumed turn, holding the checkpoint's claim (token `claim`) until it ends."""
         store, app = self.store, self.app
-        payload = snapshot.payload
         result: TurnResult | None = None
         roles: Roles | None = None
         resolved = False  # the answer cleared the checkpoint: no claim left to release
@@ -180,27 +184,30 @@ class TurnRunner:
         try:
             result = await asyncio.to_thread(store.get_turn, snapshot.turn_id)
             app.settings  # noqa: B018
-            run_state = RunState.from_json(payload["run_state"])
+            paused = PausedRun.model_validate(snapshot.payload)
+            run_state = RunState.from_json(paused.run_state)
             names = await asyncio.to_thread(
                 collection_names, app.library_index, result.options.scope.collections
             )
-            active = load_active_items(payload.get("active_items"))
+            active = load_active_items(paused.active_items)
             roles = await asyncio.to_thread(app.roles, result.options.model)
             turn = self._context(queue, result, roles, run_state.allowed_keys, names, active)
             turn.usage = UsageBook(result.usage.model_copy(deep=True))
             turn.timings.update(result.timings)
             turn.steps = list(result.steps)
-            outcome = await SearchPipeline(turn).resume(payload, action, guidance)
+            outcome = await SearchPipeline(turn).resume(paused, action, guidance)
             seconds = result.seconds + time.monotonic() - t0
-            if outcome.kind == "checkpoint":
-                new_payload = {**payload, **outcome.snapshot}
-                await self._pause(turn, result, outcome, new_payload, seconds, claim=claim)
+            if outcome.paused is not None:
+                again = outcome.paused.model_copy(update={
+                    "coordinator_messages": paused.coordinator_messages,
+                    "active_items": paused.active_items,
+                })  # fmt: skip
+                await self._pause(turn, result, outcome, again, seconds, claim=claim)
                 return
             # Resolve first (only while this resume still holds the claim), then record.
             await asyncio.to_thread(store.clear_checkpoint, session_id, claim=claim)
             resolved = True
-            messages = record_answer(load_messages(payload.get("coordinator_messages")),
-                                     outcome.text)  # fmt: skip
+            messages = record_answer(load_messages(paused.coordinator_messages), outcome.text)
             await asyncio.to_thread(
                 store.append_messages, session_id, messages, turn_id=result.turn_id
             )
@@ -303,7 +310,7 @@ class TurnRunner:
         turn: TurnContext,
         result: TurnResult,
         outcome: Outcome,
-        payload: dict[str, Any],
+        paused: PausedRun,
         seconds: float,
         *,
         claim: str | None = None,
@@ -314,7 +321,7 @@ class TurnRunner:
                                                                     "turn_id"}))
         record = self._record(turn, result, outcome, seconds, checkpoint=info)
         snapshot = CheckpointSnapshot(interrupt_id=ev.interrupt_id, turn_id=result.turn_id,
-                                      payload=payload)  # fmt: skip
+                                      payload=paused.model_dump(mode="json"))  # fmt: skip
         await asyncio.to_thread(
             self.store.save_checkpoint, result.session_id, snapshot, turn=record, claim=claim
         )

@@ -106,21 +106,21 @@ class RemoteClient:
 
     # --- look-ups ---------------------------------------------------------------------------
     def sessions(self, limit: int = 50) -> list[SessionSummary]:
-        return SessionList.model_validate(self._get("sessions")).sessions[:limit]
+        return SessionList.model_validate(self._fetch("sessions")).sessions[:limit]
 
     def session(self, session_id: str) -> SessionSummary:
         return self.detail(session_id).summary()
 
     def detail(self, session_id: str) -> SessionDetail:
         """The session with its turns, as the server shows it."""
-        return SessionDetail.model_validate(self._get(f"sessions/{quote(session_id, safe='')}"))
+        return SessionDetail.model_validate(self._fetch(f"sessions/{quote(session_id, safe='')}"))
 
     def turn(self, turn_id: str, *, session_id: str | None = None) -> TurnResult:
         """One turn as stored (in `session_id`, by default the last session streamed)."""
         sid = quote(session_id or self.last_session_id or "", safe="")
-        return TurnResult.model_validate(self._get(f"sessions/{sid}/turns/{quote(turn_id)}"))
+        return TurnResult.model_validate(self._fetch(f"sessions/{sid}/turns/{quote(turn_id)}"))
 
-    def _get(self, path: str) -> Any:
+    def _fetch(self, path: str) -> Any:
         try:
             response = self._http.get(self.base + path)
         except httpx.HTTPError as e:

@@ -7,6 +7,7 @@ two writers serialise instead of overwriting each other.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -461,7 +462,8 @@ class SessionStore:
     def clear_checkpoint(
         self, session_id: str, *, claim: str | None = None
     ) -> CheckpointSnapshot | None:
-        """Remove the pending snapshot (after synthesis); returns what was there.
+        """Remove the pending snapshot (after synthesis) and the checkpoint from its turn's
+        record; returns what was there.
 
         With a claim token, only the claim's holder may clear it (CheckpointClaimed or
         NoPendingCheckpoint otherwise).
@@ -476,7 +478,12 @@ class SessionStore:
                 state.checkpoint = None
 
             self._apply_state(c, session_id, take)
-            self._touch(c, session_id, time.time())
+            now = time.time()
+            if taken is not None:  # the turn's record shows a checkpoint only while it waits
+                with contextlib.suppress(SessionNotFound):
+                    turn = self._read_turn(c, taken.turn_id)
+                    self._write_turn(c, turn.model_copy(update={"checkpoint": None}), now)
+            self._touch(c, session_id, now)
         return taken
 
     def claim_checkpoint(
