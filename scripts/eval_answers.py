@@ -99,8 +99,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 if ev.type in ("final", "error", "checkpoint"):
                     final = ev
             seconds = time.perf_counter() - t0
-            stored = app.turn(turn_id) if turn_id else {}
-            evidence = stored.get("evidence") or []
+            stored = app.turn(turn_id).evidence if turn_id else []
+            evidence = [e.model_dump() for e in stored]
             cited = (
                 [s.title for s in final.cited_sources] if final and final.type == "final" else []
             )

@@ -190,7 +190,8 @@ def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path,
     assert app.sessions()[0].title == "hello there" and app.session(sid).turns == 1
     chips = app.search_titles("raft")
     assert chips[0].kind == "item" and chips[0].key == RAFT
-    assert any(c.kind == "collection" and c.title == "Systems" for c in app.search_titles("systems"))
+    found = app.search_titles("systems")
+    assert any(c.kind == "collection" and c.title == "Systems" for c in found)
     info = app.doctor()
     assert info["any_cloud_endpoint"] is False
     assert set(info["models"]["roles"]) == {"coordinator", "search", "synthesizer", "verifier"}

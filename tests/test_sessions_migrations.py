@@ -40,12 +40,13 @@ def first_release_rows(db: Path) -> dict[str, Any]:
     c.row_factory = sqlite3.Row
     try:
         assert c.execute("PRAGMA user_version").fetchone()[0] == 1
+        turns = c.execute("SELECT * FROM turns").fetchall()
+        states = c.execute("SELECT * FROM state").fetchall()
         return {
             "sessions": {r["id"]: dict(r) for r in c.execute("SELECT * FROM sessions")},
-            "turns": {r["turn_id"]: {**dict(r), "payload": json.loads(r["payload"])}
-                      for r in c.execute("SELECT * FROM turns")},  # fmt: skip
-            "state": {r["session_id"]: json.loads(r["data"])
-                      for r in c.execute("SELECT * FROM state")},  # fmt: skip
+            "turns": {t["turn_id"]: {**dict(t), "payload": json.loads(t["payload"])}
+                      for t in turns},
+            "state": {r["session_id"]: json.loads(r["data"]) for r in states},
             "messages": c.execute("SELECT count(*) FROM messages").fetchone()[0],
         }
     finally:
