@@ -16,6 +16,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, Use
 
 
 def user_prompts(messages: Sequence[ModelMessage]) -> list[str]:
+    """The text prompts of the conversation, oldest first."""
     out: list[str] = []
     for m in messages:
         if isinstance(m, ModelRequest):
@@ -39,10 +40,8 @@ def exchanges(messages: Sequence[ModelMessage]) -> list[Exchange]:
     where: dict[str, int] = {}
     order: list[str] = []
     results: dict[str, Any] = {}
-    from pydantic_ai.messages import ModelResponse as _Resp
-
     for i, m in enumerate(messages):
-        if isinstance(m, _Resp):
+        if isinstance(m, ModelResponse):
             for rp in m.parts:
                 if isinstance(rp, ToolCallPart):
                     calls[rp.tool_call_id] = rp
@@ -69,6 +68,7 @@ def sections_of(prompt: str) -> dict[str, str]:
 
 
 def result_dict(result: Any) -> dict[str, Any]:
+    """A tool result as a dict, however it came back (dict, JSON text, plain text, list)."""
     if isinstance(result, dict):
         return result
     if isinstance(result, str):
@@ -83,6 +83,7 @@ def result_dict(result: Any) -> dict[str, Any]:
 
 
 def refused(result: Any) -> bool:
+    """Whether the tool refused the call (budget, scope, error): it gathered nothing."""
     d = result_dict(result)
     return d.get("status") in ("budget_exhausted", "refused", "error", "out_of_scope")
 

@@ -46,6 +46,7 @@ _OUTLINE_LINE_RE = re.compile(r"^(\s*)- \[([a-z]+\d*)\]\s*(.*?)\s*(?:\(~(\d+) wo
 
 
 def parse_outlines(text: str) -> list[Outline]:
+    """The outlines in a tool result or prompt (as `retrieval.outline` renders them)."""
     out: list[Outline] = []
     cur: Outline | None = None
     for line in text.splitlines():
@@ -80,6 +81,7 @@ class Passage:
 
 
 def passages_of(result: Any, query: str) -> list[Passage]:
+    """The passages a `search_corpus` result holds, each remembering the query that found it."""
     d = result_dict(result)
     rows = d.get("results") or d.get("hits") or d.get("chunks") or []
     out = []
