@@ -23,8 +23,8 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
 from zocrates_nb.agents.offline import parse_evidence
-from zocrates_nb.agents.textutil import split_sentences
 from zocrates_nb.app import App
+from zocrates_nb.text import split_sentences
 
 
 def evidence_of(messages: list[ModelMessage]) -> dict[str, tuple[int, str]]:
@@ -161,6 +161,6 @@ def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce(
     ],
 )
 def test_a_quantity_is_a_number_not_a_year_or_a_pointer(sentence: str, states: bool) -> None:
-    from zocrates_nb.agents.offline import _states_quantity
+    from zocrates_nb.agents.offline.writer import states_quantity
 
-    assert _states_quantity(sentence) is states
+    assert states_quantity(sentence) is states

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from zocrates_nb.agents.models import describe_model_error, redact
+from zocrates_nb.agents.model_errors import describe_model_error
+from zocrates_nb.redaction import redact
 from zocrates_nb.config import ConfigError
 from zocrates_nb.errors import ZocratesError, explain
 

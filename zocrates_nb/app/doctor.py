@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from zocrates_nb.agents.models import redact
+from zocrates_nb.redaction import redact
 
 if TYPE_CHECKING:
     from zocrates_nb.app.facade import App
