@@ -44,11 +44,13 @@ WIDGET_OPTIONS = ("session_id", *(f for f in AskOptions.model_fields if f not in
 
 # ---------------------------------------------------------------------------- assets
 def asset_path(name: str) -> Path:
-    """`chat.js` / `chat.css`: shipped as package data (`zocrates_nb/static/`, a symlink to
-    `widgets/dist/` in a checkout), else taken from the source tree's `widgets/dist/`."""
+    """`chat.js` (the bundle, `widgets/dist/`) / `chat.css` (the one stylesheet, `widgets/src/`):
+    shipped as package data (`zocrates_nb/static/`, symlinks into `widgets/` in a checkout), else
+    taken from the source tree."""
+    folder = "dist" if name.endswith(".js") else "src"  # the CSS needs no build step
     candidates = [
         Path(str(resources.files("zocrates_nb").joinpath("static", name))),
-        Path(__file__).resolve().parents[1] / "widgets" / "dist" / name,
+        Path(__file__).resolve().parents[1] / "widgets" / folder / name,
     ]
     for path in candidates:
         if path.is_file():
