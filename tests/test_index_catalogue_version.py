@@ -10,6 +10,7 @@ the code is refused and left as it is.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
@@ -169,3 +170,27 @@ def test_a_rebuild_by_another_connection_is_seen_and_leaves_a_fresh_schema(
     reopened = Catalog(path)  # opening a current catalogue rebuilds nothing
     assert reopened.get_meta("embedding_model") == "m"
     reopened.close()
+
+
+def test_the_beir_benchmark_rebuilds_its_own_outdated_cache(tmp_path: Path) -> None:
+    """`bench beir` keeps its index under the data home: an old one is its cache, not an error."""
+    from zocrates_nb.bench_retrieval import bench_beir
+
+    data = tmp_path / "beir"
+    (data / "qrels").mkdir(parents=True)
+    docs = [("d1", "Raft elects a leader with randomized election timeouts."),
+            ("d2", "Water tomato plants deeply at the base."),
+            ("d3", "BM25 weights a query term by its inverse document frequency.")]
+    (data / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": "", "text": t}) + "\n" for i, t in docs), "utf-8")
+    (data / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "how is a raft leader elected"}) + "\n", "utf-8")
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", "utf-8")
+    args = argparse.Namespace(dir=data, home=tmp_path / "home", json=True, split="test",
+                              queries_limit=None)
+    assert bench_beir(args)["index_cached"] is False
+    (bench_home,) = (tmp_path / "home" / "bench").iterdir()
+    _swap_catalogue(bench_home, FIXTURE / "catalog.sqlite")
+    again = bench_beir(args)
+    assert again["index_cached"] is False and again["methods"]["bm25"]["ndcg@10"] == 1.0
+    assert _user_version(bench_home / "index" / "catalog.sqlite") == CATALOGUE_VERSION
