@@ -28,11 +28,12 @@ CATALOGUE_VERSION = 2
 """The format of catalog.sqlite, kept in its `PRAGMA user_version`.
 
 Bump it with any change to `_SCHEMA` (a table, column, index, trigger, the FTS5 columns or
-tokenizer) or to what a stored column means. A catalogue of another version is never read:
-`status`, `search` and `ask` say so until `zocrates-nb index` rebuilds it and the vectors from
-the cached bundles (no paper is converted again; bundles, settings and sessions are kept). A
-catalogue newer than the code is refused. A change to how chunks are cut that keeps the columns
-bumps `CHUNKER_VERSION` (index/chunking.py) instead: documents then re-chunk one by one.
+tokenizer) or to what a stored column means; every table belongs in `_SCHEMA`, which is what a
+new file and a rebuilt one get. A catalogue of another version is never read: `status`,
+`search` and `ask` say so until `zocrates-nb index` rebuilds it and the vectors from the cached
+bundles (no paper is converted again; bundles, settings and sessions are kept). A catalogue
+newer than the code is refused. A change to how chunks are cut that keeps the columns bumps
+`CHUNKER_VERSION` (index/chunking.py) instead: documents then re-chunk one by one.
 
 History: 1 = the first release (user_version left at 0, `meta.schema_version` "1");
 2 = the version kept in user_version.
