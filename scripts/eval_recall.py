@@ -7,7 +7,9 @@ the gold paper and either contains the gold phrase (loose match, as QUESTIONS.md
 its page span includes the gold page.
 
     zocrates-nb --home H index --zotero-dir ../shared/corpus/zotero-library
-    .venv/bin/python scripts/eval_recall.py --home H [--questions FILE] [--json]
+    .venv/bin/python scripts/eval_recall.py --home H [--corpus DIR] [--questions FILE] [--json]
+
+The corpus is `--corpus`, else $ZOCRATES_TEST_CORPUS, else ../shared/corpus.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+from corpus_dir import add_corpus_argument
+
 KS = (1, 5, 10)
 
 
@@ -128,11 +131,12 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--home", type=Path, required=True, help="data home with the indexed library")
-    p.add_argument("--questions", type=Path, default=CORPUS / "questions-dev.jsonl")
-    p.add_argument("--corpus", type=Path, default=CORPUS)
+    add_corpus_argument(p)
+    p.add_argument("--questions", type=Path, help="default: the corpus's questions-dev.jsonl")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    result = evaluate(args.home, args.questions, args.corpus)
+    questions = args.questions or args.corpus / "questions-dev.jsonl"
+    result = evaluate(args.home, questions, args.corpus)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

@@ -17,21 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ZOTERO_DIR, corpus_path
 
 from zocrates_nb.library import Item, Library, LibraryError, read_zotero_dir
 from zocrates_nb.library.zotero_dir import open_snapshot
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CORPUS = SHARED / "corpus"
-ZOTERO_DIR = CORPUS / "zotero-library"
-BUILD_SCRIPT = CORPUS / "build_zotero_library.py"
 
 pytestmark = pytest.mark.corpus
 
 
 def _need_corpus() -> None:
-    if not (ZOTERO_DIR / "zotero.sqlite").is_file():
-        pytest.skip(f"../shared/corpus not found: {ZOTERO_DIR}")
+    corpus_path("zotero-library", "zotero.sqlite")
 
 
 def _sha256(path: Path) -> str:
@@ -46,8 +41,7 @@ def library() -> Library:
 
 @pytest.fixture(scope="module")
 def manifest() -> dict[str, dict[str, Any]]:
-    _need_corpus()
-    papers = json.loads((CORPUS / "papers" / "manifest.json").read_text(encoding="utf-8"))
+    papers = json.loads(corpus_path("papers", "manifest.json").read_text(encoding="utf-8"))
     return {p["title"]: p for p in papers}
 
 
@@ -60,11 +54,12 @@ def legacy_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     on a busy disk and 0.3 s in RAM.
     """
     _need_corpus()
+    build_script = corpus_path("build_zotero_library.py")
 
     def build(out: Path) -> Path:
         flags = ["--legacy-type-ids", "--no-fulltext", "--copy", "--out", str(out)]
         subprocess.run(
-            [sys.executable, str(BUILD_SCRIPT), *flags],
+            [sys.executable, str(build_script), *flags],
             check=True,
             capture_output=True,
             timeout=600,
@@ -329,7 +324,7 @@ def test_linked_files_absolute_and_relative_to_the_base_directory(
     db_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no Zotero profile: no base directory
-    paper = CORPUS / "papers" / "raft.pdf"
+    paper = corpus_path("papers", "raft.pdf")
     base = tmp_path / "papers-base"
     (base / "consensus").mkdir(parents=True)
     shutil.copyfile(paper, base / "consensus" / "raft.pdf")

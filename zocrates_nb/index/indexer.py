@@ -124,6 +124,8 @@ def index_library(
         notes=sum(1 for _ in library.notes()),
     )
     with index.writer_lock():
+        if index.catalog.outdated:  # written by an older zocrates-nb: rebuilt, not migrated
+            index.rebuild()
         _check_model(index)
         catalog = index.catalog
         unfinished = catalog.doc_keys_with_status("indexing")
