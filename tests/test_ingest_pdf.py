@@ -97,7 +97,7 @@ def test_generated_paper_structure(tmp_path: Path) -> None:
 def test_corrupt_pdf_is_a_conversion_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pdf"
     bad.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 20)
-    with pytest.raises(ConversionError, match="corrupt"):
+    with pytest.raises(ConversionError, match="damaged PDF"):
         convert_file(bad)
 
 

@@ -173,9 +173,13 @@ def test_fallback_text_rescues_an_unreadable_file(tmp_path: Path) -> None:
     assert b.toc.converter == "zotero-ft-cache"
     assert "Text from Zotero's index." in b.markdown
     assert [s.title for s in b.toc.sections[1:]] == ["Introduction"]
+    assert b.toc.warnings == [
+        "damaged PDF: it cannot be opened (it may be truncated or only partly downloaded); "
+        "download it again; indexed the text Zotero extracted instead"
+    ]
     empty_cache = tmp_path / "empty-cache"
     empty_cache.write_text("  \n", "utf-8")
-    with pytest.raises(ConversionError, match="corrupt"):
+    with pytest.raises(ConversionError, match="damaged PDF"):
         convert_file(bad, "application/pdf", fallback_text=empty_cache)
 
 
