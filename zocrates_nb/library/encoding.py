@@ -4,7 +4,8 @@ Windows' "Unicode" save writes UTF-16 with a byte-order mark; older tools write 
 files get truncated mid-character or carry NUL bytes. Guessing silently (the old Latin-1
 fallback) turned UTF-16 notes into NUL-riddled mojibake that nothing could search, so:
 a BOM decides the encoding; otherwise UTF-8, and whatever is not valid UTF-8 becomes U+FFFD
-with a warning; text with no UTF-8 sequence at all and only Windows-1252 letters is read as
+with a warning. One exception keeps legacy notes searchable: text with no UTF-8 sequence at
+all whose other bytes are accented letters inside words ("caf\xe9") is read as
 Windows-1252, also with a warning. Control characters (NUL…) are removed, with a warning.
 Lives in `library` because both the folder reader (front matter) and the converters use it.
 """
@@ -25,8 +26,11 @@ _BOMS = (  # UTF-32 first: its little-endian BOM starts with UTF-16's
 _UTF8_MULTIBYTE = re.compile(
     rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
 )
-# Bytes Windows-1252 leaves undefined, and C1 controls: not legacy text.
-_NOT_CP1252 = re.compile(rb"[\x81\x8d\x8f\x90\x9d]")
+_HIGH = re.compile(rb"[\x80-\xff]")
+# Legacy 8-bit text: accented letters inside words ("caf\xe9", "cr\xe8me"), or Windows-1252's
+# curly quotes and dashes. A stray byte between spaces is damage, not an encoding.
+_CP1252_LETTER = re.compile(rb"(?<=[A-Za-z\xc0-\xfe])[\xc0-\xfe]|[\xc0-\xfe](?=[A-Za-z\xc0-\xfe])")
+_CP1252_PUNCT = re.compile(rb"[\x85\x91-\x97]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
@@ -64,7 +68,7 @@ def _decode(data: bytes, declared: str | None) -> DecodedText:
         return DecodedText(data.decode("utf-8"), "UTF-8")
     except UnicodeDecodeError:
         pass
-    if not _UTF8_MULTIBYTE.search(data) and not _NOT_CP1252.search(data):
+    if not _UTF8_MULTIBYTE.search(data) and _legacy(data):
         return DecodedText(
             data.decode("cp1252"),
             "Windows-1252",
@@ -72,6 +76,13 @@ def _decode(data: bytes, declared: str | None) -> DecodedText:
              "letters look wrong"],
         )
     return _lenient(data, "utf-8", "UTF-8")
+
+
+def _legacy(data: bytes) -> bool:
+    """Most bytes above ASCII read as Windows-1252 letters in words or its punctuation."""
+    high = len(_HIGH.findall(data))
+    fitting = len(_CP1252_LETTER.findall(data)) + len(_CP1252_PUNCT.findall(data))
+    return high > 0 and fitting >= 0.8 * high
 
 
 def _lenient(data: bytes, codec: str, name: str) -> DecodedText:
