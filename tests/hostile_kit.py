@@ -33,12 +33,16 @@ def table_row(n: int) -> list[str]:
 TABLE_HEADER = ["Sample", "Site", "Depth", "Temp", "Salinity", "Cast"]
 
 
-def long_table_pdf(path: Path, pages: int = 120) -> Path:
-    """One table over `pages` pages: caption on page 1, its header repeated on every page."""
+def long_table_pdf(path: Path, pages: int = 120, continued: bool = False) -> Path:
+    """One table over `pages` pages: caption on page 1, its header repeated on every page
+    (under a "Table 1 (continued, part B)" line when `continued`)."""
     c = canvas.Canvas(str(path), pagesize=letter)
     n = 0
     for p in range(pages):
         y = 740.0
+        if p and continued:
+            c.setFont("Times-Roman", 9)
+            c.drawString(72, y + 16, f"Table 1 (continued, part {chr(65 + p % 26)})")
         if p == 0:
             c.setFont("Helvetica-Bold", 18)
             c.drawString(72, y, "Ocean Survey Appendix")

@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
+from reportlab.pdfgen import canvas
 
 from zocrates_nb.ingest import (
     Bundle,
@@ -289,13 +290,25 @@ def test_an_html_page_saved_as_pdf_is_recognised(tmp_path: Path) -> None:
     assert "Seagrass meadows store carbon" in b.markdown
     assert b.toc.warnings == [
         "not a PDF: an HTML page saved with a .pdf name; indexed as a web page"]
+    small = tmp_path / "small.pdf"
+    c = canvas.Canvas(str(small))
+    c.drawString(72, 720, "A real PDF with enough text on its single page to count.")
+    c.showPage()
+    c.save()
     png = tmp_path / "figure.pdf"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
     with pytest.raises(ConversionError, match=r"^not a PDF: an image \(PNG\) saved with a \.pdf"):
         convert_file(png, "application/pdf")
     assert sniff(b"\xef\xbb\xbf  <!doctype html><html>") == "html"
     assert sniff(codecs.BOM_UTF16_LE + "<html><body>".encode("utf-16-le")) == "html"
-    assert sniff(b"junk\n%PDF-1.7\n") == "pdf" and sniff(b"# Markdown") is None
+    assert sniff(b"\n%PDF-1.7\n") == "pdf" and sniff(b"# Markdown") is None
+    assert sniff(b"# Notes on the format\n\nA file starts with %PDF-1.7.") is None
+    junk = tmp_path / "junk-first.pdf"  # PDF readers accept a few bytes before the header
+    junk.write_bytes(b"\r\n\x00junk" + small.read_bytes())
+    assert convert_file(junk, "application/pdf").toc.pages == 1
+    named_md = tmp_path / "really-a-pdf.md"
+    named_md.write_bytes(small.read_bytes())
+    assert convert_file(named_md).toc.warnings == ["a PDF saved as markdown: read as a PDF"]
 
 
 @pytest.mark.parametrize(

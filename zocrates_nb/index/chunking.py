@@ -102,8 +102,10 @@ def chunk_bundle(
         if section.id == "s0":
             heading = ""
             # The frontmatter chunk already stands for a short s0 (title, authors, abstract);
-            # a long one (a document without headings) is body text of its own.
-            if not is_note and sum(u.words for u in units) - front_words < min_words:
+            # a long one, or a whole document without headings, is body text of its own.
+            whole = len(toc.sections) == 1
+            if (not is_note and not whole
+                    and sum(u.words for u in units) - front_words < min_words):
                 continue
         else:
             heading = section_heading(section)

@@ -376,8 +376,8 @@ def _note_doc(note: Note, item: Item | None, salt: list[Any]) -> _Doc:
 # -- running ------------------------------------------------------------------------------
 
 
-# In the converter process: [job id, pages read, pages in all] of the file being converted,
-# shared with the indexing process (set by `_init_worker`).
+# In the converter process: [job id, pages read, pages in all, heartbeats] of the file being
+# converted, shared with the indexing process (set by `_init_worker`).
 _PROGRESS: Any = None
 
 
@@ -397,10 +397,10 @@ def _convert_to_cache(
 
     def progress(done: int, total: int) -> None:
         if shared is not None:
-            shared[1], shared[2] = done, total
+            shared[1], shared[2], shared[3] = done, total, shared[3] + 1
 
     if shared is not None:
-        shared[0], shared[1], shared[2] = job, 0, 0
+        shared[0], shared[1], shared[2], shared[3] = job, 0, 0, 0
     try:
         bundle = convert_file(
             Path(path),
@@ -456,7 +456,7 @@ class _Converter:
             return
         if self._pool is None:
             context = multiprocessing.get_context("spawn")
-            self._progress = context.Array("q", 3, lock=False)
+            self._progress = context.Array("q", 4, lock=False)
             self._pool = cf.ProcessPoolExecutor(
                 max_workers=1, mp_context=context, initializer=_init_worker,
                 initargs=(self._progress,),
@@ -473,12 +473,12 @@ class _Converter:
             job,
         )
 
-    def _pages(self, sha: str) -> tuple[int, int] | None:
-        """(pages read, pages in all) while the worker converts this document."""
+    def _pages(self, sha: str) -> tuple[int, int, int] | None:
+        """(pages read, pages in all, heartbeats) while the worker converts this document."""
         shared = self._progress
         if shared is None or shared[0] != self._jobs.get(sha):
             return None
-        return int(shared[1]), int(shared[2])
+        return int(shared[1]), int(shared[2]), int(shared[3])
 
     def convert(
         self, doc: _Doc, on_progress: Callable[[int, int], None] | None = None
@@ -502,7 +502,7 @@ class _Converter:
         if future is None:
             return None
         deadline = time.monotonic() + self.timeout
-        seen: tuple[int, int] | None = None
+        seen: tuple[int, int, int] | None = None
         while True:
             try:
                 wait = max(min(_POLL, deadline - time.monotonic()), 0.0)
@@ -513,7 +513,7 @@ class _Converter:
                 if pages is not None and pages != seen:
                     seen, deadline = pages, time.monotonic() + self.timeout
                     if on_progress is not None and pages[1]:
-                        on_progress(*pages)
+                        on_progress(pages[0], pages[1])
                 if time.monotonic() >= deadline:
                     self._restart()
                     at = f" (at page {seen[0] + 1:,} of {seen[1]:,})" if seen and seen[1] else ""
@@ -521,6 +521,9 @@ class _Converter:
             except BrokenProcessPool:
                 self._restart()
                 return "the converter stopped on this file (it may be too large or damaged)"
+            except Exception as e:  # the worker could not even run it (e.g. a pickling error)
+                self._futures.pop(sha, None)
+                return plain_message(e)
         self._futures.pop(sha, None)
         return error
 

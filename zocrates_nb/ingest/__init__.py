@@ -60,12 +60,12 @@ _PASSWORD = re.compile(r"<input[^>]+type\s*=\s*[\"']?password", re.IGNORECASE)
 
 def sniff(head: bytes) -> str | None:
     """What the first bytes of a file say it is: "pdf", "html", or None (no telling)."""
-    if b"%PDF-" in head[:1024]:  # PDF readers accept junk before the header
-        return "pdf"
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if text.startswith(b"%pdf-"):
+        return "pdf"
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        text = head[2:].decode("utf-16-le" if head[0] == 0xFF else "utf-16-be", "ignore")
-        text = text.strip().lower().encode("ascii", "ignore")
+        codec = "utf-16-le" if head[0] == 0xFF else "utf-16-be"
+        text = head[2:].decode(codec, "ignore").strip().lower().encode("ascii", "ignore")
     if text.startswith((b"<!doctype html", b"<html")) or any(
         tag in text[:1024] for tag in (b"<html", b"<head>", b"<body")
     ):
@@ -145,6 +145,8 @@ def _convert(path: Path, content_type: str, max_pages: int, progress: Progress |
     with open(path, "rb") as fh:
         head = fh.read(1024)
     actual = sniff(head)
+    if kind == "pdf" and b"%PDF-" in head:  # PDF readers accept junk before the header
+        actual = "pdf"
     if kind == "pdf" and actual != "pdf":
         if actual == "html":
             return _html_named_pdf(path)

@@ -155,7 +155,15 @@ def _round_up(n: int) -> int:
 def convert_pdf(
     path: Path, *, max_pages: int = DEFAULT_MAX_PAGES, progress: Progress | None = None
 ) -> Bundle:
+    """`progress(done, total)` is called before each page is read, then with (total, total)
+    after each document-wide step (a heartbeat while a long document is assembled)."""
     pages, page1_text = read_pages(path, max_pages, progress)
+    n = len(pages)
+
+    def step() -> None:
+        if progress is not None:
+            progress(n, n)
+
     chars = sum(len(ln.text) for p in pages for ln in p.lines)
     if chars < 20 * len(pages):
         raise ConversionError(
@@ -164,13 +172,15 @@ def convert_pdf(
             "recognition) and index again"
         )
     _order_pages(pages)
+    step()
     remove_page_furniture(pages)
     for p in pages:
         for ln in p.lines:
             for s in ln.spans:
                 s.text = normalize_text(s.text)
             ln.touch()
-    return _assemble(pages, page1_text)
+    step()
+    return _assemble(pages, page1_text, step)
 
 
 def _layout_key(gutters: list[tuple[float, float]]) -> tuple[tuple[int, int], ...]:
@@ -293,7 +303,9 @@ def _prose(text: str) -> bool:
     return bool(words) and sum(1 for w in words if w[0].islower()) >= 0.4 * len(words)
 
 
-def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
+def _assemble(
+    pages: list[PageLines], page1_text: str, step: Callable[[], None] = lambda: None
+) -> Bundle:
     body = measure_body(pages)
     lines = _doc_lines(pages, body)
     title_idx = _title_lines(lines, pages, body)
@@ -305,7 +317,9 @@ def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
     for dl in lines:
         dl.in_figure = graphics[dl.page].contains(dl.line)
     title_key = " ".join(lines[i].line.text for i in title_idx)
+    step()
     heads = find_headings(lines, body, heading_skip, p1_end, title=title_key)
+    step()
     head_at = {c.index: c for c in heads}
     head_lines = {c.index + k for c in heads for k in range(c.count)}
     caps = find_captions(lines, body, head_lines | skip)

@@ -173,7 +173,7 @@ def _continued(lines: list[DocLine], pages: dict[int, range], page: int, col: in
         first_text = [t for _, t in taken[0][1]]
         if first_text == head_text:
             taken[0] = (taken[0][0], [])
-        for members_, _ in (rows[k] for k in range(lead)):
+        for _, members_ in rows[:lead]:
             out.append((members_, []))  # the "(continued)" line: used, not a row
         out.extend(taken)
         total += len(taken)
