@@ -21,7 +21,7 @@ ODD_NAME = "odd\nname \u202eevil\u202c caf\u00e9 \u6587\u732e \U0001f4da.md"
 BAD_BYTES_NAME = os.fsdecode(b"bad-bytes-\xff\xfe-name.md")
 
 COLUMNS = [72, 150, 250, 330, 410, 490]  # x of each table column (wide gaps between cells)
-ROWS_PER_PAGE = 45
+ROWS_PER_PAGE = 25
 
 
 def table_row(n: int) -> list[str]:
@@ -222,7 +222,7 @@ def build_kit(root: Path, outside: Path) -> dict[str, Path]:
     )
     k["1 MB single line"] = root / "one-line.txt"
     k["1 MB single line"].write_text(
-        "sedimentation " * 75_000 + "and a lonely wombat at the end", "utf-8"
+        ("sedimentcore" * 5 + " ") * 16_500 + "and a lonely wombat at the end", "utf-8"
     )
 
     # PDFs.
