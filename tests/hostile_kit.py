@@ -79,15 +79,23 @@ PROSE = (
 )
 
 
+CHAPTERS = ["Introduction", "Drainage Records", "Parish Surveys", "Ditch Depths", "Surveyors",
+            "Methods", "Flood Events", "Maintenance", "Costs", "Comparisons", "Discussion",
+            "Conclusions"]
+
+
 def long_pdf(path: Path, pages: int = 600, lines: int = 4) -> Path:
     """A report of `pages` pages of `lines` lines: a numbered chapter every 50 pages, a marker
     sentence on the last page. Few lines by default: the page count is the point."""
     c = canvas.Canvas(str(path), pagesize=letter)
     for p in range(pages):
         y = 720.0
+        if p == 0:
+            c.setFont("Helvetica-Bold", 18)
+            c.drawString(72, 745, "District Drainage Report")
         if p % 50 == 0:
             c.setFont("Times-Bold", 12)
-            c.drawString(72, y, f"{p // 50 + 1} Chapter on district {p // 50 + 1}")
+            c.drawString(72, y, f"{p // 50 + 1} {CHAPTERS[p // 50 % len(CHAPTERS)]}")
             y -= 22
         c.setFont("Times-Roman", 10)
         for k in range(lines):
