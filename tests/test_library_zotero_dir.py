@@ -361,3 +361,30 @@ def test_not_a_zotero_directory(tmp_path: Path) -> None:
     (tmp_path / "zotero.sqlite").write_bytes(b"not a database at all" * 100)
     with pytest.raises(LibraryError, match=r"zotero\.sqlite"):
         read_zotero_dir(tmp_path)
+
+
+def test_a_storage_file_that_links_out_of_storage_is_skipped(db_copy: Path, tmp_path: Path) -> None:
+    """Zotero's storage holds copies; a link in it leading elsewhere is not read. A linked
+    file with an absolute path is where the user put it, so it is read (resolved)."""
+    lib = read_zotero_dir(db_copy)
+    pdfs = sorted((a for a in lib.attachments() if a.link_mode == "imported_file"),
+                  key=lambda a: a.key)
+    outside = tmp_path / "elsewhere" / "secret.pdf"
+    outside.parent.mkdir()
+    shutil.copyfile(CORPUS / "papers" / "raft.pdf", outside)
+    inside = db_copy / "storage" / "SHARED01" / "real.pdf"
+    inside.parent.mkdir(parents=True)
+    shutil.copyfile(CORPUS / "papers" / "raft.pdf", inside)
+    out_att, in_att, dir_att = pdfs[0], pdfs[1], pdfs[2]
+    for att, target in ((out_att, outside), (in_att, inside)):
+        link = db_copy / "storage" / att.key / att.filename
+        link.parent.mkdir(parents=True)
+        link.symlink_to(target)
+    (db_copy / "storage" / dir_att.key / dir_att.filename).mkdir(parents=True)
+    again = {a.key: a for a in read_zotero_dir(db_copy).attachments()}
+    assert again[out_att.key].path is None
+    assert again[out_att.key].skip_reason == (
+        f"a symbolic link to {outside.resolve()}, outside Zotero's storage folder: not followed")
+    assert again[in_att.key].path == inside.resolve() and again[in_att.key].skip_reason is None
+    assert again[dir_att.key].skip_reason == (
+        f"a folder, not a file: {db_copy / 'storage' / dir_att.key / dir_att.filename}")

@@ -20,7 +20,7 @@ TOC = "toc.json"
 # Bump whenever any converter (PDF, HTML/notes, Markdown, text) would write a different bundle
 # for the same input: the bundle cache and the index fingerprints include it, so an upgrade
 # re-converts and re-indexes every converted document instead of keeping stale bundles.
-CONVERTER_VERSION = 3
+CONVERTER_VERSION = 4
 
 
 @dataclass
@@ -62,6 +62,9 @@ class Toc:
     sections: list[Section] = field(default_factory=list)
     figures: list[Asset] = field(default_factory=list)
     tables: list[Asset] = field(default_factory=list)
+    # What the reader should know about this conversion (bad bytes replaced, markup flattened,
+    # an HTML page saved as .pdf…): one plain line each, shown in the index report.
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
