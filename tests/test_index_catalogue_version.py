@@ -97,7 +97,7 @@ def test_an_older_catalogue_is_reported_until_index_rebuilds_it_keeping_bundles_
         error = terminal(run(app.ask("How does Raft elect a leader?", hitl=False)))
         assert error.type == "error" and OLDER in error.message
         assert "Error" not in error.message and "Traceback" not in error.message
-        session_ids = [s["session_id"] for s in app.sessions()]
+        session_ids = [s.session_id for s in app.sessions()]
         assert session_ids and app.doctor()["index_health"]["ok"] is False
     assert _content(catalog) == before and _user_version(catalog) == 0  # nothing changed
 
@@ -116,7 +116,7 @@ def test_an_older_catalogue_is_reported_until_index_rebuilds_it_keeping_bundles_
         assert index.dense.ids() == set(index.catalog.chunk_ids())  # no vector of the old era
         assert index.catalog.chunk_count() == report["chunks"] > 0
     with App.open(home) as app:
-        assert [s["session_id"] for s in app.sessions()] == session_ids
+        assert [s.session_id for s in app.sessions()] == session_ids
         assert app.settings.retrieval.budget == 7
 
 

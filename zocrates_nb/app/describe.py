@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from zocrates_nb.agents.model_errors import describe_model_error
-from zocrates_nb.redaction import redact
 from zocrates_nb.config import ConfigError
 from zocrates_nb.errors import ZocratesError, explain
+from zocrates_nb.redaction import redact
 
 if TYPE_CHECKING:
     from zocrates_nb.agents.runtime import Roles

@@ -25,13 +25,14 @@ class TurnPrinter:
         *,
         json_mode: bool,
         verbose: bool,
-        out: TextIO = sys.stdout,
-        err: TextIO = sys.stderr,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
     ) -> None:
         self.client = client
         self.json_mode = json_mode
         self.verbose = verbose
-        self.out, self.err = out, err
+        # The streams of the moment, not of import time (a redirected stdout must be honoured).
+        self.out, self.err = out or sys.stdout, err or sys.stderr
         self.session_id = ""
         self.turn_id = ""
         self.final: Final | None = None
