@@ -371,10 +371,10 @@ def test_a_storage_file_that_links_out_of_storage_is_skipped(db_copy: Path, tmp_
                   key=lambda a: a.key)
     outside = tmp_path / "elsewhere" / "secret.pdf"
     outside.parent.mkdir()
-    shutil.copyfile(CORPUS / "papers" / "raft.pdf", outside)
+    shutil.copyfile(corpus_path("papers", "raft.pdf"), outside)
     inside = db_copy / "storage" / "SHARED01" / "real.pdf"
     inside.parent.mkdir(parents=True)
-    shutil.copyfile(CORPUS / "papers" / "raft.pdf", inside)
+    shutil.copyfile(corpus_path("papers", "raft.pdf"), inside)
     out_att, in_att, dir_att = pdfs[0], pdfs[1], pdfs[2]
     for att, target in ((out_att, outside), (in_att, inside)):
         link = db_copy / "storage" / att.key / att.filename
