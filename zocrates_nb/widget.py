@@ -23,6 +23,7 @@ import anywidget
 import traitlets as t
 
 from zocrates_nb.app.describe import describe_error
+from zocrates_nb.errors import UsageError
 from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, TextDelta, Thinking
 from zocrates_nb.turn import AskOptions, TurnResult
 
@@ -181,6 +182,23 @@ class ChatWidget(anywidget.AnyWidget):
         self.on_msg(self._on_msg)
 
     # --- public -------------------------------------------------------------------------
+    def evidence(self) -> Any:
+        """The panel session's evidence DataFrame (`frames.evidence_frame`)."""
+        from zocrates_nb.frames import evidence_frame
+
+        return evidence_frame(self.app, self._require_session())
+
+    def audit(self) -> Any:
+        """The panel session's audit DataFrame, one row per turn (`frames.audit_frame`)."""
+        from zocrates_nb.frames import audit_frame
+
+        return audit_frame(self.app, self._require_session())
+
+    def _require_session(self) -> str:
+        if not self.session_id:
+            raise UsageError("the panel has no session yet: ask a question in it first")
+        return self.session_id
+
     @property
     def running(self) -> bool:
         """A turn is running (or stopping) in this kernel."""
@@ -450,8 +468,8 @@ class ChatWidget(anywidget.AnyWidget):
 _APPS: dict[tuple[str, str], App] = {}
 
 
-def chat(home: str | os.PathLike[str] | None = None, **kwargs: Any) -> ChatWidget:
-    """Open the chat panel on a data home (default: $ZOCRATES_HOME or ~/.zocrates-nb).
+def chat(home: App | str | os.PathLike[str] | None = None, **kwargs: Any) -> ChatWidget:
+    """Open the chat panel on an App or a data home (default: $ZOCRATES_HOME or ~/.zocrates-nb).
 
     Widget options (`session_id`, `hitl`, `budget`, `word_ceiling`, `model`) go to the panel;
     any other keyword is a settings override for `App.open`. The App is opened once per home and
@@ -460,6 +478,8 @@ def chat(home: str | os.PathLike[str] | None = None, **kwargs: Any) -> ChatWidge
     from zocrates_nb.app import App
 
     options = {k: kwargs.pop(k) for k in WIDGET_OPTIONS if k in kwargs}
+    if isinstance(home, App):
+        return ChatWidget(home, **options)
     key = (str(Path(home).expanduser().resolve()) if home is not None else "",
            repr(sorted(kwargs.items())))
     app = _APPS.get(key)
