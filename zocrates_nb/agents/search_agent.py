@@ -96,8 +96,7 @@ async def search_corpus(
     elif everywhere:
         label = f"Looking for passages on “{_short(query)}”"
     else:
-        which = "one paper" if isinstance(item_key, str) else "some papers"
-        label = f"Looking inside {which} for “{_short(query)}”"
+        label = f"Looking inside {_paper_names(deps, item_key)} for “{_short(query)}”"
     deps.turn.step("search", label, query=query)
     out = await _call(deps, deps.toolkit.search_corpus, query, item_key, chunk_type, limit)
     _budget_step(deps, out)
@@ -106,12 +105,34 @@ async def search_corpus(
         papers = len({r.get("item_key") for r in out.get("results") or []})
         deps.turn.step(
             "search",
-            f"Found {n} passages in {papers} papers",
+            f"Found {_plural(n, 'passage')} in {_plural(papers, 'paper')}",
             query=query,
             passages=n,
             papers=papers,
         )
     return out
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _paper_names(deps: SearchDeps, item_key: Any) -> str:
+    """“Title” of the paper searched (or of the first of several), for the step label."""
+    keys = [item_key] if isinstance(item_key, str) else [str(k) for k in item_key or []]
+    titles = []
+    for key in keys:
+        try:
+            record = deps.toolkit.index.item(key)
+        except Exception:  # a label must never fail the search
+            record = None
+        titles.append(f"“{_short(record.title)}”" if record is not None and record.title
+                      else "one paper")
+    if not titles:
+        return "some papers"
+    if len(titles) == 1:
+        return titles[0]
+    return f"{titles[0]} and {_plural(len(titles) - 1, 'other paper')}"
 
 
 async def get_document_toc(ctx: RunContext[SearchDeps], item_key: str) -> dict[str, Any]:

@@ -22,8 +22,9 @@ raises `CheckpointClaimed`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +50,8 @@ from zocrates_nb.sessions import (
     claim_holds,
 )
 from zocrates_nb.turn import AskOptions, Scope, SessionSummary, TurnResult
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Index, IndexReport
@@ -165,6 +168,24 @@ class App:
             index = self.library_index
             self._engine = OfflineEngine(index.model_name, lexicon=library_lexicon(index))
         return self._engine
+
+    def warm_up(self, progress: Callable[[str], None] | None = None) -> None:
+        """Load what a turn needs (index, embedding model, offline engine, reranker) ahead of the
+        first question, so that it does not wait 15–30 s on a spinner. `progress(stage)` names
+        each part as it starts. A part that fails to load is left for the turn to report."""
+        stages: list[tuple[str, Callable[[], object]]] = [
+            ("the search index and embedding model",
+             lambda: self.library_index.search("warm up", limit=1)),
+            ("the offline engine", self.engine),
+            ("the reranker", lambda: self.reranker.rank("warm up", ["a passage to rank"])),
+        ]
+        for stage, load in stages:
+            if progress is not None:
+                progress(stage)
+            try:
+                load()
+            except Exception as e:
+                log.warning("could not load %s ahead of the first turn: %s", stage, e)
 
     def roles(self, model: str | None = None) -> Roles:
         return resolve_roles(self.registry, self.engine, model, self.role_models)

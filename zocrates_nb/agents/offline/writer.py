@@ -363,7 +363,8 @@ class OfflineSynthesizer:
             for run, _ in sorted(runs, key=lambda u: (u[0][0].chunk.index, u[0][0].order)):
                 sents = []
                 for c in run:
-                    t = c.text.rstrip()
+                    # Quoted paper text is text: a stray backtick must not open a code span.
+                    t = c.text.rstrip().replace("`", "\\`")
                     sents.append(t if t[-1:] in ".!?" else t + ".")
                 first = run[0].chunk
                 section = f" _(§ {first.section})_" if first.section else ""
