@@ -59,8 +59,10 @@ def test_there_are_four_notebooks() -> None:
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_offline(notebook: Path, data_home: Path, tmp_path: Path) -> None:
     run_notebooks([notebook], data_home, tmp_path)
-    # No library in the data home: the sample went to a data home of its own, not into this one.
-    assert not (data_home / "index").exists()
+    # No library in the data home: the sample went to a data home of its own, not into this one
+    # (`doctor` in notebook 04 may open an empty index there; it holds no passage).
+    if (data_home / "index" / "catalog.sqlite").exists():
+        assert catalog_snapshot(data_home)["chunks"] == []
     if notebook.stem != "04-configure-a-model":
         assert (data_home / "samples" / "sample" / "index" / "catalog.sqlite").is_file()
 
