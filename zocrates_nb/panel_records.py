@@ -41,7 +41,8 @@ def history_turn(turn: TurnResult, app: App | None = None) -> dict[str, Any]:
         "other_sources": source_records(app, turn.other_sources),
         "citations": [c.model_dump(mode="json") for c in turn.citations],
         "steps": [s.model_dump(mode="json", exclude_none=True) for s in turn.steps],
-        "checkpoint": checkpoint.model_dump(mode="json") if checkpoint else None,
+        "checkpoint": (checkpoint.model_dump(mode="json") | {"papers": papers_covered(turn)}
+                       if checkpoint else None),
         "scope": scope_record(app, turn.scope),
     }
     if status == "error":
@@ -51,6 +52,11 @@ def history_turn(turn: TurnResult, app: App | None = None) -> dict[str, Any]:
     if turn.seconds:
         out["seconds"] = turn.seconds
     return out
+
+
+def papers_covered(turn: TurnResult, limit: int = 12) -> list[str]:
+    """Titles of the papers a turn's search has gathered passages from, best first."""
+    return list(dict.fromkeys(e.title for e in turn.evidence if e.title))[:limit]
 
 
 def scope_record(app: App | None, scope: Scope) -> dict[str, Any]:
@@ -151,5 +157,5 @@ def _collection_names(app: App | None) -> dict[str, str]:
         return {}
 
 
-__all__ = ["example_prompts", "history_turn", "library_summary", "scope_record",
+__all__ = ["example_prompts", "history_turn", "library_summary", "papers_covered", "scope_record",
            "source_records", "zotero_links"]

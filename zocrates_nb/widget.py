@@ -25,8 +25,22 @@ import traitlets as t
 
 from zocrates_nb.app.describe import describe_error
 from zocrates_nb.errors import UsageError
-from zocrates_nb.events import ErrorEvent, Event, Final, Step, TextDelta, Thinking
-from zocrates_nb.panel_records import history_turn, library_summary, scope_record, source_records
+from zocrates_nb.events import (
+    CheckpointEvent,
+    ErrorEvent,
+    Event,
+    Final,
+    Step,
+    TextDelta,
+    Thinking,
+)
+from zocrates_nb.panel_records import (
+    history_turn,
+    library_summary,
+    papers_covered,
+    scope_record,
+    source_records,
+)
 from zocrates_nb.sessions import CheckpointPending
 from zocrates_nb.turn import AskOptions
 
@@ -47,8 +61,8 @@ PAUSED_HINT = ("A question in this session is paused at a checkpoint: choose “
                "research extension” or “Synthesize with current evidence” on its card first, "
                "or start a new session with ＋.")
 # `chat(home, …)` keywords for the panel: the session, and the options the chips do not set.
-WIDGET_OPTIONS = ("session_id", "warm_up", *(f for f in AskOptions.model_fields if f not in ("items",
-                                                                                 "collections")))
+WIDGET_OPTIONS = ("session_id", "warm_up",
+                  *(f for f in AskOptions.model_fields if f not in ("items", "collections")))
 
 
 # ---------------------------------------------------------------------------- assets
@@ -475,6 +489,10 @@ class ChatWidget(anywidget.AnyWidget):
             payload["cited_sources"] = source_records(self.app, event.cited_sources)
             payload["other_sources"] = source_records(self.app, event.other_sources)
             payload["scope"] = scope_record(self.app, event.scope)
+        elif isinstance(event, CheckpointEvent):  # the card names the papers covered so far
+            payload["papers"] = []
+            with contextlib.suppress(Exception):
+                payload["papers"] = papers_covered(self.app.turn(event.turn_id))
         self.send({"kind": "event", "event": payload})
 
     def _set_error(self, message: str) -> None:

@@ -19,6 +19,7 @@ from zocrates_nb.text import entities, mentions, split_sentences, strip_referenc
 
 # A passage whose similarity to the goal is below this counts as weak evidence.
 WEAK_EVIDENCE = 0.38
+STRONG_EVIDENCE = 0.6  # a passage this similar to the goal reads as answering it
 NOTHING_RELEVANT = 0.30
 
 
@@ -305,13 +306,20 @@ class OfflineSearch:
             gaps.append("nothing found about " + ", ".join(missing))
         papers = {p.item_key for p in st.passages}
         read = sum(len(v) for v in st.read.values())
+        # Plain words for the researcher's checkpoint card (the number stays in the notes).
+        match = ("a close match" if best >= STRONG_EVIDENCE else
+                 "a partial match" if best >= WEAK_EVIDENCE else "a weak match")
         summary = (
-            f"{len(st.passages)} passages from {len(papers)} papers"
-            + (f" and {read} sections read in full" if read else "")
-            + f"; best match similarity {best:.2f}."
+            f"{_plural(len(st.passages), 'passage')} from {_plural(len(papers), 'paper')}"
+            + (f" and {_plural(read, 'section')} read in full" if read else "")
+            + f"; the closest passage is {match} for the question."
         )
         notes = (
             "Offline search (no language model): passages chosen by hybrid search, "
-            "sections by outline."
+            f"sections by outline; best match similarity {best:.2f}."
         )
         return tool_call("conclude_search", {"summary": summary, "notes": notes, "gaps": gaps})
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
