@@ -137,6 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--zotero-dir", type=Path, help="library to benchmark (default: the sample)")
     be.add_argument("--folder", type=Path)
     be.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    be.add_argument("--cold", action="store_true",
+                    help="ui: also time the first question of fresh processes, with and without "
+                         "the panel's background warm-up")
+    be.add_argument("--indexed", action="store_true",
+                    help="ui: use --home as it is (already indexed; sessions are added to it)")
     be.add_argument("--json", action="store_true")
     be.set_defaults(func=bench_command)
     return p
