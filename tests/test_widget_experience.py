@@ -65,8 +65,8 @@ def test_a_panel_on_an_empty_home_does_not_warm_up_and_its_banner_has_no_backtic
     tmp_path: Path,
 ) -> None:
     with App.open(tmp_path / "empty") as empty:
-        widget, _ = panel(empty)
-        assert widget._warmup is None
+        widget, _ = panel(empty, warm_up=True)
+        assert widget._warmup is None, "nothing to search: no models to load"
         assert "not indexed yet" in widget.error and "`" not in widget.error
         assert widget.library == {}
 
