@@ -484,7 +484,7 @@ def _experience(page: Any, timings: dict[str, float]) -> None:
     offer = fresh.get_by_test_id("paused-offer")
     expect(offer).to_be_visible(timeout=120_000)
     expect(fresh.get_by_test_id("library-size")).to_contain_text("4 papers")
-    assert "⏸" in fresh.get_by_test_id("session-picker").inner_text()
+    assert "Paused · " in fresh.get_by_test_id("session-picker").inner_text()
     _shot(page, "12-reconnected-offers-paused-session")
     offer.click()
     live_card = fresh.get_by_test_id("checkpoint-card")

@@ -123,9 +123,14 @@ def example_prompts(items: list[Any], collections: dict[str, str]) -> list[str]:
     titled = sorted((i for i in items if i.title), key=lambda i: (-(i.year or 0), i.title))
     if titled:
         prompts.append(f"What problem does “{_short(titled[0].title)}” address, and how?")
+    # A topic: the tag that the most papers also speak of in their title or abstract (a tag
+    # like "classic" or "to-read" names no topic and is mentioned by none).
     tags = Counter(t for i in items for t in i.tags if 2 < len(t) < 40)
-    if tags:
-        prompts.append(f"What does my library say about {tags.most_common(1)[0][0]}?")
+    spoken = Counter({t: sum(t.lower() in f"{i.title} {i.abstract}".lower() for i in items)
+                      for t in tags})
+    topic = max(tags, key=lambda t: (spoken[t] + tags[t], spoken[t], t), default="")
+    if topic and spoken[topic]:
+        prompts.append(f"What does my library say about {topic}?")
     elif len(titled) > 1:
         prompts.append(f"What are the main findings of “{_short(titled[1].title)}”?")
     if collections:

@@ -234,9 +234,18 @@ class ChatView {
    * In a view of its own ("Create New View for Cell Output") the panel takes the view's height,
    * so the input stays visible and only the conversation scrolls, however small the view.
    */
-  fitToContainer() {
+  fitToContainer(attempt = 0) {
+    if (typeof this.win.ResizeObserver !== "function") return;
+    if (!this.el.isConnected) {
+      // anywidget renders before the output is attached: look again once it is.
+      if (attempt < 100) {
+        const timer = this.win.setTimeout(() => this.fitToContainer(attempt + 1), 50);
+        this.disposers.push(() => this.win.clearTimeout(timer));
+      }
+      return;
+    }
     const view = this.el.closest?.(".jp-LinkedOutputView");
-    if (!view || typeof this.win.ResizeObserver !== "function") return;
+    if (!view) return;
     const fit = () => {
       const top = this.root.getBoundingClientRect().top - view.getBoundingClientRect().top + view.scrollTop;
       const height = Math.max(view.clientHeight - top - 4, 200);
@@ -466,7 +475,7 @@ class ChatView {
                     "data-session-id": s.id,
                     onclick: () => this.header.open(s.id),
                   },
-                  h("span", { class: "zc-paused-icon", "aria-hidden": "true", text: "⏸" }),
+                  icon(h, "pause", "zc-icon zc-paused-icon"),
                   h("span", { text: `Resume “${oneLine(s.title || "Untitled session", 70)}”` }),
                 ),
               ),

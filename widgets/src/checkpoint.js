@@ -28,7 +28,13 @@ export function checkpointTitle(cp) {
 /** Example guidance from this search itself: a missing aspect, else a paper it covered. */
 export function guidanceExample(cp) {
   const aspect = (cp.missing_aspects ?? []).find((a) => a && a.length < 120);
-  if (aspect) return `e.g. “${short(aspect.replace(/^nothing found about /i, "look for "))}”`;
+  if (aspect) {
+    const wish = aspect
+      .replace(/^nothing found about /i, "look for ")
+      .replace(/^"([^"]+)":\s*relevant sections not read yet$/i, "read the relevant sections of $1")
+      .replace(/["“”]/g, "");
+    return `e.g. “${short(wish, 80)}”`;
+  }
   const paper = (cp.papers ?? [])[0];
   if (paper) return `e.g. “look closer at ${short(paper, 50)}”`;
   return "Optional guidance for the next search";

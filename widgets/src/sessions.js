@@ -1,13 +1,14 @@
-// The panel's header: the session picker (open another session; paused ones marked ⏸), a filter
+// The panel's header: the session picker (open another session; paused ones marked), a filter
 // for it, rename and delete, ＋ (a new session) and the label of the model that answers.
 import { icon } from "./dom.js";
 
 const DELETE_ARM_MS = 4000; // a second click within this confirms a delete
 
-/** A session's line in the picker: ⏸ for one paused at a checkpoint, its title, when. */
+/** A session's line in the picker: "Paused · " for one waiting at a checkpoint, its title, when. */
 export function sessionLabel(s) {
   const title = s.title || "Untitled session";
-  return [`${s.paused ? "⏸ " : ""}${title}${s.paused ? " (paused)" : ""}`, formatUpdated(s.updated)].filter(Boolean).join(" — ");
+  // Plain words, not a ⏸ glyph: a <select> shows text only, and not every font has the glyph.
+  return [`${s.paused ? "Paused · " : ""}${title}`, formatUpdated(s.updated)].filter(Boolean).join(" — ");
 }
 
 function formatUpdated(value) {

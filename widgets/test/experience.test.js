@@ -279,8 +279,8 @@ test("the picker marks paused sessions; rename, delete (two clicks) and find", (
   const w = mount(t, { state: { sessions: SESSIONS } });
   const picker = w.byId("session-picker");
   const labels = [...picker.options].map((o) => o.textContent);
-  assert.match(labels[1], /^⏸ Lock services survey \(paused\)/);
-  assert.doesNotMatch(labels[0], /⏸/);
+  assert.match(labels[1], /^Paused · Lock services survey/);
+  assert.doesNotMatch(labels[0], /Paused/);
 
   w.click(w.byId("rename-session"));
   const title = w.byId("session-title-input");
@@ -349,6 +349,8 @@ test("the checkpoint card's words match its numbers, name the papers and suggest
   assert.doesNotMatch(card.textContent, /budget is used up/);
   assert.deepEqual([...w.byId("checkpoint-papers", card).children].map((li) => li.textContent), ["Raft", "Chubby"]);
   assert.equal(w.byId("guidance-input", card).placeholder, "e.g. “look for lock delays”");
+  const w2 = pausedPanel(t, sampleCheckpoint({ missing_aspects: ['"Leases and Lock Delays": relevant sections not read yet'] }));
+  assert.equal(w2.byId("guidance-input").placeholder, "e.g. “read the relevant sections of Leases and Lock Delays”");
   w.click(w.byId("synthesize-button", card));
   assert.match(w.byId("checkpoint-decision", card).textContent, /Synthesizing with the current evidence \(2 papers covered\)/);
 });
