@@ -223,3 +223,26 @@ def test_chat_returns_a_panel_with_its_session_evidence_and_audit(app: App) -> N
     assert len(evidence) > 0 and evidence["cited"].any()
     assert list(audit["query"]) == [FACTUAL]
     assert audit["words"].iloc[0] > 0
+
+
+def test_a_stray_backtick_in_quoted_paper_text_stays_text(tmp_path: Path) -> None:
+    """The offline engine quotes papers as Markdown: a lone backtick in a quote is escaped, so
+    the panel does not turn the rest of the answer into a code span."""
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "flags.md").write_text(
+        "# Command Line Flags for Safe Deployments\n\n## 1 The force flag\n\n"
+        "The deploy tool skips every safety check when the operator passes the `--force flag "
+        "on the command line, which is why operators should never pass the force flag during "
+        "a production deployment of the service.\n", "utf-8")
+    with App.open(tmp_path / "home") as fapp:
+        fapp.index(folder=folder)
+
+        async def ask() -> Any:
+            events = [e async for e in fapp.ask("Why should operators never pass the force flag?")]
+            return events[-1]
+
+        final = run(ask())
+    assert final.type == "final"
+    assert "\\`--force flag" in final.answer
+    assert "`--force" not in final.answer.replace("\\`", "")
