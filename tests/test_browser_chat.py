@@ -469,7 +469,7 @@ def _experience(page: Any, timings: dict[str, float]) -> None:
     # A kernel restart: the old panel says it is disconnected and how to reconnect.
     page.get_by_role("menuitem", name="Kernel").click()
     page.get_by_text("Restart Kernel…", exact=True).click()
-    page.get_by_role("button", name="Restart").click()
+    page.locator(".jp-Dialog-button.jp-mod-accept").click()  # "Confirm Kernel Restart"
     banner = panel.get_by_test_id("disconnected-banner")
     expect(banner).to_be_visible(timeout=60_000)
     expect(banner).to_contain_text("Run the panel's cell again")
