@@ -59,7 +59,7 @@ MESSAGE_KINDS = frozenset(
 MAX_PROMPT_CHARS = 4000  # the front end counts down near it; Python refuses longer ones too
 PAUSED_HINT = ("A question in this session is paused at a checkpoint: choose “Grant deep "
                "research extension” or “Synthesize with current evidence” on its card first, "
-               "or start a new session with ＋.")
+               "or start a new session with the + button.")
 # `chat(home, …)` keywords for the panel: the session, and the options the chips do not set.
 WIDGET_OPTIONS = ("session_id", "warm_up",
                   *(f for f in AskOptions.model_fields if f not in ("items", "collections")))

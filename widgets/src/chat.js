@@ -369,7 +369,7 @@ class ChatView {
     if (paused) {
       // The question stays in the box; the card above takes the decision first.
       this.pausedHint.textContent =
-        "A question above is paused at a checkpoint: choose “Grant deep research extension” or “Synthesize with current evidence” on its card first, or start a new session with ＋ to ask this one there.";
+        "A question above is paused at a checkpoint: choose “Grant deep research extension” or “Synthesize with current evidence” on its card first, or start a new session with the + button to ask this one there.";
       this.pausedHint.hidden = false;
       paused.checkpointCard?.el.scrollIntoView?.({ block: "nearest" });
       paused.checkpointCard?.el.classList.add("zc-attention");

@@ -20,7 +20,7 @@ export function checkpointTitle(cp) {
   const wordsOut =
     Number.isFinite(cp.words_used) && Number.isFinite(cp.word_ceiling) && cp.words_used >= cp.word_ceiling;
   if (callsOut && wordsOut) return "The search used all its calls and words";
-  if (callsOut) return `The search used all ${formatNumber(cp.budget)} of its calls`;
+  if (callsOut) return cp.budget === 1 ? "The search used its one call" : `The search used all ${formatNumber(cp.budget)} of its calls`;
   if (wordsOut) return `The search gathered its ${formatNumber(cp.word_ceiling)} words of evidence`;
   return "The search asks for more room to fill the gaps below";
 }

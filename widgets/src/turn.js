@@ -113,7 +113,7 @@ export class TurnView {
       { class: "zc-actions", hidden: true },
       action("copy-answer", "copy", "Copy as Markdown", () => this.copy()),
       action("insert-answer", "insert", "Insert into the notebook as a Markdown cell", () => this.insert()),
-      action("regenerate", "redo", "Regenerate: ask again", () => chat.regenerate(this)),
+      action("regenerate", "redo", "Regenerate (ask again)", () => chat.regenerate(this)),
     );
     // Order: work (steps), decisions (checkpoint cards), then the answer with its sources, so a
     // resolved card never sits between an answer and its sources.

@@ -343,6 +343,7 @@ test("'Loading models…' before the turn has an id shows in the waiting bubble,
 test("the checkpoint card's words match its numbers, name the papers and suggest guidance from the search", (t) => {
   assert.equal(checkpointTitle({ calls_used: 8, budget: 10, words_used: 3000, word_ceiling: 7500 }), "The search asks for more room to fill the gaps below");
   assert.equal(checkpointTitle({ calls_used: 10, budget: 10, words_used: 3000, word_ceiling: 7500 }), "The search used all 10 of its calls");
+  assert.equal(checkpointTitle({ calls_used: 1, budget: 1, words_used: 500, word_ceiling: 7500 }), "The search used its one call");
   assert.equal(checkpointTitle({ calls_used: 6, budget: 10, words_used: 7600, word_ceiling: 7500 }), "The search gathered its 7,500 words of evidence");
   const w = pausedPanel(t, sampleCheckpoint({ calls_used: 8, papers: ["Raft", "Chubby"], missing_aspects: ["nothing found about lock delays"] }));
   const card = w.byId("checkpoint-card");
