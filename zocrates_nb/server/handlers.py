@@ -46,9 +46,10 @@ class ZocratesHandler(APIHandler):
         App as U+FFFD, not fail the request."""
         try:
             data = json.loads(self.request.body or b"")
-        except (ValueError, UnicodeDecodeError) as e:
-            bad = isinstance(e, json.JSONDecodeError)
-            where = f" (line {e.lineno}, column {e.colno})" if bad else ""  # type: ignore[union-attr]
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+            where = ""
+            if isinstance(e, json.JSONDecodeError):
+                where = f" (line {e.lineno}, column {e.colno})"
             raise web.HTTPError(
                 400, f"the request body is not valid JSON{where}", reason="Bad Request"
             ) from None
