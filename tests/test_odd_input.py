@@ -122,7 +122,7 @@ def test_ask_sanitises_the_question_and_refuses_empty_or_huge_ones(
         assert seen == ["\ufffdRaft  leader?"]
         assert app.turn(final.turn_id).prompt == "\ufffdRaft  leader?"
         for empty in ("", "  ", "\x00\x01", "\n\t"):
-            with pytest.raises(UsageError, match="^ask needs a question$"):
+            with pytest.raises(UsageError, match=r"^ask needs a question$"):
                 app.ask(empty)
         with pytest.raises(UsageError, match="the question is too long"):
             app.ask("why " * (MAX_QUESTION_CHARS // 4 + 1))

@@ -53,6 +53,8 @@ class ZocratesHandler(APIHandler):
             raise web.HTTPError(
                 400, f"the request body is not valid JSON{where}", reason="Bad Request"
             ) from None
+        if not isinstance(data, dict):
+            raise web.HTTPError(400, "the request body must be a JSON object", reason="Bad Request")
         try:
             return model.model_validate(_safe_strings(data))
         except ValidationError as e:
