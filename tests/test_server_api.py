@@ -197,16 +197,13 @@ def test_a_provider_error_with_a_body_is_plain_over_http_and_in_the_cli(
     config = home / "zocrates_config.json"
     assert not config.exists()
     with _FailingProvider() as base_url:
-        model = {"model": "openai:gpt-4o-mini", "base_url": base_url,
-                 "api_key_env": "ZOCRATES_TEST_FAKE_KEY"}  # fmt: skip
+        model = {"model": "openai:gpt-4o-mini", "base_url": base_url}  # a keyless endpoint
         config.write_text(json.dumps({"models": {"base": model}}), "utf-8")
         try:
-            os.environ["ZOCRATES_TEST_FAKE_KEY"] = "sk-fake-0123456789abcdef"
             _, events = _stream(server, json.dumps({"prompt": "Why did it fail?"}).encode())
             local = _cli(home, "ask", "Why did it fail?", "--json")
         finally:
             config.unlink()
-            os.environ.pop("ZOCRATES_TEST_FAKE_KEY", None)
     error = events[-1]
     assert error.type == "error"
     assert error.message.startswith(f"The model endpoint {base_url}"), error.message
@@ -216,7 +213,6 @@ def test_a_provider_error_with_a_body_is_plain_over_http_and_in_the_cli(
     for shown in (error.message, local.stdout, local.stderr):
         assert "BODY-SECRET" not in shown and "upstream exploded" not in shown
         assert "Traceback" not in shown and "InternalServerError" not in shown
-        assert "0123456789abcdef" not in shown
 
 
 def test_internal_failures_are_one_plain_sentence() -> None:
