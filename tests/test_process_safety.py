@@ -5,19 +5,26 @@ sessions.db is locked by another writer."""
 from __future__ import annotations
 
 import asyncio
+import os
+import shutil
+import signal
+import socket
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agents_helpers import index_small_library, scripted, terminal
+from agents_helpers import index_small_library, run, scripted, terminal, text, user_prompts
 from conftest import LibraryBuilder
 
 from zocrates_nb.app import App
 from zocrates_nb.index.embedder import Embedder
-from zocrates_nb.sessions import SessionStore
+from zocrates_nb.sessions import INTERRUPTED, SessionStore
 
 
 def _in_a_new_thread(fn: Callable[[], Any]) -> Any:
@@ -132,3 +139,86 @@ def test_a_locked_sessions_db_never_stalls_the_event_loop(
     turn = store.get_turn(error.turn_id)
     assert turn.status == "error" and turn.error == error.message  # recorded after the lock
     assert store.get_state(turn.session_id).running is None  # and the session free again
+
+
+# ---------------------------------------------------------------------------- two processes
+_HOLDER = """
+import asyncio, os, sys, time
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from agents_helpers import scripted
+from zocrates_nb.app import App
+
+def hold(messages, info):
+    Path({started!r}).write_text(str(os.getpid()))
+    time.sleep(600)  # a long model call: killed long before it ends
+
+async def main():
+    app = App.open({home!r}, role_models={{"coordinator": scripted(hold, "holder")}})
+    async for _ in app.ask("The first, long question", session_id={sid!r}, hitl=False):
+        pass
+
+asyncio.run(main())
+"""
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "zocrates_nb.cli", "--home", str(home), *args],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()},
+    )  # fmt: skip
+
+
+def test_two_processes_asking_on_one_session_then_a_kill_during_the_turn(
+    tmp_path: Path, small: tuple[Path, Any]
+) -> None:
+    """Process A runs a turn; the CLI (process B) asking on the same session is refused in one
+    sentence naming A; A is killed -9 mid-turn; on restart the turn is marked failed, the
+    history holds A's question only once, and the session answers again."""
+    home, index = small
+    data = tmp_path / "home"  # a copy of the small library's index, a sessions.db of its own
+    shutil.copytree(home / "index", data / "index")
+    sid = SessionStore.open(data).create_session().id
+    started = tmp_path / "started"
+    script = _HOLDER.format(tests=str(Path(__file__).parent), started=str(started),
+                            home=str(data), sid=sid)  # fmt: skip
+    holder = subprocess.Popen([sys.executable, "-c", script],
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not started.exists() and holder.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert started.exists(), "the holder's turn never reached its model"
+
+        second = _cli(data, "ask", "A second question at the same time", "--session", sid)
+        assert second.returncode == 2
+        assert second.stderr.strip() == (
+            "zocrates-nb: error: A question is already running in this session (in another "
+            f"window or process) (pid {holder.pid} on host {socket.gethostname()} since "
+            f"{second.stderr.split(' since ')[1].split(')')[0]}). Wait for it to finish or "
+            "stop it, then ask again."
+        )
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=60)
+
+    seen: list[str] = []
+    with _echo_app(data, index, seen) as app:  # a restart: the dead turn is failed at open
+        (dead,) = app.history(sid)
+        assert dead.status == "error" and dead.error == INTERRUPTED
+        final = terminal(run(app.ask("Are you there?", session_id=sid, hitl=False)))
+        assert final.type == "final"
+        assert [t.status for t in app.history(sid)] == ["error", "answered"]
+        assert [t.prompt for t in app.history(sid)] == ["The first, long question",
+                                                        "Are you there?"]  # fmt: skip
+        assert seen == ["Are you there?"]  # the dead turn left nothing in the history
+        assert app.store._conn().execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _echo_app(home: Path, index: Any, seen: list[str]) -> App:
+    def answer(messages: Any, info: Any) -> Any:
+        seen.append(user_prompts(messages)[-1])
+        return text("Here.")
+
+    return App.open(home, index=index, role_models={"coordinator": scripted(answer, "echo")})
