@@ -222,3 +222,77 @@ def _echo_app(home: Path, index: Any, seen: list[str]) -> App:
         return text("Here.")
 
     return App.open(home, index=index, role_models={"coordinator": scripted(answer, "echo")})
+
+
+# ---------------------------------------------------------------------------- the index
+_INDEXER = """
+import sys, time
+from pathlib import Path
+import zocrates_nb.index.indexer as indexer
+from zocrates_nb.index import Index, index_library
+from zocrates_nb.library import open_library
+
+check = indexer._check_model
+
+def paused(index):  # runs while this process holds the writer lock
+    Path({locked!r}).write_text("1")
+    while not Path({go!r}).exists():
+        time.sleep(0.05)
+    return check(index)
+
+indexer._check_model = paused
+with Index.open(Path({home!r})) as index:
+    report = index_library(open_library(folder=Path({folder!r})), index, progress=False)
+print(report.chunks)
+"""
+
+
+def test_one_indexer_at_a_time_and_a_long_lived_reader_sees_its_work(tmp_path: Path) -> None:
+    """A writer process holds the index; a second indexer (the CLI) is refused naming it; this
+    process, which searched before (its vectors loaded), keeps searching meanwhile and, once the
+    writer is done, finds the new paper by its vectors alone."""
+    from conftest import topic_markdown
+    from test_index_incremental import assert_consistent
+
+    from zocrates_nb.index import Index, index_library
+    from zocrates_nb.library import open_library
+
+    folder, home = tmp_path / "papers", tmp_path / "home"
+    folder.mkdir()
+    (folder / "raft.md").write_text(topic_markdown("raft"), "utf-8")
+    (folder / "garden.md").write_text(topic_markdown("garden"), "utf-8")
+    reader = Index.open(home)
+    index_library(open_library(folder=folder), reader, progress=False)
+    genome = "assembling short reads with de Bruijn graphs"
+    before = reader.search(genome, mode="dense", limit=3)  # the vectors are now in memory
+    assert before and all("Bruijn" not in h.chunk.title for h in before)
+
+    (folder / "genome.md").write_text(topic_markdown("genome"), "utf-8")
+    locked, go = tmp_path / "locked", tmp_path / "go"
+    script = _INDEXER.format(locked=str(locked), go=str(go), home=str(home), folder=str(folder))
+    writer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not locked.exists() and writer.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert locked.exists(), "the writer never took the index"
+        second = _cli(home, "index", "--folder", str(folder))
+        assert second.returncode == 2
+        assert second.stderr.strip() == (
+            f"zocrates-nb: error: The index of {home} is being updated by another process "
+            f"(pid {writer.pid}); try again when it finishes."
+        )
+        assert reader.search("leader election", limit=3)  # reading goes on meanwhile
+        go.write_text("1")
+        out, _ = writer.communicate(timeout=300)
+        assert writer.returncode == 0 and int(out.strip()) > 0
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+
+    after = reader.search(genome, mode="dense", limit=3)  # this process indexed none of it
+    assert after and "Bruijn" in after[0].chunk.title
+    assert_consistent(reader)
+    reader.close()
