@@ -137,6 +137,9 @@ class App:
         )
 
     def close(self) -> None:
+        from zocrates_nb.agents.telemetry import release_telemetry
+
+        release_telemetry(self.registry)  # this App's wish for spans ends with it
         if self._own_index and self._index is not None:
             self._index.close()
             self._index = None
