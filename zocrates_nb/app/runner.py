@@ -409,6 +409,8 @@ class TurnRunner:
                 ceiling=cfg.ceiling,
                 keep_last=cfg.keep_last,
             )
+        except asyncio.CancelledError:  # the answer is recorded: a stop now ends only this
+            return
         except Exception as e:  # compaction is an optimisation: never fail a turn on it
             log.warning("compaction of session %s failed: %s", session_id, type(e).__name__)
 
