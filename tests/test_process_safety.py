@@ -296,3 +296,25 @@ def test_one_indexer_at_a_time_and_a_long_lived_reader_sees_its_work(tmp_path: P
     assert after and "Bruijn" in after[0].chunk.title
     assert_consistent(reader)
     reader.close()
+
+
+def test_a_turn_stopped_at_once_still_ends_and_frees_its_session(
+    tmp_path: Path, small: tuple[Path, Any]
+) -> None:
+    """A stop arriving while the turn is being opened (in a worker thread) ends that turn as
+    cancelled and releases the session's lease: the next question is not refused."""
+    _, index = small
+    seen: list[str] = []
+    with _echo_app(tmp_path, index, seen) as app:
+        sid = app.new_session()
+
+        async def stopped_at_once() -> list[Any]:
+            cancel = asyncio.Event()
+            cancel.set()
+            return [e async for e in app.ask("Stop me", session_id=sid, cancel=cancel)]
+
+        events = asyncio.run(stopped_at_once())
+        assert terminal(events).message == "The turn was cancelled."
+        assert app.store.get_state(sid).running is None
+        assert [t.status for t in app.history(sid)] == ["cancelled"]
+        assert terminal(run(app.ask("Are you there?", session_id=sid))).type == "final"

@@ -93,7 +93,15 @@ class TurnRunner:
         roles: Roles | None = None
         t0 = time.monotonic()
         try:
-            result = await asyncio.to_thread(store.begin_turn, session_id, prompt, options)
+            begin = asyncio.ensure_future(
+                asyncio.to_thread(store.begin_turn, session_id, prompt, options)
+            )
+            try:
+                result = await asyncio.shield(begin)
+            except asyncio.CancelledError:  # stopped at once: the thread still opens the turn
+                with contextlib.suppress(Exception):  # (and leases the session): end it too
+                    result = await begin
+                raise
             app.settings  # noqa: B018 - reload an edited config before the turn
             index = app.library_index
             scope = options.scope
