@@ -294,7 +294,7 @@ class ModelRegistry:
                 if self._watcher.generation != self._generation:
                     self._cache.clear()
                     self._generation = self._watcher.generation
-                    self.telemetry_status = configure_telemetry(settings)
+                    self.telemetry_status = configure_telemetry(settings, self)
         return settings
 
     @property

@@ -220,7 +220,9 @@ class SearchPipeline:
         messages = await run_search(t, state, history, prompt)
         Toolkit(t.index, state).finish()  # the agent's report, or an automatic one
         if should_checkpoint(state, t.options.hitl):
-            return self._checkpoint(state, messages)
+            outcome = self._checkpoint(state, messages)
+            await asyncio.to_thread(self.record_audit, state, state.report)  # off the loop
+            return outcome
         return await self._finish(state)
 
     def _checkpoint(self, state: RunState, messages: list[ModelMessage]) -> Outcome:
@@ -247,7 +249,6 @@ class SearchPipeline:
         paused = PausedRun(
             run_state=state.to_json(), search_messages=dump_messages(messages), goal=state.goal
         )
-        self.record_audit(state, state.report)
         return Outcome(
             "checkpoint",
             state.goal,

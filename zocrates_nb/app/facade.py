@@ -44,11 +44,13 @@ from zocrates_nb.sessions import (
     RENEW_SECONDS,
     CheckpointClaimed,
     NoPendingCheckpoint,
+    SessionBusy,
     SessionNotFound,
     SessionState,
     SessionStore,
     claim_holds,
 )
+from zocrates_nb.text import TextTooLong, safe_text
 from zocrates_nb.turn import AskOptions, Scope, SessionSummary, TurnResult
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,16 @@ if TYPE_CHECKING:
 
 Action = Literal["extend_budget", "synthesize"]
 ACTIONS: tuple[Action, ...] = ("extend_budget", "synthesize")
+MAX_QUERY_CHARS = 2_000  # a search query (BM25 and the embedder see far less of it anyway)
+MAX_QUESTION_CHARS = 20_000  # a question or a resume's guidance (a pasted paragraph fits)
+
+
+def user_text(text: object, *, max_chars: int, what: str) -> str:
+    """`safe_text` with its cap as a UsageError: what every entry point does to typed text."""
+    try:
+        return safe_text(text, max_chars=max_chars, what=what)
+    except TextTooLong as e:
+        raise UsageError(str(e)) from None
 
 
 def overrides_from_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -96,6 +108,7 @@ class App:
         self._index = index
         self._own_index = index is None
         self.store = store or SessionStore.open(self.home)
+        self.store.recover()  # turns and resumes whose process died: failed, or waiting again
         self._engine: OfflineEngine | None = None
         self._reranker: Any = None
         self.claim_renew_seconds = RENEW_SECONDS  # heartbeat of a running resume's claim
@@ -127,6 +140,9 @@ class App:
         )
 
     def close(self) -> None:
+        from zocrates_nb.agents.telemetry import release_telemetry
+
+        release_telemetry(self.registry)  # this App's wish for spans ends with it
         if self._own_index and self._index is not None:
             self._index.close()
             self._index = None
@@ -236,6 +252,7 @@ class App:
         limit: int = 10,
     ) -> list[SearchHit]:
         """Hybrid (BM25 + dense) search, within items or collections when given."""
+        query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
         scope = Scope(items=list(items or []), collections=list(collections or []))
         return library.search(self.library_index, query, scope, chunk_type=chunk_type,
                               limit=limit)  # fmt: skip
@@ -254,7 +271,8 @@ class App:
 
     def search_titles(self, query: str, limit: int = 10) -> list[TitleMatch]:
         """Items and collections whose title or name matches `query` (for scope pickers)."""
-        return search_titles(self.library_index, query, limit)
+        query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
+        return search_titles(self.library_index, query, limit) if query else []
 
     def doctor(self) -> dict[str, Any]:
         """Models per role, embedding and rerank models, library and index health, cloud use."""
@@ -326,9 +344,11 @@ class App:
         Options come as an `AskOptions` or as its keywords (`items=`, `collections=`, `hitl=`,
         `budget=`, `word_ceiling=`, `model=`). Raises at once `CheckpointPending` when the
         session has a checkpoint waiting, `SessionNotFound` for an unknown session id, and
-        `UsageError` for an empty question or options out of bounds.
+        `UsageError` for an empty or over-long question or options out of bounds, and
+        `SessionBusy` while another turn of the session runs (in any process).
         """
-        if not prompt or not prompt.strip():
+        prompt = user_text(prompt or "", max_chars=MAX_QUESTION_CHARS, what="the question")
+        if not prompt:
             raise UsageError("ask needs a question")
         try:
             opts = AskOptions.of(options, **option_kwargs)
@@ -339,10 +359,12 @@ class App:
         else:
             from zocrates_nb.sessions import CheckpointPending
 
-            pending = self.store.pending_checkpoint(session_id)  # SessionNotFound when unknown
-            if pending is not None:
-                raise CheckpointPending(session_id, pending)
-        return self._runner.ask(session_id, prompt.strip(), opts, cancel)
+            state = self.store.get_state(session_id)  # SessionNotFound when unknown
+            if state.checkpoint is not None:
+                raise CheckpointPending(session_id, state.checkpoint)
+            if claim_holds(state.running):
+                raise SessionBusy(session_id, state.running)
+        return self._runner.ask(session_id, prompt, opts, cancel)
 
     def resume(
         self,
@@ -362,6 +384,7 @@ class App:
         """
         if action not in ACTIONS:
             raise UsageError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
+        guidance = user_text(guidance or "", max_chars=MAX_QUESTION_CHARS, what="the guidance")
         snapshot = self.store.pending_checkpoint(session_id)
         if snapshot is None:
             raise NoPendingCheckpoint(f"session {session_id} has no checkpoint waiting")

@@ -36,6 +36,7 @@ from zocrates_nb.retrieval import RunState, allowed_keys, collection_names
 from zocrates_nb.sessions import (
     CheckpointPending,
     CheckpointSnapshot,
+    SessionBusy,
     maybe_compact,
     offline_summarize,
 )
@@ -61,7 +62,27 @@ class TurnRunner:
     def ask(
         self, session_id: str, prompt: str, options: AskOptions, cancel: asyncio.Event | None
     ) -> AsyncIterator[Event]:
-        return event_stream(lambda q: self._ask(q, session_id, prompt, options), cancel)
+        return event_stream(
+            lambda q: self._leased(session_id, self._ask(q, session_id, prompt, options)), cancel
+        )
+
+    async def _leased(self, session_id: str, run: Awaitable[None]) -> None:
+        """Run a new question's turn while renewing its session lease (taken by `begin_turn`,
+        ended by the turn's last write), so a long turn never looks abandoned."""
+        beat = asyncio.ensure_future(self._renew_lease(session_id))
+        try:
+            await run
+        finally:
+            beat.cancel()
+
+    async def _renew_lease(self, session_id: str) -> None:
+        while True:
+            await asyncio.sleep(self.app.claim_renew_seconds)
+            try:
+                await asyncio.to_thread(self.store.renew_turn, session_id)
+            except Exception as e:  # a busy database: try again at the next beat
+                log.warning("renewing the turn lease of %s failed: %s", session_id,
+                            describe_error(e, doing="Renewing the lease"))  # fmt: skip
 
     async def _ask(
         self, queue: EventQueue, session_id: str, prompt: str, options: AskOptions
@@ -72,14 +93,22 @@ class TurnRunner:
         roles: Roles | None = None
         t0 = time.monotonic()
         try:
-            result = await asyncio.to_thread(store.begin_turn, session_id, prompt, options)
+            begin = asyncio.ensure_future(
+                asyncio.to_thread(store.begin_turn, session_id, prompt, options)
+            )
+            try:
+                result = await asyncio.shield(begin)
+            except asyncio.CancelledError:  # stopped at once: the thread still opens the turn
+                with contextlib.suppress(Exception):  # (and leases the session): end it too
+                    result = await begin
+                raise
             app.settings  # noqa: B018 - reload an edited config before the turn
             index = app.library_index
             scope = options.scope
             try:
                 allowed = await asyncio.to_thread(allowed_keys, index, scope)
             except ValueError as e:
-                self._fail(queue, result, None, str(e), retryable=False)
+                await self._fail(queue, result, None, str(e), retryable=False)
                 return
             names = await asyncio.to_thread(collection_names, index, scope.collections)
             active = await asyncio.to_thread(build_active_items, index, scope.items)
@@ -123,14 +152,14 @@ class TurnRunner:
             await self._compact(session_id, roles)
         except asyncio.CancelledError:
             if result is not None:
-                self._end(result, turn, "cancelled", CANCELLED)
+                await _off_loop(self._end, result, turn, "cancelled", CANCELLED)
             queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=_id(result),
                                         message=CANCELLED, retryable=True))  # fmt: skip
-        except CheckpointPending as e:
-            self._fail(queue, result, turn, str(e), retryable=False, session_id=session_id)
+        except (CheckpointPending, SessionBusy) as e:
+            await self._fail(queue, result, turn, str(e), retryable=False, session_id=session_id)
         except Exception as e:
             message = describe_error(e, roles, doing="The turn")
-            self._fail(queue, result, turn, message, session_id=session_id)
+            await self._fail(queue, result, turn, message, session_id=session_id)
 
     # ------------------------------------------------------------------ a resumed search
     async def resume(
@@ -152,8 +181,8 @@ class TurnRunner:
         finally:
             # Usually a no-op: the turn ended its claim. Not when the stream was closed before
             # the run began; then the checkpoint must wait again, not stay claimed.
-            with contextlib.suppress(Exception):
-                self.store.release_checkpoint(session_id, token)
+            with contextlib.suppress(BaseException):
+                await _off_loop(self.store.release_checkpoint, session_id, token)
 
     async def _resume(
         self,
@@ -215,12 +244,12 @@ class TurnRunner:
             await self._compact(session_id, roles)
         except asyncio.CancelledError:
             message = CANCELLED + ("" if resolved else " The checkpoint still waits.")
-            end_claim(message)
+            await _off_loop(end_claim, message)
             queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=snapshot.turn_id,
                                         message=message, retryable=True))  # fmt: skip
         except Exception as e:
             message = describe_error(e, roles, doing="The turn")
-            end_claim(message)
+            await _off_loop(end_claim, message)
             queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=snapshot.turn_id,
                                         message=message, retryable=not resolved))  # fmt: skip
         finally:
@@ -336,7 +365,7 @@ class TurnRunner:
         with contextlib.suppress(Exception):
             self.store.update_turn(result.turn_id, status=status, answer="", error=error, **extra)
 
-    def _fail(
+    async def _fail(
         self,
         queue: EventQueue,
         result: TurnResult | None,
@@ -347,7 +376,7 @@ class TurnRunner:
         session_id: str = "",
     ) -> None:
         if result is not None:
-            self._end(result, turn, "error", message)
+            await _off_loop(self._end, result, turn, "error", message)
         queue.put_nowait(
             ErrorEvent(
                 session_id=result.session_id if result else session_id,
@@ -388,8 +417,17 @@ class TurnRunner:
                 ceiling=cfg.ceiling,
                 keep_last=cfg.keep_last,
             )
+        except asyncio.CancelledError:  # the answer is recorded: a stop now ends only this
+            return
         except Exception as e:  # compaction is an optimisation: never fail a turn on it
             log.warning("compaction of session %s failed: %s", session_id, type(e).__name__)
+
+
+async def _off_loop(fn: Callable[..., Any], *args: Any) -> None:
+    """A store write from a turn's last moments, in a worker thread: a locked sessions.db must
+    not stall the event loop (the Jupyter server's, the kernel's). Shielded, so a second
+    cancellation cannot abandon the write halfway through awaiting it."""
+    await asyncio.shield(asyncio.to_thread(fn, *args))
 
 
 def _id(result: TurnResult | None) -> str:

@@ -148,6 +148,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Text that cannot be encoded (a lone surrogate from undecodable argv or input bytes)
+    # prints as a replacement character instead of crashing the command.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="replace")
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if callable(reconfigure):  # undecodable chat input reaches the App, which makes it safe
+        reconfigure(errors="surrogateescape")
     args = build_parser().parse_args(argv)
     args.home = (args.home or default_home()).expanduser().resolve()
     func: Callable[[argparse.Namespace], int] = args.func
@@ -159,6 +168,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zocrates-nb: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # not ours to explain: one plain line, details at debug level
+        from zocrates_nb.app.describe import describe_error
+
+        print(f"zocrates-nb: error: {describe_error(e, doing='The command')}", file=sys.stderr)
+        return 1
 
 
 __all__ = ["build_parser", "main"]

@@ -15,6 +15,8 @@ turn boundaries come from those ids, not from guessing at message shapes.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -214,15 +216,16 @@ async def compact(
     on the exact history), or another process compacted meanwhile. The summarizer runs outside
     any transaction; the replacement itself is atomic.
     """
-    if store.pending_checkpoint(session_id) is not None:
+    # Every store call in a worker thread: a locked sessions.db must not stall the event loop.
+    if await asyncio.to_thread(store.pending_checkpoint, session_id) is not None:
         return None
-    turns = store.turns(session_id)
+    turns = await asyncio.to_thread(store.turns, session_id)
     completed = [t for t in turns if t.status in COMPLETED_STATUSES]
     if len(completed) <= keep_last:
         return None
     kept_ids = {t.turn_id for t in completed[-keep_last:]}
     kept_ids |= {t.turn_id for t in turns if t.status not in COMPLETED_STATUSES}
-    blocks = store.message_blocks(session_id)
+    blocks = await asyncio.to_thread(store.message_blocks, session_id)
     boundary = next((i for i, b in enumerate(blocks) if b.turn_id in kept_ids), None)
     if boundary is None:
         return None  # the kept turns' messages are not tagged: nothing is safely compactable
@@ -262,8 +265,11 @@ async def compact(
         )
 
     all_before = [m for b in blocks for m in b.messages]
-    applied = store.replace_messages(
-        session_id, [message], seqs=[b.seq for b in old], state_fn=record
+    applied = await asyncio.to_thread(
+        functools.partial(
+            store.replace_messages, session_id, [message], seqs=[b.seq for b in old],
+            state_fn=record,
+        )
     )
     if not applied:
         return None
@@ -293,9 +299,10 @@ async def maybe_compact(
     `tokens` is the coordinator's measured prompt size when the caller knows it; otherwise it is
     taken from the stored history (`prompt_tokens`).
     """
-    completed = sum(t.status in COMPLETED_STATUSES for t in store.turns(session_id))
+    turns = await asyncio.to_thread(store.turns, session_id)
+    completed = sum(t.status in COMPLETED_STATUSES for t in turns)
     if tokens is None:
-        tokens = prompt_tokens(store.load_messages(session_id))
+        tokens = prompt_tokens(await asyncio.to_thread(store.load_messages, session_id))
     if not should_compact(
         completed,
         tokens,
