@@ -174,6 +174,7 @@ class Usage(_Record):
         cost_usd: float | None = None,
     ) -> None:
         r = self.roles.setdefault(role, RoleUsage(model=model))
+        r.model = model  # the model that ran last (a resume after a config edit runs the new one)
         r.requests += requests
         r.input_tokens += input_tokens
         r.output_tokens += output_tokens

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +19,14 @@ from pydantic import ValidationError
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.models import (
     OFFLINE_DISPLAY,
     ModelConfigError,
     ModelRegistry,
     ResolvedModel,
     cost_usd,
+    describe_model_error,
     resolve_model,
 )
 from zocrates_nb.agents.offline import OfflineEngine
@@ -55,6 +57,52 @@ class RoleModel:
     @property
     def offline(self) -> bool:
         return self.resolved.is_offline and not self.pinned
+
+    @property
+    def name(self) -> str:
+        """The model that runs, as the usage record and error messages name it."""
+        if self.pinned:
+            return str(self.model.model_name)
+        return self.model_string or OFFLINE_DISPLAY
+
+
+def is_model_failure(exc: BaseException) -> bool:
+    """A failure of the model call itself (transport, HTTP, deadline, unusable reply), as
+    opposed to a bug in our own code."""
+    from pydantic_ai import exceptions as x
+
+    kinds = (x.ModelAPIError, x.UnexpectedModelBehavior, ConnectionError, TimeoutError)
+    seen: BaseException | None = exc
+    for _ in range(20):
+        if seen is None:
+            return False
+        if isinstance(seen, kinds) or type(seen).__module__.split(".")[0] in ("openai", "httpx"):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+@contextlib.contextmanager
+def role_call(rm: RoleModel) -> Iterator[None]:
+    """Turn a failed model call of role `rm` into a `ModelCallError` whose message names the
+    role, the model and the time it took ("The search model … gave up after 3.0 s")."""
+    t0 = time.monotonic()
+    try:
+        yield
+    except ModelCallError:
+        raise
+    except Exception as e:
+        if not is_model_failure(e):
+            raise
+        message = describe_model_error(
+            e,
+            None if rm.pinned else rm.resolved,
+            role=rm.role,
+            elapsed=time.monotonic() - t0,
+        )
+        if rm.pinned:
+            message = message.replace(" model model at ", f" model {rm.name} at ")
+        raise ModelCallError(message, rm.role, rm.name) from e
 
 
 @dataclass
@@ -149,17 +197,31 @@ class UsageBook:
 
     record: Usage = field(default_factory=Usage)
 
-    def add(self, role: str, usage: Any, model_string: str | None) -> None:
+    def add(self, role: str, usage: Any, model_string: str | None, name: str = "") -> None:
         inp = int(getattr(usage, "input_tokens", 0) or 0)
         out = int(getattr(usage, "output_tokens", 0) or 0)
         self.record.add(
             role,
-            model_string or OFFLINE_DISPLAY,
+            name or model_string or OFFLINE_DISPLAY,
             requests=int(getattr(usage, "requests", 0) or 0),
             input_tokens=inp,
             output_tokens=out,
             cost_usd=cost_usd(model_string, inp, out) if model_string else None,
         )
+
+    def add_messages(self, role: str, messages: Sequence[Any], rm: RoleModel) -> None:
+        """The usage of a run that did not finish (a request limit, a failure): every answer
+        it received counts, one request each, with the tokens that answer reported."""
+        from pydantic_ai.messages import ModelResponse
+        from pydantic_ai.usage import RunUsage
+
+        total = RunUsage()
+        for m in messages:
+            if isinstance(m, ModelResponse):
+                total.requests += 1
+                total.input_tokens += m.usage.input_tokens
+                total.output_tokens += m.usage.output_tokens
+        self.add(role, total, rm.model_string, rm.name)
 
     @property
     def cost(self) -> float | None:
@@ -203,8 +265,9 @@ class TurnContext:
                 self.steps[-1].seconds = round(now - self._step_started, 3)
             self._step_started = now
             if event.phase != "done":
-                self.steps.append(TrailStep(phase=event.phase, label=event.label,
-                                            detail=event.detail))
+                self.steps.append(
+                    TrailStep(phase=event.phase, label=event.label, detail=event.detail)
+                )
         self.queue.put_nowait(event)
 
     def trail(self) -> list[TrailStep]:

@@ -10,6 +10,7 @@ calls on the shared run state, and cache outlines in the session.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +34,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.usage import UsageLimits
 
+from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.prompts import SEARCH_INSTRUCTION
-from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.agents.runtime import TurnContext, role_call
 from zocrates_nb.events import Thinking
 from zocrates_nb.retrieval import RunState, Toolkit
 
@@ -208,19 +210,25 @@ async def request_search_extension(
     return SearchEnd("extension")
 
 
+SEARCH_OUTPUTS = [
+    ToolOutput[SearchEnd](conclude_search, name="conclude_search"),
+    ToolOutput[SearchEnd](request_search_extension, name="request_search_extension"),
+]
+
 search_agent: Agent[SearchDeps, SearchEnd | str] = Agent(
     None,
     name="search",
     deps_type=SearchDeps,
     instructions=SEARCH_INSTRUCTION,
-    output_type=[
-        ToolOutput[SearchEnd](conclude_search, name="conclude_search"),
-        ToolOutput[SearchEnd](request_search_extension, name="request_search_extension"),
-        str,
-    ],
+    output_type=[*SEARCH_OUTPUTS, str],
     tools=[search_corpus, get_document_toc, read_document],
     retries=2,
     defer_model_check=True,
+)
+
+INSIST = (
+    "You answered without calling any tool, so nothing was searched. Use your tools now: "
+    "search_corpus (or get_document_toc / read_document), then conclude_search."
 )
 
 
@@ -244,14 +252,59 @@ def thinking_handler(turn: TurnContext, role: str) -> Any:
 async def run_search(
     turn: TurnContext, state: RunState, history: Sequence[ModelMessage], prompt: str
 ) -> list[ModelMessage]:
-    """One pass of the search agent; returns its whole message history (for the snapshot)."""
+    """One pass of the search agent; returns its whole message history (for the snapshot).
+
+    A model that answers in prose without searching is asked once more with tool use required
+    (`tool_choice: required` on the wire); if it still does not search, or its replies cannot be
+    used (invalid tool arguments three times, a body that is not JSON), the turn fails with a
+    message naming the role and the model — never an empty "no evidence" answer.
+    """
     toolkit = Toolkit(turn.index, state)
     deps = SearchDeps(toolkit=toolkit, turn=turn)
     rm = turn.roles.search
+    before = state.tool_count
+    with turn.phase("search", role="search"), role_call(rm):
+        out, messages = await _pass(turn, deps, state, history, prompt)
+        if isinstance(out, str) and state.tool_count == before:
+            turn.step(
+                "search",
+                "The search model answered without searching: asking it to use its tools",
+                model=rm.name,
+            )
+            try:
+                out, messages = await _pass(turn, deps, state, messages, INSIST, insist=True)
+            except UnexpectedModelBehavior:
+                out = None
+            if state.tool_count == before:
+                raise ModelCallError(
+                    f"The search model {rm.name} answered without searching, even when asked "
+                    "to use its tools: choose a model that supports tool calls for the search "
+                    "role (models.search in zocrates_config.json).",
+                    "search",
+                    rm.name,
+                )
+    return messages
+
+
+async def _pass(
+    turn: TurnContext,
+    deps: SearchDeps,
+    state: RunState,
+    history: Sequence[ModelMessage],
+    prompt: str,
+    *,
+    insist: bool = False,
+) -> tuple[SearchEnd | str | None, list[ModelMessage]]:
+    """One agent run; its usage is booked however it ends (a request limit or a failure
+    counts every answer received)."""
+    rm = turn.roles.search
     # Requests beyond the retrieval budget only happen when the model ignores refusals.
     limits = UsageLimits(request_limit=max(state.budget - state.tool_count, 0) + 6)
-    messages: list[ModelMessage] = list(history)
-    with turn.phase("search", role="search"), capture_run_messages() as captured:
+    run_id = uuid.uuid4().hex
+    extra: dict[str, Any] = (
+        {"output_type": SEARCH_OUTPUTS, "retries": {"output": 0}} if insist else {}
+    )
+    with capture_run_messages() as captured:
         try:
             result = await search_agent.run(
                 prompt,
@@ -261,14 +314,21 @@ async def run_search(
                 model_settings=rm.settings or None,
                 usage_limits=limits,
                 event_stream_handler=thinking_handler(turn, "search"),
+                run_id=run_id,
+                **extra,
             )
-        except (UsageLimitExceeded, UnexpectedModelBehavior) as e:
-            # The run stopped without concluding: what it gathered stays in the run state and
-            # the pipeline writes an automatic report.
+        except UsageLimitExceeded as e:
+            # The model ignored the budget's refusals: what it gathered stays in the run state
+            # and the pipeline writes an automatic report.
+            turn.usage.add_messages("search", _of_run(captured, run_id), rm)
             turn.step("search", "The search agent stopped without concluding", reason=str(e)[:200])
-            messages = list(captured) if captured else messages
-            turn.usage.add("search", None, rm.model_string)
-        else:
-            messages = result.all_messages()
-            turn.usage.add("search", result.usage, rm.model_string)
-    return messages
+            return None, list(captured) or list(history)
+        except BaseException:
+            turn.usage.add_messages("search", _of_run(captured, run_id), rm)
+            raise
+    turn.usage.add("search", result.usage, rm.model_string, rm.name)
+    return result.output, result.all_messages()
+
+
+def _of_run(messages: Sequence[ModelMessage], run_id: str) -> list[ModelMessage]:
+    return [m for m in messages if getattr(m, "run_id", None) == run_id]

@@ -173,6 +173,18 @@ class Request:
                 out.append(c)
         return out
 
+    @property
+    def role(self) -> str:
+        """Which zocrates role sent this request, told by the tools it offers."""
+        tools = set(self.tools)
+        if "search_library" in tools:
+            return "coordinator"
+        if "search_corpus" in tools or "conclude_search" in tools:
+            return "search"
+        if tools:
+            return "verifier"
+        return "synthesizer"
+
     def tool_calls_made(self) -> list[str]:
         """Names of the tool calls in the assistant messages sent back (the run so far)."""
         return [
@@ -434,6 +446,31 @@ def _stream_events(req: Request, reply: Reply, usage: dict[str, int]) -> list[st
     return events
 
 
+def by_role(**scripts: Sequence[Step] | Script) -> Script:
+    """A script per role (`coordinator=`, `search=`, `synthesizer=`, `verifier=`): each a list
+    of steps served in order or a callable; a role without one gets a 500."""
+    queues: dict[str, list[Step]] = {}
+    fns: dict[str, Script] = {}
+    for role, script in scripts.items():
+        if callable(script):
+            fns[role] = script
+        else:
+            queues[role] = list(script)
+    lock = threading.Lock()
+
+    def serve(req: Request) -> Step:
+        role = req.role
+        if role in fns:
+            return fns[role](req)
+        with lock:
+            queue = queues.get(role) or []
+            if queue:
+                return queue.pop(0)
+        return Status(500, f"the script has no step left for the {role}")
+
+    return serve
+
+
 def closed_port_url() -> str:
     """An OpenAI-style base_url on a loopback port nothing listens on (connections refused)."""
     with socket.socket() as s:
@@ -458,6 +495,7 @@ __all__ = [
     "Step",
     "ToolCall",
     "bad_args",
+    "by_role",
     "closed_port_url",
     "estimate_tokens",
     "model_config",

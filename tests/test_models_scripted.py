@@ -1,0 +1,163 @@
+"""A configured model, the way a researcher configures one: an OpenAI-compatible endpoint (the
+scripted server in `zocrates_nb.devtools.scripted_openai`, on loopback), driving the real App,
+index, tools and session store. Each test fails without the behaviour it names."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents_helpers import RAFT, index_small_library, run, terminal
+from conftest import LibraryBuilder
+
+from zocrates_nb.app import App
+from zocrates_nb.devtools.scripted_openai import (
+    Drop,
+    Hang,
+    Raw,
+    Request,
+    ScriptedOpenAI,
+    Status,
+    Step,
+    bad_args,
+    by_role,
+    closed_port_url,
+    model_config,
+    text,
+    tool,
+)
+
+QUESTION = "How does Raft elect a leader?"
+ANSWER = "Raft elects a leader with randomized election timeouts [1]."
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    root = tmp_path_factory.mktemp("scripted-llm")
+    index = index_small_library(LibraryBuilder(root / "library"), root / "home")
+    yield index
+    index.close()
+
+
+@pytest.fixture
+def llm() -> Iterator[ScriptedOpenAI]:
+    with ScriptedOpenAI() as server:
+        yield server
+
+
+def configure(home: Path, url: str, **models: Any) -> None:
+    tmp = home / "zocrates_config.json.tmp"
+    tmp.write_text(json.dumps(model_config(url, **models)), "utf-8")
+    os.replace(tmp, home / "zocrates_config.json")
+
+
+def open_app(home: Path, llm: ScriptedOpenAI, index: Any, **models: Any) -> App:
+    configure(home, llm.url, **models)
+    return App.open(home, index=index)
+
+
+def coordinator(req: Request) -> Step:
+    """Sends the question to the search pipeline (its answer ends the coordinator's run)."""
+    return tool("search_library", request=QUESTION)
+
+
+def searcher(req: Request) -> Step:
+    """Searches once, then concludes."""
+    if "search_corpus" not in req.tool_calls_made():
+        return tool("search_corpus", query="raft leader election", limit=3)
+    return tool("conclude_search", summary="Raft elections", gaps=[])
+
+
+def verifier(req: Request) -> Step:
+    return tool(req.tools[0], supported_probability=0.9, reason="stated")
+
+
+def roles(**overrides: Any) -> Any:
+    scripts: dict[str, Any] = {
+        "coordinator": coordinator,
+        "search": searcher,
+        "synthesizer": lambda req: text(ANSWER),
+        "verifier": verifier,
+    }
+    return by_role(**{**scripts, **overrides})
+
+
+def of_role(llm: ScriptedOpenAI, role: str) -> list[Request]:
+    return [r for r in llm.requests if r.role == role]
+
+
+# ---------------------------------------------------------------------------- the baseline
+def test_a_configured_model_answers_through_the_real_pipeline(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    llm.set_script(roles())
+    app = open_app(tmp_path, llm, small)
+    final = terminal(run(app.ask(QUESTION, hitl=False)))
+    assert final.type == "final", final
+    assert "randomized election timeouts [1]" in final.answer
+    assert final.citations and final.citations[0].item_key == RAFT
+    # The streamed roles ask for usage in the stream (what the usage record is built from).
+    streamed = [r for r in llm.requests if r.role != "verifier"]
+    assert all(r.stream and r.body["stream_options"]["include_usage"] for r in streamed)
+    assert {r.role for r in llm.requests} >= {"coordinator", "search", "synthesizer"}
+
+
+# ---------------------------------------------------------------------------- tools not used
+def test_a_search_model_that_never_searches_is_an_error_naming_role_and_model(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    llm.set_script(roles(search=lambda req: text("Raft uses randomized timeouts.")))
+    app = open_app(tmp_path, llm, small)
+    end = terminal(run(app.ask(QUESTION, hitl=False)))
+    assert end.type == "error"
+    assert "search model openai:scripted answered without searching" in end.message
+    searches = of_role(llm, "search")
+    # Insisted exactly once, with tool use required on the wire.
+    assert [r.tool_choice for r in searches] == ["auto", "required"]
+    assert "Use your tools now" in json.dumps(searches[1].messages)
+    assert not of_role(llm, "synthesizer"), "no answer is written from an empty search"
+    turn = app.history(app.sessions()[0].session_id)[-1]
+    assert turn.status == "error" and turn.answer == ""
+    # Both answers the server gave are counted.
+    assert turn.usage.roles["search"].requests == 2
+
+
+def test_insisting_once_recovers_a_model_that_then_searches(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    def search(req: Request) -> Step:
+        if req.tool_choice != "required":
+            return text("I think Raft uses timeouts.")
+        return searcher(req)
+
+    llm.set_script(roles(search=search))
+    app = open_app(tmp_path, llm, small)
+    final = terminal(run(app.ask(QUESTION, hitl=False)))
+    assert final.type == "final" and "[1]" in final.answer
+    assert any("answered without searching" in s.label for s in final.steps)
+
+
+@pytest.mark.parametrize(
+    ("steps", "words"),
+    [
+        ([bad_args("search_corpus")] * 3, "sent invalid arguments for search_corpus"),
+        ([tool("search_corpus", query="raft", limit=3), Raw()], "sent a reply that is not JSON"),
+    ],
+    ids=["invalid-arguments-x3", "non-json-200"],
+)
+def test_unusable_search_replies_are_an_error_not_an_empty_answer(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any, steps: list[Step], words: str
+) -> None:
+    llm.set_script(roles(search=steps))
+    app = open_app(tmp_path, llm, small)
+    end = terminal(run(app.ask(QUESTION, hitl=False)))
+    assert end.type == "error", getattr(end, "answer", "")
+    assert end.message.startswith("The search model openai:scripted at http://127.0.0.1:")
+    assert words in end.message
+    assert "Traceback" not in end.message and "UnexpectedModelBehavior" not in end.message
+    assert not of_role(llm, "synthesizer")
