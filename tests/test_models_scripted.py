@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import time
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,3 +161,60 @@ def test_unusable_search_replies_are_an_error_not_an_empty_answer(
     assert words in end.message
     assert "Traceback" not in end.message and "UnexpectedModelBehavior" not in end.message
     assert not of_role(llm, "synthesizer")
+
+
+# ---------------------------------------------------------------------------- deadlines
+def test_a_hung_endpoint_fails_within_models_timeout_and_says_how_long(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    llm.set_script(roles(coordinator=[Hang(60), Hang(60), Hang(60)]))
+    app = open_app(tmp_path, llm, small, timeout=2)
+    end = terminal(run(app.ask(QUESTION, hitl=False)))
+    assert end.type == "error"
+    assert end.message.startswith("The coordinator model openai:scripted at http://127.0.0.1:")
+    assert "did not finish answering within models.timeout = 2 s" in end.message
+    m = re.search(r"gave up after (\d+\.\d) s", end.message)
+    assert m, end.message
+    # The deadline covers the SDK's retries: one deadline, not one per attempt (the bug: 3×).
+    assert 2.0 <= float(m.group(1)) < 4.0
+
+
+def test_retries_of_a_rate_limited_call_stay_inside_the_deadline(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    llm.set_script(roles(coordinator=lambda req: Status(429, retry_after=1.5)))
+    app = open_app(tmp_path, llm, small, timeout=2)
+    end = terminal(run(app.ask(QUESTION, hitl=False)))
+    assert end.type == "error"
+    assert "within models.timeout = 2 s" in end.message
+    assert len(llm.requests) == 2  # the first attempt and one retry; the next would pass 2 s
+
+
+@pytest.mark.parametrize(
+    ("step", "words"),
+    [
+        (Drop(after=2), "dropped the connection before the answer was complete"),
+        (Status(429, retry_after=0), "is rate-limiting requests (HTTP 429)"),
+        (Status(503), "failed with a server error (HTTP 503)"),
+    ],
+    ids=["dropped", "429", "503"],
+)
+def test_each_transport_failure_has_its_own_plain_message(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any, step: Step, words: str
+) -> None:
+    llm.set_script(roles(coordinator=lambda req: step))
+    app = open_app(tmp_path, llm, small)
+    end = terminal(run(app.ask(QUESTION, hitl=False)))
+    assert end.type == "error"
+    assert end.message.startswith("The coordinator model openai:scripted at http://127.0.0.1:")
+    assert words in end.message and "gave up after" in end.message
+    assert "refused" not in end.message and "Error" not in end.message
+
+
+def test_a_refused_connection_says_so(tmp_path: Path, small: Any) -> None:
+    configure(tmp_path, closed_port_url())
+    app = App.open(tmp_path, index=small)
+    end = terminal(run(app.ask(QUESTION, hitl=False)))
+    assert end.type == "error"
+    assert "is unreachable (connection refused)" in end.message
+    assert "dropped" not in end.message

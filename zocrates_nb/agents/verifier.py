@@ -87,7 +87,7 @@ async def verify(
                     )
                     verdicts[(i, n)] = Verdict(True, None)
                     return
-            turn.usage.add("verifier", result.usage, rm.model_string)
+            turn.usage.add("verifier", result.usage, rm.model_string, rm.name)
             p = float(result.output.supported_probability)
             verdicts[(i, n)] = Verdict(p >= SUPPORT_THRESHOLD, round(p, 4))
 

@@ -27,7 +27,7 @@ from zocrates_nb.agents.pipeline import (
     load_messages,
 )
 from zocrates_nb.agents.prompts import ActiveItemView
-from zocrates_nb.agents.runtime import Roles, TurnContext, UsageBook
+from zocrates_nb.agents.runtime import Roles, TurnContext, UsageBook, role_call
 from zocrates_nb.agents.synthesizer import stream_handler
 from zocrates_nb.app.describe import describe_error
 from zocrates_nb.app.stream import EventQueue, event_stream
@@ -90,7 +90,7 @@ class TurnRunner:
             state = await asyncio.to_thread(store.get_state, session_id)
             deps = CoordinatorDeps(turn=turn, profile=state.research_profile)
             rm = roles.coordinator
-            with turn.phase("coordinator", role="coordinator"):
+            with turn.phase("coordinator", role="coordinator"), role_call(rm):
                 run = await coordinator_agent.run(
                     prompt,
                     message_history=history or None,
@@ -99,7 +99,7 @@ class TurnRunner:
                     model_settings=rm.settings or None,
                     event_stream_handler=stream_handler(turn, "coordinator"),
                 )
-            turn.usage.add("coordinator", run.usage, rm.model_string)
+            turn.usage.add("coordinator", run.usage, rm.model_string, rm.name)
             output, new_messages = run.output, run.new_messages()
             seconds = time.monotonic() - t0
             if isinstance(output, Outcome) and output.paused is not None:
