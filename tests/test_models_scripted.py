@@ -50,9 +50,9 @@ def llm() -> Iterator[ScriptedOpenAI]:
         yield server
 
 
-def configure(home: Path, url: str, **models: Any) -> None:
+def configure(home: Path, url: str, model: str = "openai:scripted", **models: Any) -> None:
     tmp = home / "zocrates_config.json.tmp"
-    tmp.write_text(json.dumps(model_config(url, **models)), "utf-8")
+    tmp.write_text(json.dumps(model_config(url, model, **models)), "utf-8")
     os.replace(tmp, home / "zocrates_config.json")
 
 
@@ -218,3 +218,80 @@ def test_a_refused_connection_says_so(tmp_path: Path, small: Any) -> None:
     assert end.type == "error"
     assert "is unreachable (connection refused)" in end.message
     assert "dropped" not in end.message
+
+
+# ---------------------------------------------------------------------------- usage
+def gappy_searcher(req: Request) -> Step:
+    """Searches until the budget refuses, then concludes with a gap (a reactive checkpoint)."""
+    results = req.tool_results()
+    if any(isinstance(r, dict) and r.get("status") == "budget_exhausted" for r in results[-1:]):
+        return tool("conclude_search", summary="partial", gaps=["log compaction"])
+    n = req.tool_calls_made().count("search_corpus")
+    return tool("search_corpus", query=f"raft aspect {n}", limit=3)
+
+
+def test_usage_after_a_checkpoint_and_resume_equals_what_the_server_served(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    llm.set_script(roles(search=gappy_searcher))
+    app = open_app(tmp_path, llm, small)
+    sid = app.new_session()
+    pause = terminal(run(app.ask(QUESTION, session_id=sid, budget=2)))
+    assert pause.type == "checkpoint", pause
+    paused = app.history(sid)[-1]
+    assert paused.usage.requests == llm.served_usage()["requests"] > 0
+    again = terminal(run(app.resume(sid, pause.interrupt_id, "extend_budget")))
+    assert again.type == "checkpoint", again  # the gap is still open: a second pause
+    assert app.history(sid)[-1].usage.requests == llm.served_usage()["requests"]
+    final = terminal(run(app.resume(sid, again.interrupt_id, "synthesize")))
+    assert final.type == "final", final
+    served = llm.served_usage()
+    usage = app.history(sid)[-1].usage
+    assert (usage.requests, usage.input_tokens, usage.output_tokens) == (
+        served["requests"],
+        served["input_tokens"],
+        served["output_tokens"],
+    )
+    per_role = {role: len([r for r in llm.served if r.role == role]) for role in usage.roles}
+    assert {role: u.requests for role, u in usage.roles.items()} == per_role
+
+
+def test_a_pass_stopped_by_the_request_limit_counts_its_requests(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    # A model that ignores the budget's refusals and never concludes.
+    llm.set_script(roles(search=lambda req: tool("search_corpus", query="raft", limit=3)))
+    app = open_app(tmp_path, llm, small)
+    final = terminal(run(app.ask(QUESTION, hitl=False, budget=2)))
+    assert final.type == "final"
+    searches = [r for r in llm.served if r.role == "search"]
+    assert len(searches) == 2 + 6  # the budget, then the request limit's margin
+    assert final.usage.roles["search"].requests == len(searches)
+    assert final.usage.requests == llm.served_usage()["requests"]
+
+
+def test_a_failed_turn_keeps_its_usage(tmp_path: Path, llm: ScriptedOpenAI, small: Any) -> None:
+    llm.set_script(roles(synthesizer=[Status(500)] * 3))
+    app = open_app(tmp_path, llm, small)
+    sid = app.new_session()
+    end = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert end.type == "error" and end.message.startswith("The synthesizer model")
+    turn = app.history(sid)[-1]
+    assert turn.status == "error"
+    assert turn.usage.roles["search"].requests == 2  # what was served before the failure
+    assert turn.usage.requests == llm.served_usage()["requests"]
+
+
+def test_a_resume_after_a_config_edit_names_the_model_that_ran(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    llm.set_script(roles(search=gappy_searcher))
+    app = open_app(tmp_path, llm, small)
+    sid = app.new_session()
+    pause = terminal(run(app.ask(QUESTION, session_id=sid, budget=2)))
+    assert pause.type == "checkpoint"
+    configure(tmp_path, llm.url, model="openai:scripted-2")
+    final = terminal(run(app.resume(sid, pause.interrupt_id, "synthesize")))
+    assert final.type == "final"
+    assert final.usage.roles["synthesizer"].model == "openai:scripted-2"
+    assert "openai:scripted-2" in final.model

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -82,27 +83,43 @@ def is_model_failure(exc: BaseException) -> bool:
     return False
 
 
+@dataclass
+class RoleCall:
+    """One agent run of a role: pass `run_id` to the run so its answers can be booked if it
+    fails (the captured messages also hold the history it was given)."""
+
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
 @contextlib.contextmanager
-def role_call(rm: RoleModel) -> Iterator[None]:
+def role_call(rm: RoleModel, turn: TurnContext | None = None) -> Iterator[RoleCall]:
     """Turn a failed model call of role `rm` into a `ModelCallError` whose message names the
-    role, the model and the time it took ("The search model … gave up after 3.0 s")."""
+    role, the model and the time it took ("The search model … gave up after 3.0 s"). With
+    `turn`, a run that fails still books the usage of every answer it received."""
+    from pydantic_ai import capture_run_messages
+
+    call = RoleCall()
     t0 = time.monotonic()
-    try:
-        yield
-    except ModelCallError:
-        raise
-    except Exception as e:
-        if not is_model_failure(e):
-            raise
-        message = describe_model_error(
-            e,
-            None if rm.pinned else rm.resolved,
-            role=rm.role,
-            elapsed=time.monotonic() - t0,
-        )
-        if rm.pinned:
-            message = message.replace(" model model at ", f" model {rm.name} at ")
-        raise ModelCallError(message, rm.role, rm.name) from e
+    with capture_run_messages() as captured:
+        try:
+            yield call
+        except BaseException as e:
+            if turn is not None:
+                mine = [m for m in captured if getattr(m, "run_id", None) == call.run_id]
+                turn.usage.add_messages(rm.role, mine, rm)
+            if isinstance(e, ModelCallError) or not isinstance(e, Exception):
+                raise
+            if not is_model_failure(e):
+                raise
+            message = describe_model_error(
+                e,
+                None if rm.pinned else rm.resolved,
+                role=rm.role,
+                elapsed=time.monotonic() - t0,
+            )
+            if rm.pinned:
+                message = message.replace(" model model at ", f" model {rm.name} at ")
+            raise ModelCallError(message, rm.role, rm.name) from e
 
 
 @dataclass
@@ -217,7 +234,9 @@ class UsageBook:
 
         total = RunUsage()
         for m in messages:
-            if isinstance(m, ModelResponse):
+            # A stream cut short is captured too ("interrupted"): it counts once it reported usage.
+            cut = getattr(m, "state", None) == "interrupted"
+            if isinstance(m, ModelResponse) and (not cut or m.usage.output_tokens):
                 total.requests += 1
                 total.input_tokens += m.usage.input_tokens
                 total.output_tokens += m.usage.output_tokens

@@ -90,12 +90,13 @@ async def synthesize(
         else "Writing the answer (no evidence was found)"
     )
     turn.step("synthesize", label, passages=len(ranked))
-    with turn.phase("synthesize", role="synthesizer"), role_call(rm):
+    with turn.phase("synthesize", role="synthesizer"), role_call(rm, turn) as call:
         result = await synthesizer_agent.run(
             prompt,
             model=rm.model,
             model_settings=rm.settings or None,
             event_stream_handler=stream_handler(turn, "synthesizer"),
+            run_id=call.run_id,
         )
     turn.usage.add("synthesizer", result.usage, rm.model_string, rm.name)
     keys, chunk_ids = plumbing(turn, [*ranked, *gathered])

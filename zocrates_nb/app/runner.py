@@ -90,7 +90,7 @@ class TurnRunner:
             state = await asyncio.to_thread(store.get_state, session_id)
             deps = CoordinatorDeps(turn=turn, profile=state.research_profile)
             rm = roles.coordinator
-            with turn.phase("coordinator", role="coordinator"), role_call(rm):
+            with turn.phase("coordinator", role="coordinator"), role_call(rm, turn) as call:
                 run = await coordinator_agent.run(
                     prompt,
                     message_history=history or None,
@@ -98,6 +98,7 @@ class TurnRunner:
                     model=rm.model,
                     model_settings=rm.settings or None,
                     event_stream_handler=stream_handler(turn, "coordinator"),
+                    run_id=call.run_id,
                 )
             turn.usage.add("coordinator", run.usage, rm.model_string, rm.name)
             output, new_messages = run.output, run.new_messages()
