@@ -173,6 +173,8 @@ def describe_model_error(
             f"{who} sent a reply that is not JSON or is empty (is base_url an "
             "OpenAI-compatible API?)."
         )
+    elif has(x.UnexpectedModelBehavior) and says("exceeded maximum output retries"):
+        text = f"{who} sent unusable output three times in a row."
     elif has(x.UnexpectedModelBehavior) and says("exceeded max retries"):
         tool = next((str(e).split("'")[1] for e in chain if str(e).startswith("Tool '")), "")
         what = f"arguments for {tool}" if tool else "output"
