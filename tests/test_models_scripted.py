@@ -295,3 +295,83 @@ def test_a_resume_after_a_config_edit_names_the_model_that_ran(
     assert final.type == "final"
     assert final.usage.roles["synthesizer"].model == "openai:scripted-2"
     assert "openai:scripted-2" in final.model
+
+
+# ---------------------------------------------------------------------------- verification
+def long_section() -> tuple[str, str]:
+    """A 34,000-character section (like Raft §5) and a sentence copied from near its end."""
+    from conftest import topic_paragraphs
+
+    body = "\n\n".join(topic_paragraphs("garden", 80, seed=3))
+    while len(body) < 34_000:
+        body += "\n\n" + "\n\n".join(topic_paragraphs("genome", 20, seed=len(body)))
+    quote = "A follower that hears no heartbeat within its election timeout becomes a candidate."
+    cut = len(body) - 1500
+    return body[:cut] + " " + quote + " " + body[cut:], quote
+
+
+def verifier_turn(llm: ScriptedOpenAI) -> Any:
+    import asyncio
+
+    from zocrates_nb.agents.models import resolve_model
+    from zocrates_nb.agents.runtime import RoleModel, Roles, TurnContext
+    from zocrates_nb.config import Settings
+
+    settings = Settings.model_validate(model_config(llm.url))
+    r = resolve_model(settings, "verifier")
+    rm = RoleModel("verifier", r.model, r.settings, r.display_name, r.model_string, r)  # type: ignore[arg-type]
+    roles = Roles(rm, rm, rm, rm, None)
+    return TurnContext("s", "t", "q", asyncio.Queue(), None, None, settings, roles, None)  # type: ignore[arg-type]
+
+
+def judge_by_passage(req: Request) -> Step:
+    prompt = req.contents("user")[-1]
+    claim, passage = prompt.split("PASSAGE", 1)
+    claim = claim.removeprefix("CLAIM:").strip()
+    p = 0.95 if " ".join(claim.split()) in " ".join(passage.split()) else 0.05
+    return tool(req.tools[0], supported_probability=p, reason="scripted")
+
+
+def test_a_claim_from_the_end_of_a_long_passage_is_verified_against_it(
+    llm: ScriptedOpenAI,
+) -> None:
+    import asyncio
+
+    from zocrates_nb.agents import citations as cit
+    from zocrates_nb.agents.verifier import verify
+    from zocrates_nb.retrieval.state import Evidence
+
+    section, quote = long_section()
+    assert len(section) > 34_000 and section.index(quote) > 30_000
+    ranked = [Evidence(chunk_id="AK:s5", item_key="K", attachment_key="AK", text=section)]
+    answer = f"{quote[:-1]} [1]."
+    occs = cit.find_occurrences(answer)
+    llm.set_script(judge_by_passage)
+    verdicts = asyncio.run(verify(verifier_turn(llm), occs, ranked))
+    assert verdicts[(0, 1)].supported and verdicts[(0, 1)].probability == 0.95
+    (req,) = llm.requests
+    passage = req.contents("user")[-1].split("PASSAGE", 1)[1]
+    assert len(passage) < 6_500  # the best windows, not the whole section nor its start
+    done = cit.finish(answer, occs, verdicts, ranked, ranked)
+    assert done.text == answer and done.verified is True
+
+
+def test_a_failing_verifier_says_citations_not_verified_in_the_answer(
+    llm: ScriptedOpenAI,
+) -> None:
+    import asyncio
+
+    from zocrates_nb.agents import citations as cit
+    from zocrates_nb.agents.verifier import verify
+    from zocrates_nb.retrieval.state import Evidence
+
+    ranked = [Evidence(chunk_id="AK:1", item_key="K", attachment_key="AK", text="Raft elects.")]
+    answer = "Raft elects a leader [1]."
+    occs = cit.find_occurrences(answer)
+    llm.set_script(lambda req: Status(500))
+    verdicts = asyncio.run(verify(verifier_turn(llm), occs, ranked))
+    assert verdicts[(0, 1)].probability is None
+    done = cit.finish(answer, occs, verdicts, ranked, ranked)
+    assert done.text.startswith("Raft elects a leader [1].")
+    assert done.text.endswith(cit.NOT_VERIFIED_NOTE) and done.verified is False
+    assert done.citations[0].support is None

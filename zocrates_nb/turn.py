@@ -125,6 +125,7 @@ class EvidenceRow(_Record):
     cited: bool = False  # a verified citation of the answer points at it
     n: int | None = None  # its citation number
     support: float | None = None  # best verification support of its citations (0–1)
+    unsupported: bool = False  # cited only by claims the verification did not support
 
 
 class RoleUsage(_Record):
@@ -219,6 +220,10 @@ class TurnResult(_Record):
     cited_sources: list[Source] = Field(default_factory=list)
     other_sources: list[Source] = Field(default_factory=list)
     citations: list[Citation] = Field(default_factory=list)
+    # Sentences whose citations all failed verification (marked `[unsupported]` in the answer).
+    unsupported_claims: list[str] = Field(default_factory=list)
+    # Whether the citations were checked: None when there were none, False when the check failed.
+    citations_verified: bool | None = None
     evidence: list[EvidenceRow] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     timings: dict[str, float] = Field(default_factory=dict)  # phase → seconds

@@ -362,6 +362,7 @@ def evidence_rows(
                 cited=n is not None,
                 n=n,
                 support=answer.support.get(i) if answer else None,
+                unsupported=bool(answer and i in answer.refuted),
             )
         )
     shown = {e.chunk_id for e in ranked}

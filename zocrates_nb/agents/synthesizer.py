@@ -108,6 +108,12 @@ async def synthesize(
     answer = cit.finish(text, occurrences, verdicts, ranked, gathered)
     if answer.pruned:
         turn.step(
-            "verify", f"Removed {answer.pruned} unsupported citation(s)", pruned=answer.pruned
+            "verify",
+            f"Removed {answer.pruned} unsupported citation(s); "
+            f"{len(answer.unsupported)} sentence(s) marked unsupported",
+            pruned=answer.pruned,
+            unsupported=answer.unsupported,
         )
+    if answer.verified is False:
+        turn.step("verify", "Citations not verified: the check failed")
     return answer

@@ -290,7 +290,8 @@ class TurnRunner:
             if outcome.answer is not None:
                 a = outcome.answer
                 update.update(cited_sources=a.cited_sources, other_sources=a.other_sources,
-                              citations=a.citations)  # fmt: skip
+                              citations=a.citations, unsupported_claims=a.unsupported,
+                              citations_verified=a.verified)  # fmt: skip
         return result.model_copy(update={**update, **fields})
 
     async def _answer(
