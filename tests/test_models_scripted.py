@@ -375,3 +375,48 @@ def test_a_failing_verifier_says_citations_not_verified_in_the_answer(
     assert done.text.startswith("Raft elects a leader [1].")
     assert done.text.endswith(cit.NOT_VERIFIED_NOTE) and done.verified is False
     assert done.citations[0].support is None
+
+
+# ---------------------------------------------------------------------------- keep the search
+def test_a_failed_answer_keeps_the_search_and_synthesize_writes_it_again(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    llm.set_script(roles(synthesizer=[Status(503)] * 3))
+    app = open_app(tmp_path, llm, small)
+    sid = app.new_session()
+    end = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert end.type == "error" and end.retryable and end.retry_id
+    assert "server error (HTTP 503)" in end.message and "The search is kept" in end.message
+    failed = app.history(sid)[-1]
+    assert failed.status == "error" and failed.evidence and failed.tool_calls == 1
+    searches = len(of_role(llm, "search"))
+    # The endpoint recovers; "Retry answer" writes the answer from the kept evidence.
+    llm.set_script(roles())
+    final = terminal(run(app.resume(sid, end.retry_id, "synthesize")))
+    assert final.type == "final", final
+    assert final.turn_id == failed.turn_id and "[1]" in final.answer
+    assert len(of_role(llm, "search")) == searches, "nothing was searched again"
+    turn = app.history(sid)[-1]
+    assert turn.status == "answered" and turn.error is None
+    assert turn.usage.requests == llm.served_usage()["requests"]
+    # Only `synthesize` retries a failed answer; a new question simply moves on.
+    assert app.store.pending_checkpoint(sid) is None
+
+
+def test_a_new_question_supersedes_a_failed_answer(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    llm.set_script(roles(synthesizer=[Status(500)] * 3))
+    app = open_app(tmp_path, llm, small)
+    sid = app.new_session()
+    end = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert end.type == "error" and end.retry_id
+    from zocrates_nb.errors import UsageError
+
+    with pytest.raises(UsageError, match="only `synthesize`"):
+        app.resume(sid, end.retry_id, "extend_budget")
+    llm.set_script(roles())
+    final = terminal(run(app.ask("And log replication?", session_id=sid, hitl=False)))
+    assert final.type == "final"
+    assert [t.status for t in app.history(sid)] == ["error", "answered"]
+    assert app.store.pending_checkpoint(sid) is None

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from zocrates_nb.agents import citations as cit
+from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.prompts import continuation_prompt, search_input
 from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.agents.search_agent import run_search
@@ -81,6 +82,29 @@ class Outcome:
                 "whether to extend it or to answer with the evidence gathered."
             )
         return ""
+
+
+class AnswerFailed(ModelCallError):
+    """The search finished but writing its answer failed: the turn keeps what the search
+    gathered (`outcome`, `paused`) so `synthesize` can write the answer again."""
+
+    def __init__(
+        self,
+        cause: ModelCallError,
+        state: RunState,
+        ranked: list[Evidence],
+        report: CompletionReport,
+    ) -> None:
+        super().__init__(str(cause), cause.role, cause.model)
+        self.outcome = Outcome(
+            "answered",
+            state.goal,
+            ranked=ranked,
+            gathered=list(state.evidence),
+            report=report,
+            state=state,
+        )
+        self.paused = PausedRun(run_state=state.to_json(), goal=state.goal)
 
 
 def dump_messages(messages: list[ModelMessage]) -> Any:
@@ -272,7 +296,11 @@ class SearchPipeline:
         with t.phase("rerank"):
             ranked = await asyncio.to_thread(rerank_state, state, t.reranker)
         prior = await asyncio.to_thread(self.prior_context)
-        answer = await synthesize(t, state.goal, ranked, state.evidence, report, prior)
+        try:
+            answer = await synthesize(t, state.goal, ranked, state.evidence, report, prior)
+        except ModelCallError as e:
+            await asyncio.to_thread(self.record_audit, state, report)
+            raise AnswerFailed(e, state, ranked, report) from e
         await asyncio.to_thread(self.record_audit, state, report)
         return Outcome(
             "answered",

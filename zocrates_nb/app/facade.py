@@ -319,7 +319,7 @@ class App:
             from zocrates_nb.sessions import CheckpointPending
 
             pending = self.store.pending_checkpoint(session_id)  # SessionNotFound when unknown
-            if pending is not None:
+            if pending is not None and pending.kind == "checkpoint":
                 raise CheckpointPending(session_id, pending)
         return self._runner.ask(session_id, prompt.strip(), opts, cancel)
 
@@ -350,6 +350,10 @@ class App:
             )
         if claim_holds(snapshot.claim):
             raise CheckpointClaimed(session_id, snapshot)
+        if snapshot.kind == "answer" and action != "synthesize":
+            raise UsageError(
+                "this turn's search is kept but its answer failed: only `synthesize` retries it"
+            )
         return self._runner.resume(session_id, snapshot.interrupt_id, action, guidance, cancel)
 
 

@@ -16,10 +16,25 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
 from zocrates_nb.agents.active import build_active_items, dump_active_items, load_active_items
 from zocrates_nb.agents.citations import sanitize
-from zocrates_nb.agents.coordinator import CoordinatorDeps, coordinator_agent, record_answer
+from zocrates_nb.agents.coordinator import (
+    SEARCH_TOOL,
+    CoordinatorDeps,
+    coordinator_agent,
+    record_answer,
+)
 from zocrates_nb.agents.pipeline import (
+    AnswerFailed,
     Outcome,
     PausedRun,
     SearchPipeline,
@@ -129,6 +144,9 @@ class TurnRunner:
                                         message=CANCELLED, retryable=True))  # fmt: skip
         except CheckpointPending as e:
             self._fail(queue, result, turn, str(e), retryable=False, session_id=session_id)
+        except AnswerFailed as e:
+            assert result is not None and turn is not None
+            await self._keep_search(queue, result, turn, e, time.monotonic() - t0)
         except Exception as e:
             message = describe_error(e, roles, doing="The turn")
             self._fail(queue, result, turn, message, session_id=session_id)
@@ -303,7 +321,7 @@ class TurnRunner:
         seconds: float,
     ) -> None:
         record = self._record(turn, result, outcome, seconds, status="answered", answer=text,
-                              checkpoint=None)  # fmt: skip
+                              checkpoint=None, error=None)  # fmt: skip
         stored = await asyncio.to_thread(self.store.save_turn, record)
         turn.emit(Final.of(stored))
 
@@ -319,8 +337,9 @@ class TurnRunner:
     ) -> None:
         ev = outcome.checkpoint
         assert ev is not None
-        info = CheckpointInfo.model_validate(ev.model_dump(exclude={"type", "session_id",
-                                                                    "turn_id"}))
+        info = CheckpointInfo.model_validate(
+            ev.model_dump(exclude={"type", "session_id", "turn_id"})
+        )
         record = self._record(turn, result, outcome, seconds, checkpoint=info)
         snapshot = CheckpointSnapshot(interrupt_id=ev.interrupt_id, turn_id=result.turn_id,
                                       payload=paused.model_dump(mode="json"))  # fmt: skip
@@ -328,6 +347,51 @@ class TurnRunner:
             self.store.save_checkpoint, result.session_id, snapshot, turn=record, claim=claim
         )
         turn.emit(ev)
+
+    async def _keep_search(
+        self,
+        queue: EventQueue,
+        result: TurnResult,
+        turn: TurnContext,
+        failed: AnswerFailed,
+        seconds: float,
+    ) -> None:
+        """Writing the answer failed after the search finished: keep the search (its evidence
+        in the turn's record, its run state as an "answer" snapshot) so `synthesize` writes the
+        answer again without searching again; the error says so and carries the retry id."""
+        retry_id = f"{result.turn_id}-answer"
+        message = (
+            f"{failed} The search is kept: retry the answer (zocrates-nb resume --session "
+            f"{result.session_id} --action synthesize) without searching again."
+        )
+        call = ToolCallPart(SEARCH_TOOL, {"request": failed.outcome.goal})
+        coordinator: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart(result.prompt)]),
+            ModelResponse(parts=[call]),
+            ModelRequest(parts=[ToolReturnPart(SEARCH_TOOL, "", tool_call_id=call.tool_call_id)]),
+        ]
+        paused = failed.paused.model_copy(update={
+            "coordinator_messages": dump_messages(coordinator),
+            "active_items": dump_active_items(turn.active_items),
+        })  # fmt: skip
+        snapshot = CheckpointSnapshot(
+            interrupt_id=retry_id,
+            turn_id=result.turn_id,
+            kind="answer",
+            payload=paused.model_dump(mode="json"),
+        )
+        record = self._record(turn, result, failed.outcome, seconds, error=message, answer="")
+        try:
+            await asyncio.to_thread(
+                self.store.save_checkpoint, result.session_id, snapshot, turn=record
+            )
+        except Exception as e:  # the store failed too: an ordinary failed turn
+            log.warning("keeping the search of %s failed: %s", result.turn_id, e)
+            self._fail(queue, result, turn, str(failed))
+            return
+        error = ErrorEvent(session_id=result.session_id, turn_id=result.turn_id,
+                           message=message, retryable=True, retry_id=retry_id)  # fmt: skip
+        queue.put_nowait(error)
 
     def _end(self, result: TurnResult, turn: TurnContext | None, status: str, error: str) -> None:
         """Record a turn that ended without an answer (failed or cancelled)."""
