@@ -10,6 +10,7 @@ calls on the shared run state, and cache outlines in the session.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import AsyncIterable, Sequence
 from dataclasses import dataclass, field
@@ -24,13 +25,16 @@ from pydantic_ai import (
     UsageLimitExceeded,
     capture_run_messages,
 )
+from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     AgentStreamEvent,
     ModelMessage,
+    ModelRequest,
     PartDeltaEvent,
     PartStartEvent,
     ThinkingPart,
     ThinkingPartDelta,
+    ToolReturnPart,
 )
 from pydantic_ai.usage import UsageLimits
 
@@ -103,7 +107,8 @@ async def search_corpus(
     deps.turn.step("search", label, query=query)
     out = await _call(deps, deps.toolkit.search_corpus, query, item_key, chunk_type, limit)
     _budget_step(deps, out)
-    if out.get("status") == "success":
+    if out.get("status") == "success" and ECONOMY:
+        out = for_model(out)
         n = len(out.get("results") or [])
         papers = len({r.get("item_key") for r in out.get("results") or []})
         deps.turn.step(
@@ -114,6 +119,79 @@ async def search_corpus(
             papers=papers,
         )
     return out
+
+
+# What the model needs of a passage: where it is (to read on) and what it says. Chunk ids,
+# attachment keys, authors and chunk types stay in the run state, not in every request.
+ECONOMY = True  # False only in `bench tokens --agent --compare`: the history as it was sent
+_RESULT_FIELDS = ("rank", "item_key", "section", "section_id", "page", "text")
+
+
+def for_model(out: dict[str, Any]) -> dict[str, Any]:
+    """A search result as the model sees it: each paper's title once, then its passages."""
+    papers: dict[str, str] = {}
+    results = []
+    for r in out.get("results") or []:
+        key = str(r.get("item_key", ""))
+        if key not in papers:
+            year = f" ({r['year']})" if r.get("year") else ""
+            papers[key] = f"{r.get('title', '')}{year}"
+        results.append({k: r[k] for k in _RESULT_FIELDS if r.get(k) not in (None, "")})
+    slim = {k: v for k, v in out.items() if k != "results"}
+    return {**slim, "papers": papers, "results": results}
+
+
+ELIDED_WORDS = 12  # what an older passage keeps: its opening words, as a reminder
+
+
+def _elide_text(text: str) -> str:
+    words = str(text).split()
+    if len(words) <= ELIDED_WORDS + 5:
+        return str(text)
+    head = " ".join(words[:ELIDED_WORDS])
+    return f"{head} … [{len(words)} words, read earlier: kept in the evidence]"
+
+
+def _elide_result(content: Any) -> Any:
+    if not isinstance(content, dict):
+        return content
+    out = dict(content)
+    for field_name in ("results", "assets"):
+        if isinstance(out.get(field_name), list):
+            out[field_name] = [
+                {**r, "text": _elide_text(r["text"])} if isinstance(r, dict) and "text" in r else r
+                for r in out[field_name]
+            ]
+    out.pop("csv", None)
+    return out
+
+
+def elide_read_texts(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """The search agent's history processor: the latest tool results stay in full, older
+    passages shrink to their references (paper, section, page, opening words) once the model
+    has read them — the full texts are in the run state's evidence for the writer."""
+    if not ECONOMY:
+        return messages
+    last = max((i for i, m in enumerate(messages) if isinstance(m, ModelRequest)), default=-1)
+    out: list[ModelMessage] = []
+    for i, m in enumerate(messages):
+        if (
+            i != last
+            and isinstance(m, ModelRequest)
+            and any(isinstance(p, ToolReturnPart) and p.tool_name in _READS for p in m.parts)
+        ):
+            parts = [
+                dataclasses.replace(p, content=_elide_result(p.content))
+                if isinstance(p, ToolReturnPart) and p.tool_name in _READS
+                else p
+                for p in m.parts
+            ]
+            m = dataclasses.replace(m, parts=parts)
+        out.append(m)
+    return out
+
+
+_READS = ("search_corpus", "read_document")
 
 
 async def get_document_toc(ctx: RunContext[SearchDeps], item_key: str) -> dict[str, Any]:
@@ -223,6 +301,7 @@ search_agent: Agent[SearchDeps, SearchEnd | str] = Agent(
     output_type=[*SEARCH_OUTPUTS, str],
     tools=[search_corpus, get_document_toc, read_document],
     retries=2,
+    capabilities=[ProcessHistory(elide_read_texts)],
     defer_model_check=True,
 )
 
