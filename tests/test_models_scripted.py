@@ -420,3 +420,35 @@ def test_a_new_question_supersedes_a_failed_answer(
     assert final.type == "final"
     assert [t.status for t in app.history(sid)] == ["error", "answered"]
     assert app.store.pending_checkpoint(sid) is None
+
+
+# ---------------------------------------------------------------------------- context economy
+def test_older_passages_are_elided_and_results_carry_only_what_the_model_needs(
+    tmp_path: Path, llm: ScriptedOpenAI, small: Any
+) -> None:
+    queries = ["raft leader election", "raft log replication", "tomato watering"]
+
+    def search(req: Request) -> Step:
+        n = req.tool_calls_made().count("search_corpus")
+        if n < len(queries):
+            return tool("search_corpus", query=queries[n], limit=3)
+        return tool("conclude_search", summary="done", gaps=[])
+
+    llm.set_script(roles(search=search))
+    app = open_app(tmp_path, llm, small)
+    final = terminal(run(app.ask(QUESTION, hitl=False)))
+    assert final.type == "final"
+    last = of_role(llm, "search")[-1]  # sees all three results
+    first, second, latest = (r for r in last.tool_results() if isinstance(r, dict))
+    for older in (first, second):
+        texts = [r["text"] for r in older["results"]]
+        assert texts and all("read earlier: kept in the evidence" in t for t in texts)
+    assert not any("read earlier" in r["text"] for r in latest["results"])
+    # The writer still gets every passage in full: elision is for the search model only.
+    gathered = {e.chunk_id: e for e in final.evidence}
+    assert all(len(e.text.split()) > 20 for e in gathered.values())
+    # No plumbing the model does not need, and each paper's title once.
+    for result in (first, second, latest):
+        for r in result["results"]:
+            assert not {"chunk_id", "attachment_key", "authors", "chunk_type"} & set(r)
+            assert r["item_key"] in result["papers"]
