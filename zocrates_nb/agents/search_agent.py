@@ -107,7 +107,7 @@ async def search_corpus(
     deps.turn.step("search", label, query=query)
     out = await _call(deps, deps.toolkit.search_corpus, query, item_key, chunk_type, limit)
     _budget_step(deps, out)
-    if out.get("status") == "success" and ECONOMY:
+    if out.get("status") == "success" and _economy(deps):
         out = for_model(out)
         n = len(out.get("results") or [])
         papers = len({r.get("item_key") for r in out.get("results") or []})
@@ -166,11 +166,19 @@ def _elide_result(content: Any) -> Any:
     return out
 
 
-def elide_read_texts(messages: list[ModelMessage]) -> list[ModelMessage]:
+def _economy(deps: SearchDeps) -> bool:
+    """Context economy is for language models: the embedded offline engine is local (no
+    tokens to pay) and reads the full results to steer its search."""
+    return ECONOMY and not deps.turn.roles.search.offline
+
+
+def elide_read_texts(
+    ctx: RunContext[SearchDeps], messages: list[ModelMessage]
+) -> list[ModelMessage]:
     """The search agent's history processor: the latest tool results stay in full, older
     passages shrink to their references (paper, section, page, opening words) once the model
     has read them — the full texts are in the run state's evidence for the writer."""
-    if not ECONOMY:
+    if not _economy(ctx.deps):
         return messages
     last = max((i for i, m in enumerate(messages) if isinstance(m, ModelRequest)), default=-1)
     out: list[ModelMessage] = []
