@@ -196,6 +196,10 @@ class CheckpointInfo(_Record):
     covered_summary: str = ""
     missing_aspects: list[str] = Field(default_factory=list)
     cost_usd: float | None = None
+    # Why it paused, so the card's words match its numbers: the call budget is used up, the
+    # word ceiling is reached (or nearly: 80 %), or the agent asked for more.
+    reason: Literal["budget", "word_ceiling", "word_ceiling_near", "agent"] = "budget"
+    headline: str = ""  # the reason as the card's title, e.g. "The search used 8 of 10 calls…"
 
 
 class TrailStep(_Record):

@@ -138,6 +138,19 @@ def should_checkpoint(state: RunState, hitl: bool) -> bool:
     return spent and gaps
 
 
+def checkpoint_reason(state: RunState) -> tuple[str, str]:
+    """Why a search pauses, and the sentence that says so with the true numbers."""
+    calls = f"{state.tool_count} of {state.budget} retrieval calls"
+    words = f"{state.words:,} of {state.word_ceiling:,} words"
+    if state.extension_pending:
+        return "agent", f"The search asks for more budget ({calls}, {words} used)"
+    if state.tool_count >= state.budget:
+        return "budget", f"The search budget is used up ({calls}, {words})"
+    if state.words >= state.word_ceiling:
+        return "word_ceiling", f"The evidence word ceiling is reached ({words}, {calls})"
+    return "word_ceiling_near", f"The evidence is near its word ceiling ({words}, {calls})"
+
+
 def checkpoint_gaps(state: RunState) -> tuple[str, list[str]]:
     """What a pause reports as covered and missing: the agent's extension request, else its
     completion report."""
@@ -251,7 +264,10 @@ class SearchPipeline:
         t = self.turn
         n = state.extension_count + 1
         covered, missing = checkpoint_gaps(state)
+        reason, headline = checkpoint_reason(state)
         event = CheckpointEvent(
+            reason=reason,
+            headline=headline,
             interrupt_id=interrupt_id(t.turn_id, n),
             extension=n,
             max_extensions=MAX_EXTENSIONS,
