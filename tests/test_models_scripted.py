@@ -37,11 +37,16 @@ ANSWER = "Raft elects a leader with randomized election timeouts [1]."
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def small_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any]]:
     root = tmp_path_factory.mktemp("scripted-llm")
     index = index_small_library(LibraryBuilder(root / "library"), root / "home")
-    yield index
+    yield root / "home", index
     index.close()
+
+
+@pytest.fixture(scope="module")
+def small(small_home: tuple[Path, Any]) -> Any:
+    return small_home[1]
 
 
 @pytest.fixture
@@ -452,3 +457,26 @@ def test_older_passages_are_elided_and_results_carry_only_what_the_model_needs(
         for r in result["results"]:
             assert not {"chunk_id", "attachment_key", "authors", "chunk_type"} & set(r)
             assert r["item_key"] in result["papers"]
+
+
+# ---------------------------------------------------------------------------- the CLI
+def test_the_cli_shows_tokens_per_turn_answered_or_failed(
+    llm: ScriptedOpenAI, small_home: tuple[Path, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from zocrates_nb.cli import main
+
+    home, _ = small_home
+    configure(home, llm.url)
+    try:
+        llm.set_script(roles())
+        assert main(["--home", str(home), "ask", QUESTION, "--no-hitl"]) == 0
+        out = capsys.readouterr().out
+        served = llm.served_usage()
+        assert f"{served['input_tokens']:,} tokens in, {served['output_tokens']:,} out" in out
+        llm.set_script(roles(synthesizer=[Status(500)] * 3))
+        assert main(["--home", str(home), "ask", QUESTION, "--no-hitl"]) == 1
+        err = capsys.readouterr().err
+        assert "The synthesizer model openai:scripted" in err
+        assert "[spent · " in err and "tokens in" in err
+    finally:
+        (home / "zocrates_config.json").unlink()
