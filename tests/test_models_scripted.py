@@ -395,6 +395,12 @@ def test_a_failed_answer_keeps_the_search_and_synthesize_writes_it_again(
     failed = app.history(sid)[-1]
     assert failed.status == "error" and failed.evidence and failed.tool_calls == 1
     searches = len(of_role(llm, "search"))
+    # A retry that fails again keeps the search, says so, and counts what it spent.
+    llm.set_script(roles(synthesizer=[Status(503)] * 3))
+    again = terminal(run(app.resume(sid, end.retry_id, "synthesize")))
+    assert again.type == "error" and again.retry_id == end.retry_id
+    assert app.history(sid)[-1].status == "error"
+    assert app.history(sid)[-1].usage.requests == llm.served_usage()["requests"]
     # The endpoint recovers; "Retry answer" writes the answer from the kept evidence.
     llm.set_script(roles())
     final = terminal(run(app.resume(sid, end.retry_id, "synthesize")))

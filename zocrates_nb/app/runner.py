@@ -188,6 +188,7 @@ class TurnRunner:
         result: TurnResult | None = None
         roles: Roles | None = None
         resolved = False  # the answer cleared the checkpoint: no claim left to release
+        turn: TurnContext | None = None
         t0 = time.monotonic()
 
         def end_claim(message: str) -> None:
@@ -240,10 +241,31 @@ class TurnRunner:
         except Exception as e:
             message = describe_error(e, roles, doing="The turn")
             end_claim(message)
+            retry_id = self._failed_resume(snapshot, turn, message, resolved)
             queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=snapshot.turn_id,
-                                        message=message, retryable=not resolved))  # fmt: skip
+                                        message=message, retryable=not resolved,
+                                        retry_id=retry_id))  # fmt: skip
         finally:
             heartbeat.cancel()
+
+    def _failed_resume(
+        self,
+        snapshot: CheckpointSnapshot,
+        turn: TurnContext | None,
+        message: str,
+        resolved: bool,
+    ) -> str | None:
+        """A resume that failed keeps what it spent on the turn's record; a kept search (an
+        "answer" snapshot) waits again for "Retry answer": its id, for the error event."""
+        if turn is not None:
+            with contextlib.suppress(Exception):
+                self.store.update_turn(snapshot.turn_id, usage=turn.usage.record,
+                                       steps=turn.trail())  # fmt: skip
+        if snapshot.kind == "answer" and not resolved:
+            with contextlib.suppress(Exception):
+                self.store.update_turn(snapshot.turn_id, error=message)
+            return snapshot.interrupt_id
+        return None
 
     async def _renew_claim(self, session_id: str, claim: str) -> None:
         """Keep a long resume's claim fresh, so its lease never lapses while it runs."""
