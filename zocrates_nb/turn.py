@@ -198,7 +198,8 @@ class CheckpointInfo(_Record):
     cost_usd: float | None = None
     # Why it paused, so the card's words match its numbers: the call budget is used up, the
     # word ceiling is reached (or nearly: 80 %), or the agent asked for more.
-    reason: Literal["budget", "word_ceiling", "word_ceiling_near", "agent"] = "budget"
+    # (None: a record written before the reason was kept.)
+    reason: Literal["budget", "word_ceiling", "word_ceiling_near", "agent"] | None = None
     headline: str = ""  # the reason as the card's title, e.g. "The search used 8 of 10 calls…"
 
 
