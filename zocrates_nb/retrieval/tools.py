@@ -522,6 +522,8 @@ class Toolkit:
                         f"first ~{limit:,} words{why}. Read its subsections or pages (page=N) "
                         "for the rest.]"
                     )
+                if limit == left and not table:  # fill up to the ceiling exactly (cut below)
+                    end = min(end + 1, ref.line_end)
                 ref = replace(ref, line_end=end, csv=csv)
         if ref.text is not None:  # the abstract lives only in metadata
             text = _fit_words(ref.text, left)
