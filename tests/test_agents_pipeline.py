@@ -131,7 +131,7 @@ def test_proactive_checkpoint_then_extension_scales_ceilings(
 
     # Extension 2, then the cap: a third request is refused and the search concludes.
     final = terminal(run(app.resume(cp.session_id, None, "extend_budget")))
-    assert final.type == "final"
+    assert final.type == "final", final
     record = app.turn(cp.turn_id)
     assert record.extensions == 2 and record.tool_calls == 3
     assert app.store.pending_checkpoint(cp.session_id) is None

@@ -170,7 +170,8 @@ class ModelsSettings(_Strict):
     search: ModelEndpoint | None = None
     synthesizer: ModelEndpoint | None = None
     verifier: ModelEndpoint | None = None
-    # Seconds one request attempt may wait for data; connecting is capped at 5 s by the client.
+    # Seconds one model call may take in all, its SDK retries and whole streamed answer included;
+    # connecting is capped at 5 s by the client.
     timeout: float = Field(default=120.0, gt=0, le=3600)
 
 

@@ -40,6 +40,7 @@ EVIDENCE_COLUMNS: dict[str, str] = {
     "rerank_score": "Float64",
     "cited": "boolean",  # at least one verified citation in the answer points at it
     "support": "Float64",  # best verification support probability of its citations (0–1)
+    "unsupported": "boolean",  # cited only by claims verification did not support
     "tool": "string",  # search_corpus | read_document
     "page": "Int64",
     "text": "string",

@@ -125,6 +125,7 @@ class EvidenceRow(_Record):
     cited: bool = False  # a verified citation of the answer points at it
     n: int | None = None  # its citation number
     support: float | None = None  # best verification support of its citations (0–1)
+    unsupported: bool = False  # cited only by claims the verification did not support
 
 
 class RoleUsage(_Record):
@@ -174,6 +175,7 @@ class Usage(_Record):
         cost_usd: float | None = None,
     ) -> None:
         r = self.roles.setdefault(role, RoleUsage(model=model))
+        r.model = model  # the model that ran last (a resume after a config edit runs the new one)
         r.requests += requests
         r.input_tokens += input_tokens
         r.output_tokens += output_tokens
@@ -194,6 +196,11 @@ class CheckpointInfo(_Record):
     covered_summary: str = ""
     missing_aspects: list[str] = Field(default_factory=list)
     cost_usd: float | None = None
+    # Why it paused, so the card's words match its numbers: the call budget is used up, the
+    # word ceiling is reached (or nearly: 80 %), or the agent asked for more.
+    # (None: a record written before the reason was kept.)
+    reason: Literal["budget", "word_ceiling", "word_ceiling_near", "agent"] | None = None
+    headline: str = ""  # the reason as the card's title, e.g. "The search used 8 of 10 calls…"
 
 
 class TrailStep(_Record):
@@ -218,6 +225,10 @@ class TurnResult(_Record):
     cited_sources: list[Source] = Field(default_factory=list)
     other_sources: list[Source] = Field(default_factory=list)
     citations: list[Citation] = Field(default_factory=list)
+    # Sentences whose citations all failed verification (marked `[unsupported]` in the answer).
+    unsupported_claims: list[str] = Field(default_factory=list)
+    # Whether the citations were checked: None when there were none, False when the check failed.
+    citations_verified: bool | None = None
     evidence: list[EvidenceRow] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     timings: dict[str, float] = Field(default_factory=dict)  # phase → seconds

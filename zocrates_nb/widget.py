@@ -252,6 +252,11 @@ class ChatWidget(anywidget.AnyWidget):
     def history_message(self, session_id: str) -> dict[str, Any]:
         """The `history` message of a session, with this kernel's running turn overlaid."""
         turns = [history_turn(turn, self.app) for turn in self.app.history(session_id)]
+        pending = self.app.store.pending_checkpoint(session_id)
+        if pending is not None and pending.kind == "answer":  # "Retry answer" on that turn
+            for turn in turns:
+                if turn["turn_id"] == pending.turn_id and turn["status"] == "error":
+                    turn["retry_id"] = pending.interrupt_id
         live = self._live
         if live is not None and live.session_id == session_id and self.running:
             entry = live.as_history()
@@ -515,6 +520,8 @@ class ChatWidget(anywidget.AnyWidget):
         with contextlib.suppress(Exception):
             for turn in self.app.history(self.session_id):
                 if turn.checkpoint is not None and turn.checkpoint.interrupt_id == interrupt_id:
+                    return turn.prompt
+                if interrupt_id == f"{turn.turn_id}-answer":  # "Retry answer" of a failed turn
                     return turn.prompt
         return ""
 

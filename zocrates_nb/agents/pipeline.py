@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from zocrates_nb.agents import citations as cit
+from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.prompts import continuation_prompt, search_input
 from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.agents.search_agent import run_search
@@ -83,6 +84,29 @@ class Outcome:
         return ""
 
 
+class AnswerFailed(ModelCallError):
+    """The search finished but writing its answer failed: the turn keeps what the search
+    gathered (`outcome`, `paused`) so `synthesize` can write the answer again."""
+
+    def __init__(
+        self,
+        cause: ModelCallError,
+        state: RunState,
+        ranked: list[Evidence],
+        report: CompletionReport,
+    ) -> None:
+        super().__init__(str(cause), cause.role, cause.model)
+        self.outcome = Outcome(
+            "answered",
+            state.goal,
+            ranked=ranked,
+            gathered=list(state.evidence),
+            report=report,
+            state=state,
+        )
+        self.paused = PausedRun(run_state=state.to_json(), goal=state.goal)
+
+
 def dump_messages(messages: list[ModelMessage]) -> Any:
     return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
 
@@ -112,6 +136,19 @@ def should_checkpoint(state: RunState, hitl: bool) -> bool:
         state.tool_count >= state.budget or state.words >= REACTIVE_WORD_SHARE * state.word_ceiling
     )
     return spent and gaps
+
+
+def checkpoint_reason(state: RunState) -> tuple[str, str]:
+    """Why a search pauses, and the sentence that says so with the true numbers."""
+    calls = f"{state.tool_count} of {state.budget} retrieval calls"
+    words = f"{state.words:,} of {state.word_ceiling:,} words"
+    if state.extension_pending:
+        return "agent", f"The search asks for more budget ({calls}, {words} used)"
+    if state.tool_count >= state.budget:
+        return "budget", f"The search budget is used up ({calls}, {words})"
+    if state.words >= state.word_ceiling:
+        return "word_ceiling", f"The evidence word ceiling is reached ({words}, {calls})"
+    return "word_ceiling_near", f"The evidence is near its word ceiling ({words}, {calls})"
 
 
 def checkpoint_gaps(state: RunState) -> tuple[str, list[str]]:
@@ -229,7 +266,10 @@ class SearchPipeline:
         t = self.turn
         n = state.extension_count + 1
         covered, missing = checkpoint_gaps(state)
+        reason, headline = checkpoint_reason(state)
         event = CheckpointEvent(
+            reason=reason,
+            headline=headline,
             interrupt_id=interrupt_id(t.turn_id, n),
             extension=n,
             max_extensions=MAX_EXTENSIONS,
@@ -273,7 +313,11 @@ class SearchPipeline:
         with t.phase("rerank"):
             ranked = await asyncio.to_thread(rerank_state, state, t.reranker)
         prior = await asyncio.to_thread(self.prior_context)
-        answer = await synthesize(t, state.goal, ranked, state.evidence, report, prior)
+        try:
+            answer = await synthesize(t, state.goal, ranked, state.evidence, report, prior)
+        except ModelCallError as e:
+            await asyncio.to_thread(self.record_audit, state, report)
+            raise AnswerFailed(e, state, ranked, report) from e
         await asyncio.to_thread(self.record_audit, state, report)
         return Outcome(
             "answered",
@@ -363,6 +407,7 @@ def evidence_rows(
                 cited=n is not None,
                 n=n,
                 support=answer.support.get(i) if answer else None,
+                unsupported=bool(answer and i in answer.refuted),
             )
         )
     shown = {e.chunk_id for e in ranked}

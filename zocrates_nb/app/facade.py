@@ -360,7 +360,7 @@ class App:
             from zocrates_nb.sessions import CheckpointPending
 
             state = self.store.get_state(session_id)  # SessionNotFound when unknown
-            if state.checkpoint is not None:
+            if state.checkpoint is not None and state.checkpoint.kind == "checkpoint":
                 raise CheckpointPending(session_id, state.checkpoint)
             if claim_holds(state.running):
                 raise SessionBusy(session_id, state.running)
@@ -394,6 +394,10 @@ class App:
             )
         if claim_holds(snapshot.claim):
             raise CheckpointClaimed(session_id, snapshot)
+        if snapshot.kind == "answer" and action != "synthesize":
+            raise UsageError(
+                "this turn's search is kept but its answer failed: only `synthesize` retries it"
+            )
         return self._runner.resume(session_id, snapshot.interrupt_id, action, guidance, cancel)
 
 

@@ -14,12 +14,27 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 
 from zocrates_nb.agents.active import build_active_items, dump_active_items, load_active_items
 from zocrates_nb.agents.citations import sanitize
-from zocrates_nb.agents.coordinator import CoordinatorDeps, coordinator_agent, record_answer
+from zocrates_nb.agents.coordinator import (
+    SEARCH_TOOL,
+    CoordinatorDeps,
+    coordinator_agent,
+    record_answer,
+)
 from zocrates_nb.agents.pipeline import (
+    AnswerFailed,
     Outcome,
     PausedRun,
     SearchPipeline,
@@ -27,7 +42,7 @@ from zocrates_nb.agents.pipeline import (
     load_messages,
 )
 from zocrates_nb.agents.prompts import ActiveItemView
-from zocrates_nb.agents.runtime import Roles, TurnContext, UsageBook
+from zocrates_nb.agents.runtime import Roles, TurnContext, UsageBook, role_call
 from zocrates_nb.agents.synthesizer import stream_handler
 from zocrates_nb.app.describe import describe_error
 from zocrates_nb.app.stream import EventQueue, event_stream
@@ -46,6 +61,7 @@ from zocrates_nb.turn import AskOptions, CheckpointInfo, TurnResult
 if TYPE_CHECKING:
     from zocrates_nb.app.facade import App
 
+_T = TypeVar("_T")
 log = logging.getLogger("zocrates_nb.app")
 
 CANCELLED = "The turn was cancelled."
@@ -119,7 +135,7 @@ class TurnRunner:
             state = await asyncio.to_thread(store.get_state, session_id)
             deps = CoordinatorDeps(turn=turn, profile=state.research_profile)
             rm = roles.coordinator
-            with turn.phase("coordinator", role="coordinator"):
+            with turn.phase("coordinator", role="coordinator"), role_call(rm, turn) as call:
                 run = await coordinator_agent.run(
                     prompt,
                     message_history=history or None,
@@ -127,8 +143,9 @@ class TurnRunner:
                     model=rm.model,
                     model_settings=rm.settings or None,
                     event_stream_handler=stream_handler(turn, "coordinator"),
+                    run_id=call.run_id,
                 )
-            turn.usage.add("coordinator", run.usage, rm.model_string)
+            turn.usage.add("coordinator", run.usage, rm.model_string, rm.name)
             output, new_messages = run.output, run.new_messages()
             seconds = time.monotonic() - t0
             if isinstance(output, Outcome) and output.paused is not None:
@@ -157,6 +174,9 @@ class TurnRunner:
                                         message=CANCELLED, retryable=True))  # fmt: skip
         except (CheckpointPending, SessionBusy) as e:
             await self._fail(queue, result, turn, str(e), retryable=False, session_id=session_id)
+        except AnswerFailed as e:
+            assert result is not None and turn is not None
+            await self._keep_search(queue, result, turn, e, time.monotonic() - t0)
         except Exception as e:
             message = describe_error(e, roles, doing="The turn")
             await self._fail(queue, result, turn, message, session_id=session_id)
@@ -198,6 +218,7 @@ class TurnRunner:
         result: TurnResult | None = None
         roles: Roles | None = None
         resolved = False  # the answer cleared the checkpoint: no claim left to release
+        turn: TurnContext | None = None
         t0 = time.monotonic()
 
         def end_claim(message: str) -> None:
@@ -250,10 +271,31 @@ class TurnRunner:
         except Exception as e:
             message = describe_error(e, roles, doing="The turn")
             await _off_loop(end_claim, message)
+            retry_id = await _off_loop(self._failed_resume, snapshot, turn, message, resolved)
             queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=snapshot.turn_id,
-                                        message=message, retryable=not resolved))  # fmt: skip
+                                        message=message, retryable=not resolved,
+                                        retry_id=retry_id))  # fmt: skip
         finally:
             heartbeat.cancel()
+
+    def _failed_resume(
+        self,
+        snapshot: CheckpointSnapshot,
+        turn: TurnContext | None,
+        message: str,
+        resolved: bool,
+    ) -> str | None:
+        """A resume that failed keeps what it spent on the turn's record; a kept search (an
+        "answer" snapshot) waits again for "Retry answer": its id, for the error event."""
+        if turn is not None:
+            with contextlib.suppress(Exception):
+                self.store.update_turn(snapshot.turn_id, usage=turn.usage.record,
+                                       steps=turn.trail())  # fmt: skip
+        if snapshot.kind == "answer" and not resolved:
+            with contextlib.suppress(Exception):
+                self.store.update_turn(snapshot.turn_id, error=message)
+            return snapshot.interrupt_id
+        return None
 
     async def _renew_claim(self, session_id: str, claim: str) -> None:
         """Keep a long resume's claim fresh, so its lease never lapses while it runs."""
@@ -318,7 +360,8 @@ class TurnRunner:
             if outcome.answer is not None:
                 a = outcome.answer
                 update.update(cited_sources=a.cited_sources, other_sources=a.other_sources,
-                              citations=a.citations)  # fmt: skip
+                              citations=a.citations, unsupported_claims=a.unsupported,
+                              citations_verified=a.verified)  # fmt: skip
         return result.model_copy(update={**update, **fields})
 
     async def _answer(
@@ -330,7 +373,7 @@ class TurnRunner:
         seconds: float,
     ) -> None:
         record = self._record(turn, result, outcome, seconds, status="answered", answer=text,
-                              checkpoint=None)  # fmt: skip
+                              checkpoint=None, error=None)  # fmt: skip
         stored = await asyncio.to_thread(self.store.save_turn, record)
         turn.emit(Final.of(stored))
 
@@ -346,8 +389,9 @@ class TurnRunner:
     ) -> None:
         ev = outcome.checkpoint
         assert ev is not None
-        info = CheckpointInfo.model_validate(ev.model_dump(exclude={"type", "session_id",
-                                                                    "turn_id"}))
+        info = CheckpointInfo.model_validate(
+            ev.model_dump(exclude={"type", "session_id", "turn_id"})
+        )
         record = self._record(turn, result, outcome, seconds, checkpoint=info)
         snapshot = CheckpointSnapshot(interrupt_id=ev.interrupt_id, turn_id=result.turn_id,
                                       payload=paused.model_dump(mode="json"))  # fmt: skip
@@ -355,6 +399,51 @@ class TurnRunner:
             self.store.save_checkpoint, result.session_id, snapshot, turn=record, claim=claim
         )
         turn.emit(ev)
+
+    async def _keep_search(
+        self,
+        queue: EventQueue,
+        result: TurnResult,
+        turn: TurnContext,
+        failed: AnswerFailed,
+        seconds: float,
+    ) -> None:
+        """Writing the answer failed after the search finished: keep the search (its evidence
+        in the turn's record, its run state as an "answer" snapshot) so `synthesize` writes the
+        answer again without searching again; the error says so and carries the retry id."""
+        retry_id = f"{result.turn_id}-answer"
+        message = (
+            f"{failed} The search is kept: retry the answer (zocrates-nb resume --session "
+            f"{result.session_id} --action synthesize) without searching again."
+        )
+        call = ToolCallPart(SEARCH_TOOL, {"request": failed.outcome.goal})
+        coordinator: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart(result.prompt)]),
+            ModelResponse(parts=[call]),
+            ModelRequest(parts=[ToolReturnPart(SEARCH_TOOL, "", tool_call_id=call.tool_call_id)]),
+        ]
+        paused = failed.paused.model_copy(update={
+            "coordinator_messages": dump_messages(coordinator),
+            "active_items": dump_active_items(turn.active_items),
+        })  # fmt: skip
+        snapshot = CheckpointSnapshot(
+            interrupt_id=retry_id,
+            turn_id=result.turn_id,
+            kind="answer",
+            payload=paused.model_dump(mode="json"),
+        )
+        record = self._record(turn, result, failed.outcome, seconds, error=message, answer="")
+        try:
+            await asyncio.to_thread(
+                self.store.save_checkpoint, result.session_id, snapshot, turn=record
+            )
+        except Exception as e:  # the store failed too: an ordinary failed turn
+            log.warning("keeping the search of %s failed: %s", result.turn_id, e)
+            await self._fail(queue, result, turn, str(failed))
+            return
+        error = ErrorEvent(session_id=result.session_id, turn_id=result.turn_id,
+                           message=message, retryable=True, retry_id=retry_id)  # fmt: skip
+        queue.put_nowait(error)
 
     def _end(self, result: TurnResult, turn: TurnContext | None, status: str, error: str) -> None:
         """Record a turn that ended without an answer (failed or cancelled)."""
@@ -423,11 +512,11 @@ class TurnRunner:
             log.warning("compaction of session %s failed: %s", session_id, type(e).__name__)
 
 
-async def _off_loop(fn: Callable[..., Any], *args: Any) -> None:
+async def _off_loop(fn: Callable[..., _T], *args: Any) -> _T:
     """A store write from a turn's last moments, in a worker thread: a locked sessions.db must
     not stall the event loop (the Jupyter server's, the kernel's). Shielded, so a second
     cancellation cannot abandon the write halfway through awaiting it."""
-    await asyncio.shield(asyncio.to_thread(fn, *args))
+    return await asyncio.shield(asyncio.to_thread(fn, *args))
 
 
 def _id(result: TurnResult | None) -> str:

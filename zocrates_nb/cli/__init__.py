@@ -143,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--indexed", action="store_true",
                     help="ui: use --home as it is (already indexed; sessions are added to it)")
     be.add_argument("--json", action="store_true")
+    be.add_argument("--agent", action="store_true",
+                    help="tokens: what a full-budget search pass sends a (scripted) model")
+    be.add_argument("--compare", action="store_true",
+                    help="tokens --agent: also measure the pass with its whole history resent")
     be.set_defaults(func=bench_command)
     return p
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -73,6 +73,9 @@ class CheckpointSnapshot(_Doc):
 
     interrupt_id: str
     turn_id: str
+    # "checkpoint": a paused search; "answer": a search whose answer failed to be written, kept
+    # so `synthesize` can write it again without searching (a new question drops it).
+    kind: Literal["checkpoint", "answer"] = "checkpoint"
     payload: dict[str, Any] = Field(default_factory=dict)  # run state, opaque to the store
     created: float = Field(default_factory=time.time)
     claim: CheckpointClaim | None = None

@@ -337,7 +337,9 @@ class SessionStore:
         with self._tx() as c:
             self._require(c, session_id)
             state = self._load_state(c, session_id)
-            if state.checkpoint is not None:
+            if state.checkpoint is not None and _supersedable(state.checkpoint):
+                self._apply_state(c, session_id, _drop_checkpoint)
+            elif state.checkpoint is not None:
                 raise CheckpointPending(session_id, state.checkpoint)
             if state.running is not None:
                 if claim_holds(state.running, now=now):
@@ -417,11 +419,7 @@ class SessionStore:
         if result.status != "running":  # the turn ended (or paused): its lease ends with it
             lease = self._load_state(c, result.session_id).running
             if lease is not None and lease.token == result.turn_id:
-
-                def release(st: SessionState) -> None:
-                    st.running = None
-
-                self._apply_state(c, result.session_id, release)
+                self._apply_state(c, result.session_id, _drop_lease)
         self._touch(c, result.session_id, now)
 
     def _interrupted(self, c: sqlite3.Connection, turn_id: str, now: float) -> None:
@@ -544,7 +542,7 @@ class SessionStore:
         claim: str | None = None,
     ) -> None:
         """Pause a turn: store the snapshot and the turn's record (status `checkpoint`, its
-        `checkpoint` set) in one transaction.
+        `checkpoint` set; an "answer" snapshot keeps its turn at `error`) in one transaction.
 
         A resumed run passes its claim token: the new snapshot replaces the one it holds (and
         ends the claim); CheckpointClaimed or NoPendingCheckpoint if it no longer holds it.
@@ -559,7 +557,7 @@ class SessionStore:
                 state.checkpoint = snapshot.model_copy(update={"claim": None})
 
             self._apply_state(c, session_id, put)
-            paused = turn.model_copy(update={"status": "checkpoint"})
+            paused = turn.model_copy(update={"status": _waiting_status(snapshot)})
             if paused.turn_id != snapshot.turn_id or paused.session_id != session_id:
                 raise SessionNotFound(f"no turn {snapshot.turn_id!r} in session {session_id!r}")
             self._write_turn(c, paused, now)
@@ -643,7 +641,7 @@ class SessionStore:
             snap = self._held_by(c, session_id, token)
             if snap is None:
                 return False
-            self._put_claim(c, session_id, snap, None, "checkpoint", now)
+            self._put_claim(c, session_id, snap, None, _waiting_status(snap), now)
         return True
 
     def _put_claim(
@@ -690,6 +688,20 @@ class SessionStore:
 
 def _drop_lease(state: SessionState) -> None:
     state.running = None
+
+
+def _waiting_status(snap: CheckpointSnapshot) -> TurnStatus:
+    """A waiting checkpoint's turn is at `checkpoint`; a failed answer's stays an `error`."""
+    return "error" if snap.kind == "answer" else "checkpoint"
+
+
+def _supersedable(snap: CheckpointSnapshot) -> bool:
+    """A failed answer kept for a retry gives way to a new question (unless a retry runs)."""
+    return snap.kind == "answer" and not claim_holds(snap.claim)
+
+
+def _drop_checkpoint(state: SessionState) -> None:
+    state.checkpoint = None
 
 
 def _session(row: sqlite3.Row) -> SessionRecord:
