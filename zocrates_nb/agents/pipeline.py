@@ -18,23 +18,29 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from zocrates_nb.agents import answerability
 from zocrates_nb.agents import citations as cit
+from zocrates_nb.agents.parts import Part
 from zocrates_nb.agents.prompts import continuation_prompt, search_input
 from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.agents.search_agent import run_search
 from zocrates_nb.agents.synthesizer import synthesize
 from zocrates_nb.events import CheckpointEvent
 from zocrates_nb.retrieval import RunState, Toolkit, rerank_state
-from zocrates_nb.retrieval.rerank import filter_substantive
+from zocrates_nb.retrieval.rerank import filter_substantive, rerank_evidence
 from zocrates_nb.retrieval.state import MAX_EXTENSIONS, CompletionReport, Evidence
 from zocrates_nb.sessions.state import ActiveItem, AuditRecord, SessionState
-from zocrates_nb.turn import EvidenceRow
+from zocrates_nb.turn import EvidenceRow, QuestionPart, Scope, Source
+
+log = logging.getLogger("zocrates_nb.agents")
 
 REACTIVE_WORD_SHARE = 0.8
 
@@ -50,6 +56,7 @@ class PausedRun(BaseModel):
     goal: str = ""
     coordinator_messages: list[Any] = Field(default_factory=list)  # the turn's, so far
     active_items: list[Any] = Field(default_factory=list)  # ActiveItemView JSON
+    parts: list[dict[str, Any]] = Field(default_factory=list)  # the question's parts
 
 
 @dataclass
@@ -65,6 +72,13 @@ class Outcome:
     gathered: list[Evidence] = field(default_factory=list)  # everything the search found
     report: CompletionReport | None = None
     state: RunState | None = None  # the run as it ended (calls used, extensions granted)
+    parts: list[Part] = field(default_factory=list)  # a compound question's parts
+    elsewhere: list[Source] = field(default_factory=list)  # papers outside a narrower scope
+    widen_scope: Scope | None = None
+
+    @property
+    def question_parts(self) -> list[QuestionPart]:
+        return [QuestionPart(text=p.text, subject=p.subject) for p in self.parts]
 
     @property
     def evidence(self) -> list[EvidenceRow]:
@@ -129,6 +143,7 @@ def checkpoint_gaps(state: RunState) -> tuple[str, list[str]]:
 class SearchPipeline:
     def __init__(self, turn: TurnContext) -> None:
         self.turn = turn
+        self.parts: list[Part] = []
 
     # ------------------------------------------------------------------ start / resume
     def new_state(self, goal: str) -> RunState:
@@ -158,7 +173,15 @@ class SearchPipeline:
             return self._empty_library(state)
         outlines = await asyncio.to_thread(self.coverage_outlines)
         if outlines:
-            t.step("toc", f"Using the cached outlines of {len(outlines)} selected paper(s)")
+            t.step("toc", f"Using the outlines of {len(outlines)} selected paper(s)")
+        self.parts = await asyncio.to_thread(answerability.question_parts, t.index, goal)
+        if self.parts:
+            t.step(
+                "parts",
+                f"Searching {len(self.parts)} parts: "
+                + "; ".join(p.subject or p.text for p in self.parts),
+                parts=[p.text for p in self.parts],
+            )
         prompt = search_input(
             goal,
             t.active_items,
@@ -167,12 +190,14 @@ class SearchPipeline:
             t.collections,
             state.budget,
             state.word_ceiling,
+            self.parts,
         )
         return await self._loop(state, [], prompt)
 
     async def resume(self, paused: PausedRun, action: str, guidance: str = "") -> Outcome:
         t = self.turn
         state = RunState.from_json(paused.run_state)
+        self.parts = [Part(**p) for p in paused.parts]
         history = load_messages(paused.search_messages)
         if action == "extend_budget":
             _, missing = checkpoint_gaps(state)
@@ -245,7 +270,10 @@ class SearchPipeline:
             interrupt_id=event.interrupt_id,
         )
         paused = PausedRun(
-            run_state=state.to_json(), search_messages=dump_messages(messages), goal=state.goal
+            run_state=state.to_json(),
+            search_messages=dump_messages(messages),
+            goal=state.goal,
+            parts=[dataclasses.asdict(p) for p in self.parts],
         )
         self.record_audit(state, state.report)
         return Outcome(
@@ -271,8 +299,14 @@ class SearchPipeline:
         )
         with t.phase("rerank"):
             ranked = await asyncio.to_thread(rerank_state, state, t.reranker)
+            ranked = await asyncio.to_thread(self.cover_parts, state, ranked, pool)
         prior = await asyncio.to_thread(self.prior_context)
-        answer = await synthesize(t, state.goal, ranked, state.evidence, report, prior)
+        answer = await synthesize(
+            t, state.goal, ranked, state.evidence, report, prior, self.parts
+        )
+        wider = await asyncio.to_thread(self.elsewhere, state.goal)
+        if wider.note:
+            answer = dataclasses.replace(answer, text=f"{answer.text.rstrip()}\n\n{wider.note}")
         await asyncio.to_thread(self.record_audit, state, report)
         return Outcome(
             "answered",
@@ -282,7 +316,38 @@ class SearchPipeline:
             gathered=list(state.evidence),
             report=report,
             state=state,
+            parts=self.parts,
+            elsewhere=wider.sources,
+            widen_scope=wider.widen,
         )
+
+    # ------------------------------------------------------------------ answerability
+    def cover_parts(
+        self, state: RunState, ranked: list[Evidence], pool: list[Evidence]
+    ) -> list[Evidence]:
+        """Each part's best passages among the synthesizer's evidence."""
+
+        def rank(query: str, items: list[Evidence]) -> list[Evidence]:
+            return rerank_evidence(
+                query, items, self.turn.reranker, max_chunks=answerability.PART_PASSAGES,
+                word_ceiling=state.word_ceiling,
+            )  # fmt: skip
+
+        return answerability.cover_parts(
+            ranked, pool, self.parts, rank, state.max_rerank_chunks + len(self.parts)
+        )
+
+    def elsewhere(self, goal: str) -> answerability.Elsewhere:
+        """Papers outside a narrower scope that answer it better (never fails the turn)."""
+        t = self.turn
+        try:
+            return answerability.elsewhere(
+                t.index, goal, self.parts, t.scope, t.allowed_keys, self.where()
+            )
+        except Exception:  # an optional hint: the answer stands without it
+            log.warning("the elsewhere check failed", exc_info=True)
+            t.step("elsewhere", "The check of the rest of the library could not run")
+            return answerability.Elsewhere()
 
     # ------------------------------------------------------------------ session state
     def coverage_outlines(self) -> list[str]:
