@@ -15,11 +15,24 @@ from pydantic_ai.models.function import AgentInfo
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import tool_call
 from zocrates_nb.agents.offline.search_state import Outline, SearchPlanState, read_plan_state
+from zocrates_nb.agents.parts import Part
 from zocrates_nb.text import entities, mentions, split_sentences, strip_reference_markers
 
 # A passage whose similarity to the goal is below this counts as weak evidence.
 WEAK_EVIDENCE = 0.38
 NOTHING_RELEVANT = 0.30
+
+
+_ASPECT_DROP_RE = re.compile(
+    r"\(Follow-up.*$|\b(how|what|which|why|when|where|who|does|do|did|is|are|was|were|the|a|an|"
+    r"in|of|this|these|paper|papers)\b",
+    re.I | re.S,
+)
+
+
+def aspect(query: str) -> str:
+    """What a question asks about, for matching headings: without question words."""
+    return " ".join(_ASPECT_DROP_RE.sub(" ", query).split()) or query
 
 
 def _norm_heading(h: str) -> str:
@@ -39,13 +52,17 @@ class OfflineSearch:
         self.emb = emb
 
     # -------------------------------------------------------------- judging what was found
-    def passage_scores(self, st: SearchPlanState) -> dict[str, float]:
-        """How well each passage (by chunk id) matches the goal: its best sentence counts most,
-        since a long passage's single embedding dilutes the one sentence that answers."""
-        ps = [p for p in st.passages if p.text]
+    def passage_scores(
+        self, st: SearchPlanState, query: str | None = None, only: str | None = None
+    ) -> dict[str, float]:
+        """How well each passage (by chunk id) matches the goal (or `query`; `only`: the
+        passages that query found): its best sentence counts most, since a long passage's
+        single embedding dilutes the one sentence that answers."""
+        query = query or st.goal
+        ps = [p for p in st.passages if p.text and (only is None or p.query == only)]
         if not ps:
             return {}
-        whole = self.emb.similarity(st.goal, [p.text[:1500] for p in ps])
+        whole = self.emb.similarity(query, [p.text[:1500] for p in ps])
         sents: list[str] = []
         owner: list[int] = []
         for i, p in enumerate(ps):
@@ -55,7 +72,7 @@ class OfflineSearch:
                     owner.append(i)
         best = [float(w) for w in whole]
         if sents:
-            ss = self.emb.similarity(st.goal, sents)
+            ss = self.emb.similarity(query, sents)
             top = [-1.0] * len(ps)
             for i, v in zip(owner, ss, strict=True):
                 top[i] = max(top[i], float(v))
@@ -141,9 +158,18 @@ class OfflineSearch:
         return int(0.85 * st.ceiling) - gathered
 
     def sections_to_read(
-        self, st: SearchPlanState, outline: Outline, key: str, sims: dict[str, float]
+        self,
+        st: SearchPlanState,
+        outline: Outline,
+        key: str,
+        sims: dict[str, float],
+        query: str | None = None,
+        fresh: bool = True,
     ) -> list[str]:
-        """The one or two sections the passages (and headings) point to."""
+        """The one or two sections the passages (and headings) point to. A heading that
+        names the question's aspect ("Leader election" for "how does Raft elect a leader?")
+        weighs as much as a good passage: the section it heads is where the answer is stated."""
+        query = query or st.goal
         skip = re.compile(r"\b(references|bibliography|acknowledg|appendix)", re.I)
         entries = {
             e.id: e
@@ -157,6 +183,8 @@ class OfflineSearch:
         for p in st.passages:
             if key not in (p.item_key, p.doc_key) and outline.doc_key != p.doc_key:
                 continue
+            if p.chunk_id not in sims:
+                continue  # found for another part of the question
             sid = p.section_id
             if not re.fullmatch(r"s\d+", sid or ""):
                 e = by_norm.get(_norm_heading(p.section))
@@ -173,14 +201,18 @@ class OfflineSearch:
             score[sid] += 0.5 * sim
         if entries:
             ids = list(entries)
-            hs = self.emb.similarity(st.goal, [entries[i].heading for i in ids])
+            hs = self.emb.similarity(aspect(query), [entries[i].heading for i in ids])
             for i, h in zip(ids, hs, strict=True):
                 if i in score or float(h) >= 0.5:
                     score[i] = score.get(i, 0.0) + 0.3 * max(float(h), 0.0)
+                if float(h) >= 0.5:
+                    score[i] += 0.6 * (float(h) - 0.4)
         if not score:
             return []
         already = st.read.get(key, set()) | st.read.get(outline.doc_key, set())
         already |= st.read.get(outline.parent_key, set())
+        if not fresh:
+            already = set()
         ranked = sorted(score, key=lambda i: score[i], reverse=True)
         best = score[ranked[0]]
         left = self.words_left(st)
@@ -200,9 +232,80 @@ class OfflineSearch:
                 break
         return picked
 
+    # -------------------------------------------------------------- a question in parts
+    def part_step(self, st: SearchPlanState) -> ModelResponse | None:
+        """The next call for a question in parts: first a search for every part (inside the
+        papers it names when the scope allows), then for each part its best paper's outline
+        and the sections that answer that part. None: every part is covered."""
+        scope_key: Any = "active" if st.scope == "selection" else None
+        attempted = {(q, k) for q, t, k in st.searched_queries if t == ""}
+        found = {p.query for p in st.passages}
+
+        def key_for(part: Part) -> Any:
+            items = part.items
+            if st.scope == "selection":
+                items = [k for k in items if k in st.active_keys]
+            return (items[0] if len(items) == 1 else items) if items else scope_key
+
+        for part in st.parts:
+            key = key_for(part)
+            if (part.text, str(key)) not in attempted:
+                return tool_call("search_corpus", self._search_args(part.text, key, 6))
+            if part.text not in found and (part.text, str(scope_key)) not in attempted:
+                # The named paper was out of scope (or held nothing): the whole scope.
+                return tool_call("search_corpus", self._search_args(part.text, scope_key, 6))
+        for part in st.parts:
+            sims = self.passage_scores(st, part.text, only=part.text)
+            if not sims or max(sims.values()) < NOTHING_RELEVANT:
+                continue
+            key = self.part_paper(st, part, sims)
+            outline = self._outline(st, key)
+            if outline is None:
+                if key in st.toc_fetched:
+                    continue
+                return tool_call("get_document_toc", {"item_key": key})
+            best = self.sections_to_read(st, outline, key, sims, part.text, fresh=False)
+            read = st.read.get(key, set()) | st.read.get(outline.doc_key, set())
+            if best and best[0] not in read | st.read.get(outline.parent_key, set()):
+                ids = [i for i in best if i not in read]
+                return tool_call("read_document", {"item_key": key, "asset_id": ", ".join(ids)})
+        return None
+
+    @staticmethod
+    def _search_args(query: str, key: Any, limit: int) -> dict[str, Any]:
+        args: dict[str, Any] = {"query": query, "limit": limit}
+        if key:
+            args["item_key"] = key
+        return args
+
+    def part_paper(self, st: SearchPlanState, part: Part, sims: dict[str, float]) -> str:
+        """The paper that answers a part: the one it names, else its passages' best paper."""
+        score: dict[str, float] = {}
+        for p in st.passages:
+            if p.query == part.text:
+                s = self._weight(p.rank) * (0.5 + sims.get(p.chunk_id, 0.0))
+                score[p.item_key] = score.get(p.item_key, 0.0) + s
+        named = [k for k in part.items if k in score]
+        pool = named or list(score)
+        return max(pool, key=lambda k: score[k])
+
+    def part_gaps(self, st: SearchPlanState) -> list[str]:
+        """The parts no passage found closely matches."""
+        gaps = []
+        for part in st.parts:
+            sims = self.passage_scores(st, part.text, only=part.text)
+            if max(sims.values(), default=0.0) < WEAK_EVIDENCE:
+                gaps.append(f"nothing found about: {part.text}")
+        return gaps
+
     # -------------------------------------------------------------- the next step
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         st = read_plan_state(messages)
+        if len(st.parts) >= 2:
+            action = None if st.exhausted or st.used >= st.budget else self.part_step(st)
+            if action is not None:
+                return action
+            return self.conclude(st, self.passage_scores(st), self.part_gaps(st))
         sims = self.passage_scores(st)
         remaining = max(st.budget - st.used, 0)
         scope_key: Any = "active" if st.scope == "selection" else None
@@ -299,7 +402,7 @@ class OfflineSearch:
         evidence_text = " ".join(
             f"{p.title} {p.section} {p.text}" for p in [*st.passages, *st.survey]
         )
-        ents = entities(st.goal)
+        ents = [] if st.parts else entities(st.goal)
         missing = [e for e in ents if not mentions(evidence_text, e)]
         if missing and len(missing) * 2 > len(ents):
             gaps.append("nothing found about " + ", ".join(missing))

@@ -21,6 +21,7 @@ from zocrates_nb.agents.offline.messages import (
     sections_of,
     user_prompts,
 )
+from zocrates_nb.agents.parts import PARTS_HEADING, Part, parse_parts
 
 
 @dataclass
@@ -117,6 +118,7 @@ class SearchPlanState:
     outlines: dict[str, Outline]  # by doc key and by parent key
     injected: set[str]
     guidance: str = ""
+    parts: list[Part] = field(default_factory=list)  # a compound question's parts
     passages: list[Passage] = field(default_factory=list)
     survey: list[Passage] = field(default_factory=list)
     searched_queries: set[tuple[str, str, str]] = field(default_factory=set)  # (q, type, key)
@@ -170,6 +172,7 @@ def read_plan_state(messages: Sequence[ModelMessage]) -> SearchPlanState:
         outlines=outlines,
         injected=injected,
         guidance=guidance,
+        parts=parse_parts(secs.get(PARTS_HEADING, "")),
     )
     # Only refusals and notices since the latest prompt count: an extension lifts them.
     last_prompt = max(
