@@ -171,7 +171,7 @@ class SearchPipeline:
         t.step("route", f"Searching {self.where()} for “{goal}”", goal=goal)
         if await asyncio.to_thread(t.index.catalog.chunk_count) == 0:
             return self._empty_library(state)
-        outlines = await asyncio.to_thread(self.coverage_outlines)
+        outlines = await asyncio.to_thread(self.coverage_outlines, state)
         if outlines:
             t.step("toc", f"Using the outlines of {len(outlines)} selected paper(s)")
         self.parts = await asyncio.to_thread(answerability.question_parts, t.index, goal)
@@ -350,19 +350,35 @@ class SearchPipeline:
             return answerability.Elsewhere()
 
     # ------------------------------------------------------------------ session state
-    def coverage_outlines(self) -> list[str]:
-        """Outlines of the 1–3 selected papers when every one is cached (else none at all)."""
+    def coverage_outlines(self, state: RunState | None = None) -> list[str]:
+        """Outlines of the 1–3 selected papers, from the first turn on: cached ones reused,
+        the others built from the index (no call counted) and cached for later turns. A paper
+        without an outline (nothing indexed) leaves the gate closed: no injection at all."""
         t = self.turn
         keys = [it.key for it in t.active_items]
         if not 1 <= len(keys) <= 3:
             return []
+        cached = t.store.get_state(t.session_id)
+        built: dict[str, tuple[list[str], str, str]] = {}
+        if state is not None:
+            tools = Toolkit(t.index, state)
+            for k in keys:
+                if cached.get_outline(k) is not None:
+                    continue
+                out = tools.document_toc(k)
+                if out.get("status") != "success" or not out.get("outline"):
+                    return []
+                ids = [k, str(out.get("doc_key", "")), str(out.get("parent_key", ""))]
+                built[k] = (ids, str(out["outline"]), str(out.get("title", "")))
         found: list[str] = []
 
-        def touch(state: SessionState) -> None:
-            if not state.has_outlines_for(keys):
+        def touch(st: SessionState) -> None:
+            for ids, outline, title in built.values():
+                st.cache_outline(ids, outline, title)
+            if not st.has_outlines_for(keys):
                 return
             for k in keys:
-                entry = state.get_outline(k, touch=True)
+                entry = st.get_outline(k, touch=True)
                 if entry is not None and entry.outline not in found:
                     found.append(entry.outline)
 

@@ -103,7 +103,7 @@ class OfflineSearch:
 
     def calls_for(self, st: SearchPlanState, key: str) -> int:
         """Retrieval calls still needed to cover one paper (focused search, outline, read)."""
-        n = 0 if self._focused_done(st, key) else 1
+        n = 0 if key in st.injected or self._focused_done(st, key) else 1
         n += 0 if self._outline(st, key) is not None else 1
         return n + (0 if st.read.get(key) else 1)
 
@@ -333,7 +333,8 @@ class OfflineSearch:
             return search(st.goal, None, chunk_type="frontmatter", limit=5)
 
         def paper_step(key: str) -> ModelResponse | None:
-            if not self._focused_done(st, key):
+            # A selected paper whose outline came with the prompt is read directly.
+            if key not in st.injected and not self._focused_done(st, key):
                 return search(self._focused_query(st), key, limit=6)
             outline = self._outline(st, key)
             if outline is None:
