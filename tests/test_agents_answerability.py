@@ -121,9 +121,7 @@ def test_scope_without_the_answer_names_the_paper_elsewhere(
     tmp_path: Path, small_index: Any
 ) -> None:
     app = App.open(tmp_path, index=small_index)
-    final = terminal(
-        run(app.ask("How does a candidate win a leader election?", items=[GARDEN]))
-    )
+    final = terminal(run(app.ask("How does a candidate win a leader election?", items=[GARDEN])))
     assert final.type == "final"
     assert [s.item_key for s in final.elsewhere] == [RAFT]
     assert final.widen_scope is not None and RAFT in final.widen_scope.items
@@ -170,9 +168,14 @@ def _info() -> AgentInfo:
     from pydantic_ai.tools import ToolDefinition
 
     tool = ToolDefinition(name="search_library", parameters_json_schema={})
-    return AgentInfo(function_tools=[], allow_text_output=True, output_tools=[tool],
-                     model_settings=None, model_request_parameters=None,  # type: ignore[arg-type]
-                     instructions=None)
+    return AgentInfo(
+        function_tools=[],
+        allow_text_output=True,
+        output_tools=[tool],
+        model_settings=None,
+        model_request_parameters=None,  # type: ignore[arg-type]
+        instructions=None,
+    )
 
 
 def test_meta_question_is_answered_from_the_history() -> None:

@@ -99,8 +99,9 @@ def best_sentence_similarity(index: Index, query: str, texts: Sequence[str]) -> 
     top = [-1.0] * len(texts)
     for i, v in zip(owner, vecs[1 + len(texts) :] @ q, strict=True):
         top[i] = max(top[i], float(v))
-    return [0.4 * float(w) + 0.6 * t if t > -1 else float(w) for w, t in zip(whole, top,
-                                                                            strict=True)]
+    return [
+        0.4 * float(w) + 0.6 * t if t > -1 else float(w) for w, t in zip(whole, top, strict=True)
+    ]
 
 
 def elsewhere(
