@@ -231,3 +231,38 @@ def test_offline_engine_reports_prompt_sized_tokens(tmp_path: Path, small_index:
     c1 = first.usage.roles["coordinator"].input_tokens
     c2 = second.usage.roles["coordinator"].input_tokens
     assert c1 > 50 and c2 > c1 + 100  # the first answer is in the second prompt
+
+
+# ---------------------------------------------------------------------------- guidance
+def test_guidance_after_an_extension_steers_the_next_search() -> None:
+    from zocrates_nb.agents.offline import OfflineEngine
+    from zocrates_nb.agents.prompts import continuation_prompt, search_input
+
+    goal = "How does Raft elect a leader?"
+    hit = {
+        "chunk_id": "c1", "item_key": RAFT, "title": "Understandable Consensus with Raft",
+        "section": "1 Design", "section_id": "s1", "text": "Raft elects a leader with "
+        "randomized election timeouts and a candidate requests votes from the servers.",
+        "rank": 1,
+    }  # fmt: skip
+    first = ModelRequest(parts=[UserPromptPart(search_input(goal, [], [], "library", [], 3,
+                                                            7500))])  # fmt: skip
+    done = [
+        first,
+        ModelResponse(parts=[ToolCallPart("search_corpus", {"query": goal, "limit": 8}, "a")]),
+        ModelRequest(parts=[ToolReturnPart("search_corpus", {"results": [hit]}, "a")]),
+    ]
+    guidance = "focus on log snapshots"
+    resumed = [
+        *done,
+        ModelRequest(parts=[UserPromptPart(continuation_prompt(
+            goal, 1, 2, 8, 1, 11250, 20, ["log compaction"], guidance))]),
+    ]  # fmt: skip
+    planner = OfflineEngine.shared().search.function
+    assert planner is not None
+    without = planner(done, _info())
+    steered = planner(resumed, _info())
+    call_ = steered.parts[0]
+    assert isinstance(call_, ToolCallPart) and call_.tool_name == "search_corpus"
+    assert guidance in call_.args_as_dict()["query"]
+    assert guidance not in str(without.parts[0])

@@ -87,7 +87,7 @@ class OfflineSearch:
         """Candidate papers (parent keys): their passages (many good hits add up) and the survey."""
         score: dict[str, float] = {}
         for p in st.passages:
-            if p.query != st.goal:
+            if p.query not in (st.goal, self._guided(st)):
                 continue  # focused searches inside a paper say nothing about other papers
             s = sims.get(p.chunk_id, 0.0)
             score[p.item_key] = score.get(p.item_key, 0.0) + self._weight(p.rank) * (0.5 + s)
@@ -130,6 +130,12 @@ class OfflineSearch:
             if named and not any(k in chosen for k in named):
                 chosen.append(named[0])
         return chosen[:3]
+
+    @staticmethod
+    def _guided(st: SearchPlanState) -> str:
+        """The goal steered by the researcher's guidance (after an extension), or ""."""
+        goal = st.goal.split("(Follow-up", 1)[0].strip() or st.goal
+        return f"{st.guidance} {goal}" if st.guidance else ""
 
     def _focused_query(self, st: SearchPlanState) -> str:
         """Inside one paper the goal itself ranks best (the paper's own terms are already in
@@ -341,12 +347,20 @@ class OfflineSearch:
                 if key in st.toc_fetched:
                     return None
                 return tool_call("get_document_toc", {"item_key": key})
-            ids = self.sections_to_read(st, outline, key, sims)
-            if ids and not st.read.get(key):
+            ids = self.sections_to_read(st, outline, key, sims, self._guided(st) or None)
+            # Guidance from the researcher earns each paper one more read, chosen by it.
+            if ids and (not st.read.get(key) or (st.guidance and key not in st.read_now)):
                 return tool_call("read_document", {"item_key": key, "asset_id": ", ".join(ids)})
             return None
 
+        def guided_search() -> ModelResponse | None:
+            guided = self._guided(st)
+            if not guided or (guided, "", str(scope_key)) in st.searched_queries:
+                return None
+            return search(guided, scope_key, limit=8)
+
         plan.append(("passages", passage_search))
+        plan.append(("guided", guided_search))
         searched = (st.goal, "", str(scope_key)) in st.searched_queries
         if searched and max(sims.values(), default=0.0) < NOTHING_RELEVANT:
             # Negative-evidence early exit: the library has nothing close; do not burn calls.
@@ -369,7 +383,7 @@ class OfflineSearch:
             if not st.exhausted and remaining > 0:
                 part = action.parts[0]
                 if (
-                    name not in ("passages", "survey")
+                    name not in ("passages", "survey", "guided")
                     and isinstance(part, ToolCallPart)
                     and self.calls_for(st, name) > remaining
                     and st.read
@@ -380,7 +394,7 @@ class OfflineSearch:
             # Out of budget: what the plan still wanted to do is the gap to report.
             if name == "passages":
                 gaps.append(f"passages not yet searched for: {st.goal}")
-            elif name == "survey":
+            elif name in ("survey", "guided"):
                 continue
             else:
                 gaps.append(f"{self._title(st, name)}: relevant sections not read yet")

@@ -124,6 +124,7 @@ class SearchPlanState:
     searched_queries: set[tuple[str, str, str]] = field(default_factory=set)  # (q, type, key)
     toc_fetched: set[str] = field(default_factory=set)
     read: dict[str, set[str]] = field(default_factory=dict)  # key → asset ids read
+    read_now: set[str] = field(default_factory=set)  # keys read since the latest prompt
     read_sections: set[tuple[str, str]] = field(default_factory=set)  # (doc key, asset id)
     read_words: int = 0
     used: int = 0
@@ -211,6 +212,8 @@ def read_plan_state(messages: Sequence[ModelMessage]) -> SearchPlanState:
                 if key:
                     outlines[key] = o
         elif ex.tool == "read_document":
+            if current:
+                st.read_now.add(str(ex.args.get("item_key", "")))
             doc = str(d.get("doc_key") or d.get("item_key") or "")
             for a in d.get("assets") or []:
                 if isinstance(a, dict):
