@@ -137,6 +137,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             elif kind == "partial":
                 row.update(gold_cited=bool(set(gold_titles) & cited_titles), says_gap=says_not)
                 row["ok"] = row["gold_cited"] and says_not
+            else:  # questions-dev.jsonl kinds: only whether a narrower scope named elsewhere
+                row.update(ok=None, gold_cited=bool(set(gold_titles) & cited_titles))
             rows.append(row)
             if args.verbose:
                 mark = "ok  " if row.get("ok") else "MISS"
@@ -186,7 +188,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     secs = sorted(r["seconds"] for r in rows)
     summary = {
         "questions": len(rows),
-        "ok": share([bool(r["ok"]) for r in rows]),
+        "ok": share([bool(r["ok"]) for r in rows if r["ok"] is not None]),
+        "scoped_with_elsewhere": [
+            r["id"] for r in rows if r["kind"] in ("selection", "collection") and r["elsewhere"]
+        ],
         "by_kind": by_kind,
         "latency_p50_s": secs[len(secs) // 2] if secs else None,
     }
