@@ -266,3 +266,32 @@ def test_guidance_after_an_extension_steers_the_next_search() -> None:
     assert isinstance(call_, ToolCallPart) and call_.tool_name == "search_corpus"
     assert guidance in call_.args_as_dict()["query"]
     assert guidance not in str(without.parts[0])
+
+
+def test_offline_compaction_fires_on_tokens_and_keeps_the_answers(
+    tmp_path: Path, small_index: Any
+) -> None:
+    """A token floor the offline engine's real prompt sizes reach (its old constant 50 tokens
+    never would); after compaction the first turn's question and answer still come back."""
+    app = App.open(
+        tmp_path,
+        index=small_index,
+        sessions__compaction__min_turns=2,
+        sessions__compaction__token_floor=1_200,
+        sessions__compaction__keep_last=1,
+    )
+    sid = app.new_session()
+    for q in (
+        "How does Raft elect a leader?",
+        "How does BM25 weight a query term?",
+        "How are tomato seedlings grown?",
+    ):
+        assert terminal(run(app.ask(q, session_id=sid))).type == "final"
+    info = app.store.get_state(sid).compaction
+    assert info is not None and info.times >= 1
+    assert "Asked: How does Raft elect a leader? — answered:" in info.summary
+    assert "election" in info.summary.split("answered:", 1)[1]
+    final = terminal(run(app.ask("What was my first question, and what is the answer?",
+                                 session_id=sid)))  # fmt: skip
+    assert "How does Raft elect a leader?" in final.answer and "election" in final.answer
+    assert not final.evidence  # from the history, not a search

@@ -73,20 +73,20 @@ def estimate_tokens(messages: Sequence[ModelMessage]) -> int:
 
 def prompt_tokens(messages: Sequence[ModelMessage]) -> int:
     """The coordinator's prompt size for its next request: the last response's measured input +
-    output tokens when the model reported usage, or the chars/4 estimate of the stored history
-    when that is larger (a tool's result, such as the answer of a search, arrives after the last
-    response and is not in its usage).
+    output tokens when the model reported usage, plus the estimate of what came after it (a
+    tool's result, such as the answer of a search, arrives after the last response and is not
+    in its usage); else the chars/4 estimate of the whole history.
 
     Measured usage includes instructions and tool schemas, which the estimate cannot see.
     """
-    estimate = estimate_tokens(messages)
-    for m in reversed(messages):
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
         if isinstance(m, ModelResponse):
             u = m.usage
             if u.input_tokens:
-                return max(u.input_tokens + u.output_tokens, estimate)
+                return u.input_tokens + u.output_tokens + estimate_tokens(messages[i + 1 :])
             break
-    return estimate
+    return estimate_tokens(messages)
 
 
 def should_compact(
