@@ -182,8 +182,10 @@ def offline_summarize(previous: str, transcript: str) -> str:
     return "\n".join(bullets)
 
 
-_BLOCK_RE = re.compile(r"^(User: |Assistant: |\[tool call [^:\]]+: |\[tool result ([^:\]]+): |"
-                       r"\[earlier summary: )")
+_BLOCK_RE = re.compile(
+    r"^(User: |Assistant: |\[tool call [^:\]]+: |\[tool result ([^:\]]+): |"
+    r"\[earlier summary: )"
+)
 
 
 def _transcript_blocks(transcript: str) -> list[tuple[str, str]]:
