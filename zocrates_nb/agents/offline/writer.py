@@ -147,6 +147,12 @@ class OfflineSynthesizer:
             return True
         if named and len(missing) * 2 > len(named):
             return True
+        # A name the library never uses ("Amazon Aurora", "RoBERTa") is what the question is
+        # about: passages that share its other words ("Amazon", "quorum") do not answer it.
+        if self.lexicon is not None and any(
+            not self.lexicon(w.lower()) for e in missing for w in re.findall(r"[A-Za-z]+", e)
+        ):
+            return True
         unknown, n = self.unknown_words(question)
         share = len(unknown) / n if n else 0.0
         if share >= 0.3:
