@@ -58,9 +58,7 @@ def stream_from(
 def prompt_tokens(messages: list[ModelMessage], params: ModelRequestParameters) -> int:
     """What the prompt would cost a language model: the messages, the instructions and the
     tool definitions, at the same characters-per-token rate compaction estimates with."""
-    instructions = sum(
-        len(m.instructions or "") for m in messages if isinstance(m, ModelRequest)
-    )
+    instructions = sum(len(m.instructions or "") for m in messages if isinstance(m, ModelRequest))
     tools = [*params.function_tools, *params.output_tools]
     schema = sum(
         len(t.name) + len(t.description or "") + len(json.dumps(t.parameters_json_schema))

@@ -20,6 +20,8 @@ from zocrates_nb.text import entities, mentions, split_sentences, strip_referenc
 
 # A passage whose similarity to the goal is below this counts as weak evidence.
 WEAK_EVIDENCE = 0.38
+# A heading this similar to the question's aspect heads the section that answers it.
+ASPECT_HEADING = 0.62
 NOTHING_RELEVANT = 0.30
 
 
@@ -31,8 +33,18 @@ _ASPECT_DROP_RE = re.compile(
 
 
 def aspect(query: str) -> str:
-    """What a question asks about, for matching headings: without question words."""
-    return " ".join(_ASPECT_DROP_RE.sub(" ", query).split()) or query
+    """What a question asks about, for matching headings: without question words and the
+    names of what it is about ("how does Raft elect a leader?" → "elect leader")."""
+    text = _ASPECT_DROP_RE.sub(" ", query)
+    for name in entities(query):
+        text = re.sub(rf"\b{re.escape(name)}(['’]s)?\b", " ", text)
+    out = " ".join(text.split()).strip(" ?.,")
+    return out if len(out.split()) >= 1 and len(out) >= 4 else query
+
+
+def bare_heading(heading: str) -> str:
+    """A heading without its numbering ("5.2 Leader election" → "Leader election")."""
+    return re.sub(r"^\s*(?:[A-Z]|\d+)(?:\.\d+)*\.?\s+(?=[A-Za-z])", "", heading) or heading
 
 
 def _norm_heading(h: str) -> str:
@@ -185,6 +197,7 @@ class OfflineSearch:
         by_norm = {_norm_heading(e.heading): e for e in entries.values()}
         score: dict[str, float] = {}
         peak: dict[str, float] = {}
+        named: str | None = None
         words: dict[str, int] = {k: e.words for k, e in entries.items()}
         for p in st.passages:
             if key not in (p.item_key, p.doc_key) and outline.doc_key != p.doc_key:
@@ -207,14 +220,17 @@ class OfflineSearch:
             score[sid] += 0.5 * sim
         if entries:
             ids = list(entries)
-            hs = self.emb.similarity(aspect(query), [entries[i].heading for i in ids])
+            hs = self.emb.similarity(aspect(query), [bare_heading(entries[i].heading) for i in ids])
             for i, h in zip(ids, hs, strict=True):
                 if i in score or float(h) >= 0.5:
                     score[i] = score.get(i, 0.0) + 0.3 * max(float(h), 0.0)
-                if float(h) >= 0.5:
-                    score[i] += 0.6 * (float(h) - 0.4)
+            best_i, best_h = max(zip(ids, hs, strict=True), key=lambda x: float(x[1]))
+            if float(best_h) >= ASPECT_HEADING:
+                named = best_i  # the heading names the aspect: read it first
         if not score:
             return []
+        if named is not None:
+            score[named] = max(score.values()) + 1.0
         already = st.read.get(key, set()) | st.read.get(outline.doc_key, set())
         already |= st.read.get(outline.parent_key, set())
         if not fresh:

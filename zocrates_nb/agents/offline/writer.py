@@ -16,7 +16,7 @@ from pydantic_ai.models.function import AgentInfo
 
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import sections_of, text_response, user_prompts
-from zocrates_nb.agents.offline.search import aspect
+from zocrates_nb.agents.offline.search import aspect, bare_heading
 from zocrates_nb.agents.parts import PARTS_HEADING, Part, parse_parts
 from zocrates_nb.text import (
     STOPWORDS,
@@ -196,12 +196,13 @@ class OfflineSynthesizer:
         # A section whose heading names the question's aspect ("Leader election" for "how does
         # Raft elect a leader?") is where the answer is stated; its sentences come first.
         heads = sorted({c.chunk.section for c in cands if c.chunk.section})
-        fit = dict(zip(heads, self.emb.similarity(aspect(question), heads), strict=True))
+        sims = self.emb.similarity(aspect(question), [bare_heading(h) for h in heads])
+        fit = dict(zip(heads, sims, strict=True))
         for c, d, t in zip(cands, dense, doc_terms, strict=True):
             lex = stats.overlap(q_terms, t)
             prior = 0.03 * (1 - (c.chunk.index - 1) / max(n_chunks, 1))
             states = 0.05 if wants_number and states_quantity(c.text) else 0.0
-            heading = 0.15 * max(float(fit.get(c.chunk.section, 0.0)) - 0.45, 0.0)
+            heading = 0.3 * max(float(fit.get(c.chunk.section, 0.0)) - 0.45, 0.0)
             c.score = 0.72 * float(d) + 0.28 * lex + prior + states + heading
 
     def units(self, question: str, cands: list[Candidate]) -> list[tuple[list[Candidate], float]]:
