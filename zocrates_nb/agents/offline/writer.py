@@ -120,6 +120,7 @@ class Candidate:
     text: str
     score: float = 0.0
     paragraph: int = 0  # paragraph of the chunk the sentence is in
+    heading: float = 0.0  # how well its section's heading names the question's aspect
 
 
 class OfflineSynthesizer:
@@ -203,6 +204,7 @@ class OfflineSynthesizer:
             prior = 0.03 * (1 - (c.chunk.index - 1) / max(n_chunks, 1))
             states = 0.05 if wants_number and states_quantity(c.text) else 0.0
             heading = 0.3 * max(float(fit.get(c.chunk.section, 0.0)) - 0.45, 0.0)
+            c.heading = heading
             c.score = 0.72 * float(d) + 0.28 * lex + prior + states + heading
 
     def units(self, question: str, cands: list[Candidate]) -> list[tuple[list[Candidate], float]]:
@@ -244,6 +246,7 @@ class OfflineSynthesizer:
                 lex = stats.overlap(q_terms, terms(t))
                 best = max(c.score for c in run)
                 score = 0.55 * float(d) + 0.2 * lex + 0.25 * best - 0.015 * (len(run) - 1)
+                score += 0.75 * run[0].heading
                 units.append((run, score))
         return units
 
@@ -447,7 +450,8 @@ class OfflineSynthesizer:
             ch = runs[0][0][0].chunk
             who = ", ".join(x for x in (ch.authors, ch.year if ch.year != "n.d." else "") if x)
             lines.append(f"**{title}**" + (f" ({who})" if who else ""))
-            for run, _ in sorted(runs, key=lambda u: (u[0][0].chunk.index, u[0][0].order)):
+            # The passages that state the answer first (best first), not in reading order.
+            for run, _ in runs:
                 sents = []
                 for c in run:
                     t = c.text.rstrip()
