@@ -128,6 +128,14 @@ class EvidenceRow(_Record):
     unsupported: bool = False  # cited only by claims the verification did not support
 
 
+class QuestionPart(_Record):
+    """One part of a compound or comparative question, searched and answered on its own."""
+
+    text: str
+    subject: str = ""  # the named thing it asks about
+    covered: bool | None = None  # evidence in scope bears on it (None: not judged)
+
+
 class RoleUsage(_Record):
     """Requests, tokens and cost of one role over a turn (and its resumptions)."""
 
@@ -235,6 +243,11 @@ class TurnResult(_Record):
     seconds: float = 0.0  # wall time, over all its resumptions
     model: str = ""  # which model answered
     search_goal: str = ""  # the standalone goal the coordinator gave the search ("": none)
+    parts: list[QuestionPart] = Field(default_factory=list)  # a compound question's parts
+    # Papers outside a narrower scope that bear on what the scope lacks (their text never
+    # enters the answer), and the scope that would include them: what a "widen" offer uses.
+    elsewhere: list[Source] = Field(default_factory=list)
+    widen_scope: Scope | None = None
     tool_calls: int = 0  # retrieval tool calls the search used
     extensions: int = 0  # deep-research extensions granted
     checkpoint: CheckpointInfo | None = None  # only while the turn waits at one
@@ -276,6 +289,7 @@ __all__ = [
     "CheckpointInfo",
     "Citation",
     "EvidenceRow",
+    "QuestionPart",
     "RoleUsage",
     "Scope",
     "ScopeKind",

@@ -21,6 +21,7 @@ from pydantic_ai.messages import (
 )
 
 from zocrates_nb.agents import citations as cit
+from zocrates_nb.agents.parts import Part
 from zocrates_nb.agents.prompts import SYNTHESIZER_INSTRUCTION, synthesis_prompt
 from zocrates_nb.agents.runtime import TurnContext, role_call
 from zocrates_nb.agents.verifier import verify
@@ -72,6 +73,7 @@ async def synthesize(
     gathered: Sequence[Evidence],
     report: CompletionReport,
     prior_context: str,
+    parts: Sequence[Part] = (),
 ) -> cit.CitedAnswer:
     prompt = synthesis_prompt(
         turn.user_query,
@@ -82,6 +84,7 @@ async def synthesize(
         report.notes,
         report.gaps,
         format_evidence(ranked),
+        parts,
     )
     rm = turn.roles.synthesizer
     label = (

@@ -353,7 +353,9 @@ class TurnRunner:
             "model": turn.roles.display,
         }
         if outcome is not None:
-            update.update(evidence=outcome.evidence, search_goal=outcome.goal)
+            update.update(evidence=outcome.evidence, search_goal=outcome.goal,
+                          parts=outcome.question_parts, elsewhere=outcome.elsewhere,
+                          widen_scope=outcome.widen_scope)  # fmt: skip
             if outcome.state is not None:
                 update.update(tool_calls=outcome.state.tool_count,
                               extensions=outcome.state.extension_count)  # fmt: skip

@@ -93,6 +93,8 @@ class TurnPrinter:
             "answer": self.final.answer if self.final else "",
             "cited_sources": _sources(r.cited_sources) if r else [],
             "other_sources": _sources(r.other_sources) if r else [],
+            "elsewhere": _sources(r.elsewhere) if r else [],
+            "widen_scope": r.widen_scope.model_dump(mode="json") if r and r.widen_scope else None,
             "evidence": [e.model_dump(mode="json") for e in r.evidence] if r else [],
             "checkpoint": self.checkpoint.model_dump(mode="json") if self.checkpoint else None,
             "usage": (r.usage if r else Usage()).model_dump(mode="json"),
@@ -121,6 +123,11 @@ class TurnPrinter:
             if f.other_sources:
                 print("\nOther considered", file=o)
                 for s in f.other_sources:
+                    print(f"  - {s.title} ({s.year or 'n.d.'})", file=o)
+            if f.elsewhere:
+                print("\nElsewhere in your library (outside the scope; widen it to search them)",
+                      file=o)  # fmt: skip
+                for s in f.elsewhere:
                     print(f"  - {s.title} ({s.year or 'n.d.'})", file=o)
             spent = usage_line(f.usage)
             print(f"\n[{f.seconds:.1f} s · {f.model}{spent} · session {self.session_id}]",
