@@ -44,6 +44,8 @@ def history_turn(turn: TurnResult, app: App | None = None) -> dict[str, Any]:
         "checkpoint": (checkpoint.model_dump(mode="json") | {"papers": papers_covered(turn)}
                        if checkpoint else None),
         "scope": scope_record(app, turn.scope),
+        # A narrower scope whose question another paper answers better: the "widen" button.
+        "widen_scope": scope_record(app, turn.widen_scope) if turn.widen_scope else None,
     }
     if status == "error":
         out["error"] = turn.error or "This turn failed."

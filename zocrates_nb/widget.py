@@ -494,6 +494,8 @@ class ChatWidget(anywidget.AnyWidget):
             payload["cited_sources"] = source_records(self.app, event.cited_sources)
             payload["other_sources"] = source_records(self.app, event.other_sources)
             payload["scope"] = scope_record(self.app, event.scope)
+            if event.widen_scope is not None:
+                payload["widen_scope"] = scope_record(self.app, event.widen_scope)
         elif isinstance(event, CheckpointEvent):  # the card names the papers covered so far
             payload["papers"] = []
             with contextlib.suppress(Exception):

@@ -96,7 +96,7 @@ function onEvent(chat, event) {
         chat.awaiting = false;
         break;
       case "error":
-        turn.showError(event.message);
+        turn.showError(event.message, event.retry_id);
         chat.awaiting = false;
         if (!event.turn_id && chat.pendingTurn === turn) chat.pendingTurn = null; // refused
         break;
@@ -141,7 +141,7 @@ function onHistory(chat, turns) {
       turn.showStopped();
     } else {
       turn.text = t.answer ?? "";
-      turn.showError(t.error || "This turn failed.");
+      turn.showError(t.error || "This turn failed.", t.retry_id);
     }
     if (status !== "checkpoint" && t.checkpoint) turn.showCheckpoint(t.checkpoint, { pending: false });
     if (status !== "running") turn.steps.closeCurrent();

@@ -247,6 +247,21 @@ export class TurnView {
     this.footerEl.hidden = !model || signed;
     this.final = final;
     if (final.scope) this.setScope(final.scope);
+    this.widenEl?.remove();
+    this.widenEl = null;
+    if (final.widen_scope) {
+      const wide = final.widen_scope;
+      const label = wide.mode === "library" || (!wide.items?.length && !wide.collections?.length)
+        ? "Search the whole library" : "Search the wider scope";
+      this.widenEl = this.h("button", {
+        type: "button",
+        class: "zc-action zc-widen",
+        "data-testid": "widen-scope",
+        text: label,
+        onclick: () => this.widen(wide),
+      });
+      this.actionsEl.append(this.widenEl);
+    }
     this.actionsEl.hidden = false;
     if (Number.isFinite(final.seconds) && final.seconds > 0) this.seconds = final.seconds;
     this.errorEl.hidden = true;
@@ -254,12 +269,46 @@ export class TurnView {
     this.steps.el.open = false;
   }
 
-  showError(message) {
+  /** The failure inline; with a `retryId` the search was kept and "Retry answer" writes the
+   * answer again from it without searching again. */
+  showError(message, retryId = null) {
     this.renderScheduled = false;
     if (this.text) renderMarkdownInto(this.answerEl, this.text);
-    this.errorEl.textContent = message || "The turn failed.";
+    this.errorEl.replaceChildren(this.h("span", { text: message || "The turn failed." }));
+    if (retryId) {
+      this.errorEl.append(
+        this.h("button", {
+          type: "button",
+          class: "zc-action zc-retry-answer",
+          "data-testid": "retry-answer",
+          text: "Retry answer",
+          onclick: () => this.retryAnswer(retryId),
+        }),
+      );
+    }
     this.errorEl.hidden = false;
     this.setStatus("error");
+  }
+
+  retryAnswer(retryId) {
+    if (this.status !== "error" || this.chat.isBusy()) return;
+    if (!this.chat.connected) {
+      this.chat.showDisconnected();
+      return;
+    }
+    this.chat.send({ kind: "resume", interrupt_id: retryId, action: "synthesize", guidance: "" });
+    this.errorEl.hidden = true;
+    this.chat.awaiting = true;
+    this.setStatus("running");
+    this.chat.updateBusy();
+  }
+
+  /** "Search …": the same question again under the wider scope the answer points to. */
+  widen(scope) {
+    if (this.chat.isBusy()) return;
+    this.chat.scopePicker.set(scope);
+    this.chat.input.value = this.prompt;
+    this.chat.ask();
   }
 
   showStopped() {
