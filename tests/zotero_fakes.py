@@ -103,7 +103,7 @@ class FakeConnector(_Server):
             if not self.editable:
                 return 500, js, b'{"libraryEditable":false}'
             for item in body["items"]:
-                if item.get("itemType") not in ("journalArticle", "preprint", "book"):
+                if item.get("itemType") not in ("journalArticle", "preprint", "book", "note"):
                     return 500, js, b""
             self.sessions.add(sid)
             self.saved.extend(body["items"])
@@ -132,7 +132,7 @@ class FakeWebAPI(_Server):
             report: dict[str, Any] = {"successful": {}, "success": {}, "unchanged": {},
                                       "failed": {}}  # fmt: skip
             for i, item in enumerate(req["body"]):
-                if not item.get("title"):
+                if item.get("itemType") != "note" and not item.get("title"):
                     report["failed"][str(i)] = {"code": 400, "message": "Title is required"}
                     continue
                 key = "".join(KEY_CHARS[(len(self.created) * 7 + j) % len(KEY_CHARS)]

@@ -112,3 +112,35 @@ def candidates_of(app: App, session_id: str | None, *, staged: bool) -> list[Can
     staging = Staging(app.store)
     list_id = list_of(app, session_id)
     return staging.staged(list_id=list_id) if staged else staging.found(list_id=list_id)
+
+
+def save_note(
+    app: App,
+    session_id: str,
+    *,
+    turn_id: str | None,
+    to: str,
+    confirmed: bool,
+    collection: str | None = None,
+) -> SaveResult:
+    """Save an answer (the session's last answered turn unless `turn_id`) as a Zotero note."""
+    from zocrates_nb.writeback import save_note_to_connector, save_note_to_web
+
+    if to not in ("connector", "web"):
+        raise UsageError(f"save a note to connector or web, not {to!r}")
+    turns = app.history(session_id)
+    if turn_id is not None:
+        turn = app.turn(turn_id, session_id=session_id)
+    else:
+        answered = [t for t in turns if t.status == "answered"]
+        if not answered:
+            raise UsageError(f"session {session_id} has no answer to save yet")
+        turn = answered[-1]
+    if not confirmed:
+        raise UsageError("saving a note writes to Zotero: confirm it first (--yes)")
+    zotero = app.settings.zotero
+    if to == "connector":
+        return save_note_to_connector(
+            turn, zotero.connector_url, timeout=app.settings.online.timeout
+        )
+    return save_note_to_web(turn, zotero.web, collection=collection)

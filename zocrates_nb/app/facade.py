@@ -383,6 +383,23 @@ class App:
         return save_staged(self, to, session_id=session_id, confirmed=confirmed, out=target,
                            collection=collection, ids=ids)  # fmt: skip
 
+    def save_note(
+        self,
+        session_id: str,
+        *,
+        to: str,
+        turn_id: str | None = None,
+        confirmed: bool = False,
+        collection: str | None = None,
+    ) -> SaveResult:
+        """Save an answer with its cited sources as a Zotero note (`connector`: standalone in
+        the selected collection; `web`: a child of the one cited item, else standalone).
+        Default: the session's last answered turn. Nothing is written unless `confirmed`."""
+        from zocrates_nb.app.discovery import save_note
+
+        return save_note(self, session_id, turn_id=turn_id, to=to, confirmed=confirmed,
+                         collection=collection)  # fmt: skip
+
     # ------------------------------------------------------------------ turns
     def ask(
         self,

@@ -117,6 +117,25 @@ def stage_save_command(args: argparse.Namespace) -> int:
     return 0 if not result.failed else 1
 
 
+def note_save_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        if not args.yes:
+            where = "the Zotero app" if args.to == "connector" else "your Zotero library"
+            if not sys.stdin.isatty():
+                raise UsageError(f"saving the answer as a note in {where} needs a yes: add --yes")
+            if input(f"Save the answer as a note in {where}? [y/N] ").strip().lower() not in (
+                "y", "yes"):  # fmt: skip
+                print("nothing saved")
+                return 1
+        result = app.save_note(args.session, to=args.to, turn_id=args.turn, confirmed=True,
+                               collection=args.collection)  # fmt: skip
+    if args.json:
+        _json(result.model_dump(mode="json"))
+    else:
+        print(f"saved the answer as {result.where}")
+    return 0
+
+
 def _ask(args: argparse.Namespace, n: int, app: App) -> bool:
     if not n:
         return True  # App.save_staged explains that nothing is staged
@@ -162,3 +181,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sv.set_defaults(func=stage_save_command)
     for p in (add, ls, rm, sv):
         session(p)
+
+    no = sub.add_parser("note", help="save an answer as a Zotero note")
+    ns = no.add_subparsers(dest="note_command", required=True)
+    nsv = ns.add_parser("save", help="save an answer and its cited sources as a Zotero note")
+    nsv.add_argument("--session", required=True)
+    nsv.add_argument("--turn", help="the turn id (default: the last answered turn)")
+    nsv.add_argument("--to", required=True, choices=["connector", "web"])
+    nsv.add_argument("--collection", help="web: a collection key for a standalone note")
+    nsv.add_argument("--yes", action="store_true", help="do not ask before writing")
+    nsv.add_argument("--json", action="store_true")
+    nsv.set_defaults(func=note_save_command)

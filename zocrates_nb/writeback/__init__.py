@@ -5,6 +5,7 @@ beside `library/`; nothing here runs without the user's explicit confirmation up
 from zocrates_nb.writeback.connector import ConnectorTarget, save_to_connector
 from zocrates_nb.writeback.export import to_bibtex, to_ris
 from zocrates_nb.writeback.items import zotero_item
+from zocrates_nb.writeback.notes import answer_note_html, save_note_to_connector, save_note_to_web
 from zocrates_nb.writeback.result import SaveResult, WriteError
 from zocrates_nb.writeback.web import save_to_web
 
@@ -12,6 +13,9 @@ __all__ = [
     "ConnectorTarget",
     "SaveResult",
     "WriteError",
+    "answer_note_html",
+    "save_note_to_connector",
+    "save_note_to_web",
     "save_to_connector",
     "save_to_web",
     "to_bibtex",

@@ -37,7 +37,7 @@ class ConnectorTarget:
         return f"{where}{self.library}"
 
 
-def _post(client: httpx.Client, url: str, path: str, body: Any) -> httpx.Response:
+def post(client: httpx.Client, url: str, path: str, body: Any) -> httpx.Response:
     try:
         return client.post(url + path, json=body, headers=HEADERS)
     except httpx.TimeoutException:
@@ -50,10 +50,10 @@ def _post(client: httpx.Client, url: str, path: str, body: Any) -> httpx.Respons
 
 
 def selected_target(client: httpx.Client, url: str) -> ConnectorTarget:
-    r = _post(client, url, "/connector/ping", {})
+    r = post(client, url, "/connector/ping", {})
     if r.status_code != 200 or "x-zotero-version" not in r.headers:
         raise WriteError(f"the server at {url} is not Zotero's connector (HTTP {r.status_code})")
-    r = _post(client, url, "/connector/getSelectedCollection", {})
+    r = post(client, url, "/connector/getSelectedCollection", {})
     if r.status_code != 200:
         raise WriteError(f"Zotero could not say where it would save (HTTP {r.status_code})")
     data = r.json()
@@ -77,7 +77,7 @@ def save_to_connector(candidates: list[Candidate], url: str, *, timeout: float =
         if not target.editable:
             raise WriteError(f"{target.describe()} is read-only: select another one in Zotero")
         body = {"sessionID": f"zocrates-{uuid.uuid4().hex[:12]}", "items": items}
-        r = _post(client, url, "/connector/saveItems", body)
+        r = post(client, url, "/connector/saveItems", body)
     if r.status_code == 201:
         return SaveResult(to="connector", saved=[c.id for c in candidates],
                           where=target.describe())  # fmt: skip
