@@ -158,3 +158,26 @@ def test_stage_save_to_web_and_bibtex(
     assert result["saved"] == [c["id"] for c in picked] and result["failed"] == {}
     assert [i["title"] for i in api.created] == [c["title"] for c in picked]
     assert "test-zotero-key" not in out + err
+
+
+def test_candidates_frame_of_a_run_and_of_a_sessions_staging_list(
+    indexed_home: Path, server: FixtureServer
+) -> None:
+    from zocrates_nb.app import App
+    from zocrates_nb.frames import CANDIDATE_COLUMNS, candidates_frame
+
+    configure(indexed_home, server)
+    with App.open(indexed_home) as app:
+        sid = app.new_session("discovery")
+        found = app.discover("ecology", limit=5, session_id=sid)
+        frame = candidates_frame(found)
+        assert frame["id"].tolist() == [c.id for c in found.candidates] and len(frame) == 5
+        scores = frame["score"].tolist()
+        assert scores == sorted(scores, reverse=True)
+        app.stage([found.candidates[1].id], session_id=sid)
+        staged = candidates_frame(app, session_id=sid, staged=True)
+        assert staged["id"].tolist() == [found.candidates[1].id]
+        assert candidates_frame(app, staged=True)["id"].tolist() != staged["id"].tolist()
+    empty = candidates_frame([])
+    assert list(empty.columns) == list(CANDIDATE_COLUMNS)
+    assert [str(t) for t in empty.dtypes] == list(CANDIDATE_COLUMNS.values())

@@ -174,3 +174,34 @@ def test_recorded_arxiv_error_feed_is_an_error(fixtures: Path) -> None:
     assert (
         parse_arxiv((fixtures / "arxiv/arxiv_query_id_list-0000.0000_empty.xml").read_bytes()) == []
     )
+
+
+def test_similarity_ranks_candidates_by_meaning(server: FixtureServer) -> None:
+    """The App passes the embedding model's cosine; the ranking follows it."""
+
+    def turing_first(query: str, texts: list[str]) -> list[float]:
+        return [1.0 if "turing" in t.lower() else -1.0 for t in texts]
+
+    found = discover(online(server), "testing", limit=5, environ={}, similarity=turing_first)
+    assert len(found.candidates) == 5
+    assert all("turing" in c.title.lower() for c in found.candidates)
+
+
+def test_the_raft_paper_in_the_corpus_library_is_matched_by_title() -> None:
+    """The real 37-paper Zotero library (read-only): a source's differently-cased Raft title
+    finds the library's Raft item."""
+    from tests.conftest import ZOTERO_DIR
+    from zocrates_nb.library import read_zotero_dir
+
+    corpus_path("zotero-library")
+    library = read_zotero_dir(ZOTERO_DIR)
+    rows = [(i.key, i.title, i.doi or None, None) for i in library.items.values()]
+    match = LibraryMatch.of(rows)
+    raft = next(i for i in library.items.values()
+                if i.title == "In Search of an Understandable Consensus Algorithm")  # fmt: skip
+    found = Candidate(title="In search of an understandable consensus algorithm (extended "
+                      "version)", sources=["Semantic Scholar"])  # fmt: skip
+    assert match.find(found) is None  # a different title is a different paper
+    same = Candidate(title="In Search of an Understandable Consensus-Algorithm",
+                     sources=["Crossref"])  # fmt: skip
+    assert match.find(same) == raft.key

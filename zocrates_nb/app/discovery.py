@@ -44,6 +44,13 @@ def library_match(app: App) -> LibraryMatch:
     return LibraryMatch.of(rows)
 
 
+def embedding_similarity(app: App, query: str, texts: list[str]) -> list[float]:
+    """Cosine of the query to each text with the library's (bundled, offline) embedding model."""
+    embedder = app.library_index.embedder
+    q = embedder.embed_query(query)
+    return [sum(a * b for a, b in zip(q, v, strict=True)) for v in embedder.embed(texts)]
+
+
 def list_of(app: App, session_id: str | None) -> str:
     if session_id is None:
         return HOME_LIST
@@ -55,7 +62,8 @@ def run_discovery(app: App, query: str, *, limit: int, session_id: str | None) -
     list_id = list_of(app, session_id)
     if not app.settings.online.enabled:
         raise OnlineDisabled()  # before the index is opened: nothing is read or sent
-    found = discover(app.settings.online, query, limit=limit, library=library_match(app))
+    found = discover(app.settings.online, query, limit=limit, library=library_match(app),
+                     similarity=lambda q, texts: embedding_similarity(app, q, texts))  # fmt: skip
     Staging(app.store).remember(found.candidates, query=found.query, list_id=list_id)
     return found
 

@@ -8,7 +8,7 @@ A source that fails is reported in `errors`; the others still answer.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -34,6 +34,9 @@ _STOP = frozenset(
         r"\w+", "a an and are as at be by for from how in is it of on or the to what which with"
     )
 )
+
+
+Similarity = Callable[[str, list[str]], list[float]]
 
 
 class OnlineDisabled(ZocratesError):
@@ -89,8 +92,12 @@ def discover(
     library: LibraryMatch | None = None,
     environ: dict[str, str] | None = None,
     transport: httpx.BaseTransport | None = None,
+    similarity: Similarity | None = None,
 ) -> Discovery:
-    """Candidates for `query` from every enabled source (raises OnlineDisabled when off)."""
+    """Candidates for `query` from every enabled source (raises OnlineDisabled when off).
+
+    `similarity(query, texts)` → one score in [-1, 1] per text (the bundled embedding model's
+    cosine, from the App) ranks candidates by meaning; without it the lexical score ranks."""
     if not online.enabled:
         raise OnlineDisabled()
     query = " ".join(query.split())
@@ -116,8 +123,12 @@ def discover(
                 errors.append(f"{source.name}: sent a response that could not be read")
     merged = merge(found)
     terms = query_terms(query)
-    for c in merged:
+    meaning = similarity(query, [f"{c.title}. {c.abstract[:600]}" for c in merged]) if (
+        similarity and merged) else None  # fmt: skip
+    for n, c in enumerate(merged):
         c.score = relevance(c, terms)
+        if meaning is not None:
+            c.score = round(0.7 * meaning[n] + 0.3 * c.score, 4)
         c.why = why(c, terms)
         if library is not None and (key := library.find(c)):
             c.in_library, c.library_key = True, key
