@@ -58,6 +58,7 @@ def test_every_source_answers_with_typed_candidates(server: FixtureServer) -> No
     assert arxiv.pdf_url == "https://arxiv.org/pdf/2202.12139v1" and arxiv.year == 2022
     crossref = [c for c in by_source["Crossref"] if c.abstract]
     assert crossref and all("<jats" not in c.abstract for c in crossref)
+    assert any(c.venue == "Big Data & Society" for c in by_source["Crossref"])  # &amp; decoded
     assert all(c.doi and c.doi == c.doi.lower() for c in by_source["Crossref"])
     openalex = [c for c in by_source["OpenAlex"] if c.abstract]
     assert openalex and all(c.doi is None or not c.doi.startswith("http") for c in openalex)

@@ -7,6 +7,7 @@ Parsers are defensive: the recorded responses show years of schema drift.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from dataclasses import dataclass, field
@@ -52,8 +53,8 @@ class _Base:
 
 
 def plain(text: str | None) -> str:
-    """Markup (JATS, HTML) stripped and whitespace collapsed."""
-    return " ".join(_TAG.sub(" ", text or "").split())
+    """Markup (JATS, HTML) stripped, entities decoded (`&amp;` → `&`), whitespace collapsed."""
+    return " ".join(html.unescape(_TAG.sub(" ", text or "")).split())
 
 
 class Arxiv(_Base):
