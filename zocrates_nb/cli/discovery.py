@@ -36,14 +36,16 @@ def candidate_json(c: Candidate) -> dict[str, Any]:
 def print_candidate(c: Candidate) -> None:
     authors = ", ".join(c.authors[:3]) + (" et al." if len(c.authors) > 3 else "")
     where = ", ".join(str(p) for p in (c.venue, c.year) if p)
+    ident = f"doi:{c.doi}" if c.doi else f"arXiv:{c.arxiv_id}" if c.arxiv_id else c.url or ""
+    lines = [
+        " — ".join(p for p in (authors, where) if p),
+        f"{ident}  [{', '.join(c.sources)}]".strip(),
+        f"already in your library ({c.library_key})" if c.in_library else "",
+        f"why: {c.why}" if c.why else "",
+    ]
     print(f"{c.id}  {c.title}")
-    print(f"            {authors}{' — ' + where if where else ''}")
-    ident = (c.doi and f"doi:{c.doi}") or (c.arxiv_id and f"arXiv:{c.arxiv_id}") or c.url or ""
-    print(f"            {ident}  [{', '.join(c.sources)}]")
-    if c.in_library:
-        print(f"            already in your library ({c.library_key})")
-    if c.why:
-        print(f"            why: {c.why}")
+    for line in filter(None, lines):
+        print(f"            {line}")
 
 
 def discover_command(args: argparse.Namespace) -> int:
