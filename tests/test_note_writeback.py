@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import corpus_path
 from tests.zotero_fakes import FakeConnector, FakeWebAPI
 from zocrates_nb.cli import main
 from zocrates_nb.sessions import SessionStore
@@ -106,3 +107,35 @@ def test_a_session_without_an_answer_says_so(
     code, _, err = run(capsys, tmp_path, "note", "save", "--session", sid, "--to", "web",
                        "--yes")  # fmt: skip
     assert code == 2 and "has no answer to save yet" in err
+
+
+def test_cited_items_are_tagged_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorded Web API item X42A7DEE (cited) gets `zocrates:cited` by a versioned PATCH;
+    an item the library lacks is reported, the rest goes on."""
+    recorded = corpus_path("online-fixtures", "zotero")
+    real = RAFT.model_copy(update={"item_key": "X42A7DEE"})
+    missing = PAXOS.model_copy(update={"item_key": "MISSING2"})
+    turn = answered(tmp_path, [real, missing])
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    with FakeWebAPI(recorded=recorded) as api:
+        configure(tmp_path, web={"library_id": "475425", "base_url": api.url})
+        code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                             "--to", "web", "--tag-cited", "--yes")  # fmt: skip
+    assert code == 1, err  # one item could not be tagged
+    assert "tagged zocrates:cited: X42A7DEE" in out and "MISSING2: not tagged: not in this" in out
+    assert len(api.created) == 1  # the note
+    tags = api.patched["X42A7DEE"]["tags"]
+    assert tags[-1] == {"tag": "zocrates:cited"} and len(tags) >= 1
+    patch = next(r for r in api.requests if r["method"] == "PATCH")
+    assert {k.lower(): v for k, v in patch["headers"].items()}["if-unmodified-since-version"] == "1"
+
+
+def test_tagging_through_the_connector_is_refused_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turn = answered(tmp_path, [RAFT])
+    code, _, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id, "--to",
+                       "connector", "--tag-cited", "--yes")  # fmt: skip
+    assert code == 2 and "needs the Web API" in err

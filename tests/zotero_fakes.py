@@ -8,6 +8,7 @@ import json
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 KEY_CHARS = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
@@ -112,15 +113,42 @@ class FakeConnector(_Server):
 
 
 class FakeWebAPI(_Server):
-    """api.zotero.org's item writes (ZOTERO_WEB_API.md §2): a v3 write report per POST."""
+    """api.zotero.org's item writes (ZOTERO_WEB_API.md §2): a v3 write report per POST; with
+    `recorded` (the online-fixtures' zotero/ folder) also the recorded item X42A7DEE and
+    /itemFields for reads, and PATCH guarded by If-Unmodified-Since-Version (§4)."""
 
-    def __init__(self, library: str = "/users/475425") -> None:
+    def __init__(self, library: str = "/users/475425", recorded: Path | None = None) -> None:
         super().__init__()
         self.library = library
+        self.recorded = recorded
         self.created: list[dict[str, Any]] = []
+        self.patched: dict[str, dict[str, Any]] = {}
         self.tokens: set[str] = set()
 
+    def _read(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes] | None:
+        js = {"Content-Type": "application/json", "Last-Modified-Version": "1"}
+        path = req["path"].split("?")[0]
+        if self.recorded is None:
+            return None
+        if req["method"] == "GET" and path == "/itemFields":
+            return 200, js, (self.recorded / "zotero_webapi_GET_itemFields.json").read_bytes()
+        item = json.loads((self.recorded / "zotero_webapi_GET_item_single.json").read_text())
+        if path == f"{self.library}/items/{item['key']}":
+            if req["method"] == "GET":
+                return 200, js, json.dumps(item).encode()
+            if req["method"] == "PATCH":
+                h = {k.lower(): v for k, v in req["headers"].items()}
+                if h.get("if-unmodified-since-version") != str(item["version"]):
+                    return 412, {"Content-Type": "text/plain"}, b"Item has been modified"
+                self.patched[item["key"]] = req["body"]
+                return 204, {"Last-Modified-Version": "2"}, b""
+        if path.startswith(f"{self.library}/items/") and req["method"] == "GET":
+            return 404, {"Content-Type": "text/plain"}, b"Not found"
+        return None
+
     def handle(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        if (read := self._read(req)) is not None:
+            return read
         js = {"Content-Type": "application/json", "Last-Modified-Version": "100"}
         if req["method"] == "POST" and req["path"] == f"{self.library}/items":
             h = {k.lower(): v for k, v in req["headers"].items()}

@@ -130,8 +130,10 @@ def save_note(
     to: str,
     confirmed: bool,
     collection: str | None = None,
+    tag_cited: bool = False,
 ) -> SaveResult:
-    """Save an answer (the session's last answered turn unless `turn_id`) as a Zotero note."""
+    """Save an answer (the session's last answered turn unless `turn_id`) as a Zotero note;
+    with `tag_cited` (Web API only) its cited items also get the `zocrates:cited` tag."""
     from zocrates_nb.writeback import save_note_to_connector, save_note_to_web
 
     if to not in ("connector", "web"):
@@ -146,9 +148,19 @@ def save_note(
         turn = answered[-1]
     if not confirmed:
         raise UsageError("saving a note writes to Zotero: confirm it first (--yes)")
+    if tag_cited and to != "web":
+        raise UsageError("tagging cited items needs the Web API (--to web): the connector "
+                         "cannot reach items already in Zotero")  # fmt: skip
     zotero = app.settings.zotero
     if to == "connector":
         return save_note_to_connector(
             turn, zotero.connector_url, timeout=app.settings.online.timeout
         )
-    return save_note_to_web(turn, zotero.web, collection=collection)
+    result = save_note_to_web(turn, zotero.web, collection=collection)
+    if tag_cited:
+        from zocrates_nb.writeback.web import tag_items
+
+        tagged = tag_items([s.item_key for s in turn.cited_sources], zotero.web)
+        result.failed.update({k: f"not tagged: {why}" for k, why in tagged.failed.items()})
+        result.tagged = tagged.saved
+    return result

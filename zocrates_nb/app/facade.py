@@ -391,14 +391,16 @@ class App:
         turn_id: str | None = None,
         confirmed: bool = False,
         collection: str | None = None,
+        tag_cited: bool = False,
     ) -> SaveResult:
         """Save an answer with its cited sources as a Zotero note (`connector`: standalone in
         the selected collection; `web`: a child of the one cited item, else standalone).
-        Default: the session's last answered turn. Nothing is written unless `confirmed`."""
+        Default: the session's last answered turn. `tag_cited` (web) tags the cited items
+        `zocrates:cited`. Nothing is written unless `confirmed`."""
         from zocrates_nb.app.discovery import save_note
 
         return save_note(self, session_id, turn_id=turn_id, to=to, confirmed=confirmed,
-                         collection=collection)  # fmt: skip
+                         collection=collection, tag_cited=tag_cited)  # fmt: skip
 
     # ------------------------------------------------------------------ turns
     def ask(

@@ -130,12 +130,16 @@ def note_save_command(args: argparse.Namespace) -> int:
                 print("nothing saved")
                 return 1
         result = app.save_note(args.session, to=args.to, turn_id=args.turn, confirmed=True,
-                               collection=args.collection)  # fmt: skip
+                               collection=args.collection, tag_cited=args.tag_cited)  # fmt: skip
     if args.json:
         _json(result.model_dump(mode="json"))
     else:
         print(f"saved the answer as {result.where}")
-    return 0
+        if result.tagged:
+            print(f"tagged zocrates:cited: {', '.join(result.tagged)}")
+        for key, reason in result.failed.items():
+            print(f"  {key}: {reason}")
+    return 0 if not result.failed else 1
 
 
 def _ask(args: argparse.Namespace, n: int, app: App) -> bool:
@@ -191,6 +195,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     nsv.add_argument("--turn", help="the turn id (default: the last answered turn)")
     nsv.add_argument("--to", required=True, choices=["connector", "web"])
     nsv.add_argument("--collection", help="web: a collection key for a standalone note")
+    nsv.add_argument("--tag-cited", action="store_true",
+                     help="web: also tag the cited items zocrates:cited")
     nsv.add_argument("--yes", action="store_true", help="do not ask before writing")
     nsv.add_argument("--json", action="store_true")
     nsv.set_defaults(func=note_save_command)

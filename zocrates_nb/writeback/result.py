@@ -16,4 +16,5 @@ class SaveResult(BaseModel):
     saved: list[str] = Field(default_factory=list)  # candidate ids written
     keys: dict[str, str] = Field(default_factory=dict)  # candidate id → new Zotero item key
     failed: dict[str, str] = Field(default_factory=dict)  # candidate id → plain reason
+    tagged: list[str] = Field(default_factory=list)  # existing item keys given a tag
     where: str = ""  # "the collection 'X' in My Library", a file path…

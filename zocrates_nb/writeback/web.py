@@ -102,3 +102,28 @@ def save_to_web(candidates: list[Candidate], web: ZoteroWebSettings, *,
 
 def _first_line(e: Exception) -> str:
     return (str(e).strip().splitlines() or ["error"])[0][:120]
+
+
+CITED_TAG = "zocrates:cited"
+
+
+def tag_items(keys: list[str], web: ZoteroWebSettings, *, tag: str = CITED_TAG,
+              environ: dict[str, str] | None = None) -> SaveResult:  # fmt: skip
+    """Add `tag` to existing items (pyzotero `add_tags`: a PATCH guarded by the item's version,
+    retried on 429 by pyzotero). Items already tagged are left alone; failures are per item."""
+    zot = web_client(web, environ=environ)
+    result = SaveResult(to="web", where=f"{web.library_type} library {web.library_id}")
+    for key in dict.fromkeys(keys):
+        try:
+            item: Any = zot.item(key)
+            if not any(t.get("tag") == tag for t in item["data"].get("tags") or []):
+                zot.add_tags(item, tag)
+            result.saved.append(key)
+        except pyzotero.ResourceNotFoundError:
+            result.failed[key] = "not in this Zotero library"
+        except pyzotero.PreConditionFailedError:
+            result.failed[key] = "changed in Zotero meanwhile; try again"
+        except (pyzotero.PyZoteroError, httpx2.TransportError, KeyError, TypeError) as e:
+            result.failed[key] = _first_line(e) if isinstance(e, pyzotero.PyZoteroError) else (
+                "could not be tagged")  # fmt: skip
+    return result
