@@ -75,9 +75,16 @@ def test_bad_requests_are_plain_400s(server: JupyterServer) -> None:
     assert r.status_code == 404
 
 
+def test_saving_a_note_needs_a_confirmation_and_an_answer(server: JupyterServer) -> None:
+    r = call(server, "POST", "zocrates/notes", {"session_id": "nope", "to": "connector"})
+    assert r.status_code == 404
+    r = call(server, "POST", "zocrates/notes", {"session_id": "x", "to": "ris"})
+    assert r.status_code == 400
+
+
 def test_the_openapi_document_lists_the_discovery_routes(server: JupyterServer) -> None:
     doc = call(server, "GET", "zocrates/openapi.json").json()
     assert {"/zocrates/discover", "/zocrates/staging", "/zocrates/staging/remove",
-            "/zocrates/staging/save"} <= set(doc["paths"])  # fmt: skip
+            "/zocrates/staging/save", "/zocrates/notes"} <= set(doc["paths"])  # fmt: skip
     path = Path(__file__).resolve().parents[1] / "zocrates_nb" / "server" / "openapi.json"
     assert doc == json.loads(path.read_text("utf-8"))

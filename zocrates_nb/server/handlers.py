@@ -24,6 +24,7 @@ from zocrates_nb.server.runtime import Runtime
 from zocrates_nb.server.schema import (
     ChatRequest,
     DiscoverRequest,
+    NoteRequest,
     ResumeRequest,
     SaveReply,
     SaveRequest,
@@ -173,6 +174,19 @@ class SaveStagedHandler(ZocratesHandler):
         self.reply(SaveReply(result=result, text=text))
 
 
+class NoteHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(NoteRequest)
+        app = await self.runtime.app()
+        result = await asyncio.to_thread(
+            app.save_note, req.session_id, to=req.to, turn_id=req.turn_id,
+            confirmed=req.confirmed, collection=req.collection, tag_cited=req.tag_cited,
+        )  # fmt: skip
+        self.reply(result)
+
+
 class OpenApiHandler(ZocratesHandler):
     @web.authenticated
     @authorized
@@ -279,6 +293,7 @@ ROUTES: list[tuple[str, type[APIHandler]]] = [
     (r"/zocrates/staging", StagingHandler),
     (r"/zocrates/staging/remove", UnstageHandler),
     (r"/zocrates/staging/save", SaveStagedHandler),
+    (r"/zocrates/notes", NoteHandler),
     (r"/zocrates/openapi.json", OpenApiHandler),
 ]
 

@@ -19,6 +19,7 @@ from zocrates_nb.server.schema import (
     DiscoverRequest,
     Discovery,
     ErrorReply,
+    NoteRequest,
     ResumeRequest,
     SaveReply,
     SaveRequest,
@@ -28,6 +29,7 @@ from zocrates_nb.server.schema import (
     StagingList,
     TurnResult,
 )
+from zocrates_nb.writeback import SaveResult
 
 PATH = Path(__file__).with_name("openapi.json")
 _REF = "#/components/schemas/{model}"
@@ -108,6 +110,8 @@ def build() -> dict[str, Any]:
             (DiscoverRequest, "validation"),
             (StageRequest, "validation"),
             (SaveRequest, "validation"),
+            (NoteRequest, "validation"),
+            (SaveResult, "serialization"),
             (Discovery, "serialization"),
             (StagingList, "serialization"),
             (SaveReply, "serialization"),
@@ -238,6 +242,11 @@ def build() -> dict[str, Any]:
                 "SaveRequest", "SaveReply", "What was saved, where, and what failed.",
                 "Not confirmed, nothing staged, Zotero not running or refusing, a malformed "
                 "body."),
+            "/zocrates/notes": _post_op(
+                "saveNote", "Save an answer and its cited sources as a Zotero note",
+                "NoteRequest", "SaveResult", "Where the note went; items tagged; failures.",
+                "Not confirmed, no answer in the session, Zotero not running or refusing, a "
+                "malformed body."),
             "/zocrates/openapi.json": {
                 "get": {
                     "operationId": "openapi",

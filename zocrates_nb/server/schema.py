@@ -115,6 +115,19 @@ class SaveRequest(BaseModel):
     collection: str | None = Field(None, description="web: a collection key for the items.")
 
 
+class NoteRequest(BaseModel):
+    """Save an answer as a Zotero note: nothing is written unless `confirmed` is true."""
+
+    model_config = _STRICT
+
+    session_id: str
+    turn_id: str | None = Field(None, description="Default: the last answered turn.")
+    to: Literal["connector", "web"]
+    confirmed: bool = False
+    collection: str | None = Field(None, description="web: a collection key (standalone note).")
+    tag_cited: bool = Field(False, description="web: also tag the cited items zocrates:cited.")
+
+
 class StagingList(BaseModel):
     staged: list[Candidate]
 
@@ -130,6 +143,7 @@ __all__ = [
     "DiscoverRequest",
     "Discovery",
     "ErrorReply",
+    "NoteRequest",
     "ResumeRequest",
     "SaveReply",
     "SaveRequest",
