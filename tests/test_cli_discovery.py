@@ -181,3 +181,26 @@ def test_candidates_frame_of_a_run_and_of_a_sessions_staging_list(
     empty = candidates_frame([])
     assert list(empty.columns) == list(CANDIDATE_COLUMNS)
     assert [str(t) for t in empty.dtypes] == list(CANDIDATE_COLUMNS.values())
+
+
+def test_discovery_still_answers_when_the_library_cannot_be_checked(
+    indexed_home: Path, server: FixtureServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zocrates_nb.app import App
+    from zocrates_nb.app import discovery as app_discovery
+    from zocrates_nb.errors import ZocratesError
+
+    def unreadable(app: object, *args: object) -> object:
+        raise ZocratesError("the index needs rebuilding: run zocrates-nb index")
+
+    configure(indexed_home, server)
+    monkeypatch.setattr(app_discovery, "library_match", unreadable)
+    monkeypatch.setattr(app_discovery, "embedding_similarity", unreadable)
+    with App.open(indexed_home) as app:
+        found = app.discover("ecology", limit=3)
+    assert len(found.candidates) == 3 and not any(c.in_library for c in found.candidates)
+    assert found.errors == [
+        "Ranking by meaning was unavailable; ranked by shared words instead.",
+        "Your library could not be checked for these papers: the index needs rebuilding: run "
+        "zocrates-nb index",
+    ]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from zocrates_nb.errors import UsageError
+from zocrates_nb.errors import UsageError, ZocratesError
 from zocrates_nb.online import Candidate, Discovery, OnlineDisabled, discover
 from zocrates_nb.online.discover import LibraryMatch
 from zocrates_nb.sessions.staging import HOME_LIST, Staging
@@ -62,8 +62,16 @@ def run_discovery(app: App, query: str, *, limit: int, session_id: str | None) -
     list_id = list_of(app, session_id)
     if not app.settings.online.enabled:
         raise OnlineDisabled()  # before the index is opened: nothing is read or sent
-    found = discover(app.settings.online, query, limit=limit, library=library_match(app),
+    try:
+        library: LibraryMatch | None = library_match(app)
+    except ZocratesError as e:  # an index to rebuild, say: discovery still answers
+        library, unmatched = None, f"Your library could not be checked for these papers: {e}"
+    else:
+        unmatched = ""
+    found = discover(app.settings.online, query, limit=limit, library=library,
                      similarity=lambda q, texts: embedding_similarity(app, q, texts))  # fmt: skip
+    if unmatched:
+        found.errors.append(unmatched)
     Staging(app.store).remember(found.candidates, query=found.query, list_id=list_id)
     return found
 

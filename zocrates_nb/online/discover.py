@@ -7,6 +7,7 @@ A source that fails is reported in `errors`; the others still answer.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,7 @@ from zocrates_nb.online.candidate import (
 from zocrates_nb.online.http import SourceError
 from zocrates_nb.online.sources import enabled_sources
 
+log = logging.getLogger(__name__)
 MAX_LIMIT = 100
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -123,8 +125,13 @@ def discover(
                 errors.append(f"{source.name}: sent a response that could not be read")
     merged = merge(found)
     terms = query_terms(query)
-    meaning = similarity(query, [f"{c.title}. {c.abstract[:600]}" for c in merged]) if (
-        similarity and merged) else None  # fmt: skip
+    meaning = None
+    if similarity is not None and merged:
+        try:
+            meaning = similarity(query, [f"{c.title}. {c.abstract[:600]}" for c in merged])
+        except Exception as e:  # the embedding model unavailable: rank lexically, say so
+            log.warning("discovery ranks lexically: %s", e)
+            errors.append("Ranking by meaning was unavailable; ranked by shared words instead.")
     for n, c in enumerate(merged):
         c.score = relevance(c, terms)
         if meaning is not None:
