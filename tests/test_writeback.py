@@ -173,3 +173,14 @@ def test_nothing_staged_is_a_plain_message() -> None:
     with pytest.raises(WriteError, match="nothing is staged"):
         save_to_connector([], "http://127.0.0.1:9")
     assert json.loads(json.dumps(to_ris([]))) == ""
+
+
+def test_bibtex_escapes_latex_specials_in_prose_not_in_urls() -> None:
+    odd = Candidate(title="50% of {braces} & more", authors=["A_B Writer"], year=2019,
+                    venue="Big Data & Society", doi="10.1177/2053951719836258",
+                    url="https://example.org/a_b?x=1&y=2%20z")  # fmt: skip
+    (entry,) = bibtexparser.loads(to_bibtex([odd])).entries
+    assert entry["journal"] == r"Big Data \& Society"
+    assert entry["title"] == r"50\% of \{braces\} \& more"
+    assert entry["author"] == r"A\_B Writer"
+    assert entry["url"] == "https://example.org/a_b?x=1&y=2%20z"

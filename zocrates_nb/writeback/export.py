@@ -23,16 +23,20 @@ def to_bibtex(candidates: list[Candidate]) -> str:
             key = f"{base}{chr(ord('a') + n - 2)}" if n <= 27 else f"{base}{n}"
         used.add(key)
         preprint = is_preprint(c)
-        entry = {"ENTRYTYPE": "misc" if preprint else "article", "ID": key, "title": c.title,
-                 "author": " and ".join(c.authors)}  # fmt: skip
+        entry = {
+            "ENTRYTYPE": "misc" if preprint else "article",
+            "ID": key,
+            "title": _tex(c.title),
+            "author": " and ".join(_tex(a) for a in c.authors),
+        }
         optional = {
             "year": str(c.year) if c.year else "",
-            "journal": "" if preprint else c.venue,
+            "journal": "" if preprint else _tex(c.venue),
             "doi": c.doi or "",
             "eprint": c.arxiv_id or "",
             "archiveprefix": "arXiv" if c.arxiv_id else "",
             "url": c.url or "",
-            "abstract": c.abstract,
+            "abstract": _tex(c.abstract),
         }
         entry.update({k: v for k, v in optional.items() if v})
         db.entries.append({k: v for k, v in entry.items() if v})
@@ -63,6 +67,14 @@ def to_ris(candidates: list[Candidate]) -> str:
             lines.append(f"AB  - {_one_line(c.abstract)}")
         lines += ["ER  - ", ""]
     return "\n".join(lines)
+
+
+_TEX_SPECIAL = re.compile(r"([&%$#_{}])")
+
+
+def _tex(text: str) -> str:
+    """LaTeX's special characters escaped in prose fields (`&` → `\\&`); URLs and DOIs stay."""
+    return _TEX_SPECIAL.sub(r"\\\1", text)
 
 
 def _cite_key(c: Candidate) -> str:
