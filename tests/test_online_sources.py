@@ -206,3 +206,11 @@ def test_the_raft_paper_in_the_corpus_library_is_matched_by_title() -> None:
     same = Candidate(title="In Search of an Understandable Consensus-Algorithm",
                      sources=["Crossref"])  # fmt: skip
     assert match.find(same) == raft.key
+
+
+def test_an_empty_arxiv_page_is_asked_once_more(server: FixtureServer, fixtures: Path) -> None:
+    empty = (fixtures / "arxiv/arxiv_query_id_list-0000.0000_empty.xml").read_bytes()
+    server.inject("arxiv", Reply(200, empty, {"content-type": "application/atom+xml"}))
+    found = discover(online(server), "testing", limit=100, environ={})
+    assert sum(p == "arxiv" for p, _, _ in server.requests) == 2
+    assert any("arXiv" in c.sources for c in found.candidates)

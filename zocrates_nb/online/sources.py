@@ -60,11 +60,17 @@ def plain(text: str | None) -> str:
 class Arxiv(_Base):
     def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]:
         terms = " AND ".join(f"all:{w}" for w in query.split())
-        r = get(client, self.name, self.settings.base_url + "/query",
-                params={"search_query": terms, "start": 0, "max_results": limit,
-                        "sortBy": "relevance", "sortOrder": "descending"},
-                max_retry_after=self.online.max_retry_after)  # fmt: skip
-        return parse_arxiv(r.content, self.name)
+        params = {"search_query": terms, "start": 0, "max_results": limit,
+                  "sortBy": "relevance", "sortOrder": "descending"}  # fmt: skip
+        # arXiv sporadically answers an empty first page to queries that match: ask once more
+        # before trusting it (its API group's advice).
+        for _ in range(2):
+            r = get(client, self.name, self.settings.base_url + "/query", params=params,
+                    max_retry_after=self.online.max_retry_after)  # fmt: skip
+            found = parse_arxiv(r.content, self.name)
+            if found:
+                break
+        return found
 
 
 def parse_arxiv(body: bytes, name: str = "arXiv") -> list[Candidate]:
