@@ -114,6 +114,9 @@ def test_papers_already_in_the_library_are_marked(server: FixtureServer, fixture
     assert set(marked) == {"BYDOI001", "BYTITLE1"}
     assert marked["BYDOI001"].doi == first["DOI"].lower()
     assert sum(c.in_library for c in found.candidates) == 2
+    # Not recommended again: after the `limit` recommendations, still shown as held.
+    few = discover(online(server), "ecology", limit=3, library=library, environ={})
+    assert [c.in_library for c in few.candidates] == [False, False, False, True, True]
 
 
 def test_why_quotes_a_sentence_of_the_abstract(server: FixtureServer) -> None:

@@ -96,7 +96,8 @@ def discover(
     transport: httpx.BaseTransport | None = None,
     similarity: Similarity | None = None,
 ) -> Discovery:
-    """Candidates for `query` from every enabled source (raises OnlineDisabled when off).
+    """Candidates for `query` from every enabled source (raises OnlineDisabled when off): up
+    to `limit` recommendations, then the papers found that the library already holds.
 
     `similarity(query, texts)` → one score in [-1, 1] per text (the bundled embedding model's
     cosine, from the App) ranks candidates by meaning; without it the lexical score ranks."""
@@ -140,7 +141,11 @@ def discover(
         if library is not None and (key := library.find(c)):
             c.in_library, c.library_key = True, key
     merged.sort(key=lambda c: (-c.score, c.title))
-    return Discovery(query=query, candidates=merged[:limit], errors=errors)
+    # Papers the library holds are not recommended again: they follow the `limit`
+    # recommendations, marked, so the researcher sees what they already have.
+    fresh = [c for c in merged if not c.in_library][:limit]
+    held = [c for c in merged if c.in_library]
+    return Discovery(query=query, candidates=fresh + held, errors=errors)
 
 
 def query_terms(text: str) -> set[str]:
