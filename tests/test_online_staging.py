@@ -9,7 +9,12 @@ import pytest
 
 from zocrates_nb.online import Candidate
 from zocrates_nb.sessions import SessionStore
-from zocrates_nb.sessions.staging import HOME_LIST, Staging, UnknownCandidate
+from zocrates_nb.sessions.staging import (
+    HOME_LIST,
+    AlreadyInLibrary,
+    Staging,
+    UnknownCandidate,
+)
 
 RAFT = Candidate(title="In Search of an Understandable Consensus Algorithm", year=2014,
                  authors=["Diego Ongaro", "John Ousterhout"], sources=["Crossref"])  # fmt: skip
@@ -90,3 +95,12 @@ def test_the_staging_file_is_plain_sqlite(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "sessions.db") as db:
         (query,) = db.execute("SELECT query FROM candidates").fetchone()
     assert query == "paxos"
+
+
+def test_a_paper_the_library_holds_is_not_staged(tmp_path: Path) -> None:
+    staging = Staging(SessionStore.open(tmp_path))
+    held = PAXOS.model_copy(update={"in_library": True, "library_key": "PAXOSKY2"})
+    staging.remember([RAFT, held])
+    with pytest.raises(AlreadyInLibrary, match=rf"{held.id} \(PAXOSKY2\); nothing was staged"):
+        staging.stage([RAFT.id, held.id])
+    assert staging.staged() == []

@@ -71,8 +71,7 @@ def stage_add_command(args: argparse.Namespace) -> int:
         added = app.stage(args.ids, session_id=args.session)
         total = len(app.staged(session_id=args.session))
     for c in added:
-        note = " (already in your library)" if c.in_library else ""
-        print(f"staged {c.id}  {c.title}{note}")
+        print(f"staged {c.id}  {c.title}")
     print(f"{total} staged")
     return 0
 

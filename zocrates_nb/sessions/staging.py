@@ -21,6 +21,10 @@ class UnknownCandidate(ZocratesError, LookupError):
     """`stage add` named an id no discover run of this list produced."""
 
 
+class AlreadyInLibrary(ZocratesError, ValueError):
+    """`stage add` named a paper the library already holds (saving it would duplicate it)."""
+
+
 class Staging:
     """Candidates and the staging list of one sessions.db; safe across threads and processes
     (the store's connections and write transactions)."""
@@ -57,6 +61,13 @@ class Staging:
                 raise UnknownCandidate(
                     f"no candidate {', '.join(missing)} in this list: run discover first and "
                     "use the ids it prints"
+                )
+            held = [Candidate.model_validate_json(rows[i]) for i in ids]
+            held = [c for c in held if c.in_library]
+            if held:
+                named = ", ".join(f"{c.id} ({c.library_key})" for c in held)
+                raise AlreadyInLibrary(
+                    f"already in your library, so not staged: {named}; nothing was staged"
                 )
             q = "SELECT COALESCE(MAX(staged), 0) FROM candidates WHERE list_id = ?"
             last = int(c.execute(q, (list_id,)).fetchone()[0])
