@@ -58,6 +58,8 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from zocrates_nb.index import Index, IndexReport
     from zocrates_nb.ingest.bundle import Bundle
+    from zocrates_nb.online import Candidate, Discovery
+    from zocrates_nb.writeback import SaveResult
 
 Action = Literal["extend_budget", "synthesize"]
 ACTIONS: tuple[Action, ...] = ("extend_budget", "synthesize")
@@ -328,6 +330,77 @@ class App:
             state.research_profile = (profile or "").strip() or None
 
         self.store.update_state(session_id, put)
+
+    # ------------------------------------------------------------------ discovery
+    def discover(
+        self, query: str, *, limit: int = 10, session_id: str | None = None
+    ) -> Discovery:
+        """Papers beyond the library from the enabled scholarly APIs (`online.*`), deduplicated,
+        ranked, each with why it is relevant and whether the library already holds it; they are
+        remembered for `stage`. Raises `OnlineDisabled` (sending nothing) while discovery is
+        off. Without `session_id` the data home's own list is used."""
+        from zocrates_nb.app.discovery import run_discovery
+
+        query = user_text(query or "", max_chars=MAX_QUERY_CHARS, what="the query")
+        return run_discovery(self, query, limit=limit, session_id=session_id)
+
+    def stage(self, ids: Sequence[str], *, session_id: str | None = None) -> list[Candidate]:
+        """Put discovered candidates on the staging list (all or none)."""
+        from zocrates_nb.app.discovery import list_of
+        from zocrates_nb.sessions.staging import Staging
+
+        return Staging(self.store).stage(list(ids), list_id=list_of(self, session_id))
+
+    def unstage(self, ids: Sequence[str], *, session_id: str | None = None) -> int:
+        """Take candidates off the staging list; how many were on it."""
+        from zocrates_nb.app.discovery import list_of
+        from zocrates_nb.sessions.staging import Staging
+
+        return Staging(self.store).unstage(list(ids), list_id=list_of(self, session_id))
+
+    def staged(self, *, session_id: str | None = None) -> list[Candidate]:
+        """The staging list, in staging order."""
+        from zocrates_nb.app.discovery import candidates_of
+
+        return candidates_of(self, session_id, staged=True)
+
+    def save_staged(
+        self,
+        to: str,
+        *,
+        confirmed: bool = False,
+        session_id: str | None = None,
+        out: Path | str | None = None,
+        collection: str | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> tuple[SaveResult, str | None]:
+        """Save the staging list to Zotero (`connector`: the running app's selected collection;
+        `web`: the Web API) or export it (`ris`, `bibtex`: to `out`, else returned as text).
+        Nothing is written unless `confirmed`; `zotero.sqlite` is never touched."""
+        from zocrates_nb.app.discovery import save_staged
+
+        target = Path(out) if out else None
+        return save_staged(self, to, session_id=session_id, confirmed=confirmed, out=target,
+                           collection=collection, ids=ids)  # fmt: skip
+
+    def save_note(
+        self,
+        session_id: str,
+        *,
+        to: str,
+        turn_id: str | None = None,
+        confirmed: bool = False,
+        collection: str | None = None,
+        tag_cited: bool = False,
+    ) -> SaveResult:
+        """Save an answer with its cited sources as a Zotero note (`connector`: standalone in
+        the selected collection; `web`: a child of the one cited item, else standalone).
+        Default: the session's last answered turn. `tag_cited` (web) tags the cited items
+        `zocrates:cited`. Nothing is written unless `confirmed`."""
+        from zocrates_nb.app.discovery import save_note
+
+        return save_note(self, session_id, turn_id=turn_id, to=to, confirmed=confirmed,
+                         collection=collection, tag_cited=tag_cited)  # fmt: skip
 
     # ------------------------------------------------------------------ turns
     def ask(

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from zocrates_nb.cli import conversation as conv
+from zocrates_nb.cli import discovery
 from zocrates_nb.cli import library as lib
 from zocrates_nb.cli.options import add_ask_options, add_output_options, add_server_options
 from zocrates_nb.config import default_home
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     _library_parsers(sub)
     _conversation_parsers(sub)
+    discovery.add_parsers(sub)
 
     be = sub.add_parser("bench", help="benchmarks")
     be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui"])

@@ -21,7 +21,16 @@ from zocrates_nb.events import ErrorEvent
 from zocrates_nb.server import service
 from zocrates_nb.server.relay import TurnRun
 from zocrates_nb.server.runtime import Runtime
-from zocrates_nb.server.schema import ChatRequest, ResumeRequest
+from zocrates_nb.server.schema import (
+    ChatRequest,
+    DiscoverRequest,
+    NoteRequest,
+    ResumeRequest,
+    SaveReply,
+    SaveRequest,
+    StageRequest,
+    StagingList,
+)
 from zocrates_nb.server.sse import KEEPALIVE, format_event
 from zocrates_nb.text import safe_text
 
@@ -105,6 +114,77 @@ class TurnHandler(ZocratesHandler):
     async def get(self, session_id: str, turn_id: str) -> None:
         app = await self.runtime.app()
         self.reply(await asyncio.to_thread(service.turn_detail, app, session_id, turn_id))
+
+
+class DiscoverHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(DiscoverRequest)
+        app = await self.runtime.app()
+        self.reply(await asyncio.to_thread(
+            app.discover, req.query, limit=req.limit, session_id=req.session_id))  # fmt: skip
+
+
+class StagingHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        session_id = self.get_query_argument("session_id", None)
+        app = await self.runtime.app()
+        staged = await asyncio.to_thread(app.staged, session_id=session_id)
+        self.reply(StagingList(staged=staged))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(StageRequest)
+        app = await self.runtime.app()
+
+        def stage() -> StagingList:
+            app.stage(req.ids, session_id=req.session_id)
+            return StagingList(staged=app.staged(session_id=req.session_id))
+
+        self.reply(await asyncio.to_thread(stage))
+
+
+class UnstageHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(StageRequest)
+        app = await self.runtime.app()
+
+        def unstage() -> StagingList:
+            app.unstage(req.ids, session_id=req.session_id)
+            return StagingList(staged=app.staged(session_id=req.session_id))
+
+        self.reply(await asyncio.to_thread(unstage))
+
+
+class SaveStagedHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(SaveRequest)
+        app = await self.runtime.app()
+        result, text = await asyncio.to_thread(
+            app.save_staged, req.to, confirmed=req.confirmed, session_id=req.session_id,
+            collection=req.collection)  # fmt: skip
+        self.reply(SaveReply(result=result, text=text))
+
+
+class NoteHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(NoteRequest)
+        app = await self.runtime.app()
+        result = await asyncio.to_thread(
+            app.save_note, req.session_id, to=req.to, turn_id=req.turn_id,
+            confirmed=req.confirmed, collection=req.collection, tag_cited=req.tag_cited,
+        )  # fmt: skip
+        self.reply(result)
 
 
 class OpenApiHandler(ZocratesHandler):
@@ -209,6 +289,11 @@ ROUTES: list[tuple[str, type[APIHandler]]] = [
     (r"/zocrates/sessions", SessionsHandler),
     (rf"/zocrates/sessions/{_SESSION_ID}", SessionHandler),
     (rf"/zocrates/sessions/{_SESSION_ID}/turns/{_TURN_ID}", TurnHandler),
+    (r"/zocrates/discover", DiscoverHandler),
+    (r"/zocrates/staging", StagingHandler),
+    (r"/zocrates/staging/remove", UnstageHandler),
+    (r"/zocrates/staging/save", SaveStagedHandler),
+    (r"/zocrates/notes", NoteHandler),
     (r"/zocrates/openapi.json", OpenApiHandler),
 ]
 
