@@ -10,10 +10,10 @@ from typing import Any
 
 import bibtexparser
 import pytest
+from conftest import corpus_path
+from online_fixtures import FixtureServer
+from zotero_fakes import FakeConnector, FakeWebAPI
 
-from tests.conftest import corpus_path
-from tests.online_fixtures import FixtureServer
-from tests.zotero_fakes import FakeConnector, FakeWebAPI
 from zocrates_nb.cli import main
 
 BOETTIGER = "crossref/crossref_works_query-ecology_query.author-carl-boettiger.json"

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import corpus_path
+from zotero_fakes import FakeConnector, FakeWebAPI
 
-from tests.conftest import corpus_path
-from tests.zotero_fakes import FakeConnector, FakeWebAPI
 from zocrates_nb.cli import main
 from zocrates_nb.sessions import SessionStore
 from zocrates_nb.turn import Source, TurnResult

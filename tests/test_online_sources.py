@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import corpus_path
+from online_fixtures import FixtureServer, Reply
 
-from tests.conftest import corpus_path
-from tests.online_fixtures import FixtureServer, Reply
 from zocrates_nb.config import OnlineSettings
 from zocrates_nb.online import Candidate, OnlineDisabled, discover
 from zocrates_nb.online.candidate import merge
@@ -194,7 +194,7 @@ def test_similarity_ranks_candidates_by_meaning(server: FixtureServer) -> None:
 def test_the_raft_paper_in_the_corpus_library_is_matched_by_title() -> None:
     """The real 37-paper Zotero library (read-only): a source's differently-cased Raft title
     finds the library's Raft item."""
-    from tests.conftest import ZOTERO_DIR
+    from conftest import ZOTERO_DIR
     from zocrates_nb.library import read_zotero_dir
 
     corpus_path("zotero-library")

@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import corpus_path
+from online_fixtures import FixtureServer
+from zotero_fakes import FakeConnector
 
-from tests.conftest import corpus_path
-from tests.online_fixtures import FixtureServer
-from tests.zotero_fakes import FakeConnector
 from zocrates_nb.server.testing import JupyterServer
 
 

@@ -7,8 +7,8 @@ import json
 
 import bibtexparser
 import pytest
+from zotero_fakes import FakeConnector, FakeWebAPI
 
-from tests.zotero_fakes import FakeConnector, FakeWebAPI
 from zocrates_nb.config import ZoteroWebSettings
 from zocrates_nb.online import Candidate
 from zocrates_nb.writeback import WriteError, save_to_connector, save_to_web, to_bibtex, to_ris
