@@ -195,6 +195,7 @@ def test_the_raft_paper_in_the_corpus_library_is_matched_by_title() -> None:
     """The real 37-paper Zotero library (read-only): a source's differently-cased Raft title
     finds the library's Raft item."""
     from conftest import ZOTERO_DIR
+
     from zocrates_nb.library import read_zotero_dir
 
     corpus_path("zotero-library")
