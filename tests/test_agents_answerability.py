@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agents_helpers import GARDEN, RAFT, Recorder, call, run, terminal, user_prompts
 from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
@@ -133,10 +134,14 @@ def test_scope_without_the_answer_names_the_paper_elsewhere(
 
 
 def test_first_turn_selection_gets_outlines_and_reads_each_paper(
-    tmp_path: Path, small_index: Any
+    tmp_path: Path, small_index: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from zocrates_nb.agents import search_agent
     from zocrates_nb.agents.offline import OfflineEngine
 
+    # Wrapped for recording, the offline engine looks like a language model, whose results
+    # are trimmed for context economy; the engine steers by the full results.
+    monkeypatch.setattr(search_agent, "ECONOMY", False)
     eng = OfflineEngine.shared()
     rec = Recorder()
     app = App.open(tmp_path, index=small_index, role_models={"search": rec.wrap(
