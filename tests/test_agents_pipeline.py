@@ -81,7 +81,8 @@ def test_word_ceiling_refuses_further_retrieval(tmp_path: Path, small_index: Any
     assert "not added" in first["notice"]
     # A later search adds only what still fits (or is refused once nothing does): the
     # evidence never passes the ceiling.
-    assert second["status"] == "budget_exhausted" or "word ceiling" in second.get("notice", "").lower()
+    notice = second.get("notice", "").lower()
+    assert second["status"] == "budget_exhausted" or "word ceiling" in notice
     assert app.turn(end.turn_id).evidence_words <= 100
 
 
