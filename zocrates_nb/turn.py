@@ -6,11 +6,16 @@ OpenAPI schema is generated from these models), rendered by the widget, flattene
 and printed by the CLI. `AskOptions` is the one declaration of what a question may ask for
 (scope, checkpoints, budgets, model); the CLI flags, the HTTP body and `App.ask` derive from it.
 
-A base module: it imports pydantic only, so every room may import it.
+A base module: it imports pydantic and the standard library only, so every room may import it.
+`Candidate`/`Discovery` (papers found beyond the library) live here too: a discovery turn
+carries them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
+import unicodedata
 from datetime import datetime
 from typing import Any, Literal
 
@@ -220,6 +225,86 @@ class TrailStep(_Record):
     seconds: float | None = None
 
 
+_ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
+_ARXIV_VERSION = re.compile(r"v\d+$")
+
+
+class Candidate(_Record):
+    """A paper to consider adding; `id` is stable across sources and processes."""
+
+    id: str = ""
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    venue: str = ""
+    doi: str | None = None
+    arxiv_id: str | None = None
+    url: str | None = None
+    pdf_url: str | None = None  # open-access PDF when a source knows one
+    abstract: str = ""
+    in_library: bool = False
+    library_key: str | None = None
+    why: str = ""  # one sentence from its abstract that bears on the query
+    sources: list[str] = Field(default_factory=list)  # which APIs reported it
+    score: float = 0.0  # relevance to the query (higher first)
+
+    def model_post_init(self, _context: object) -> None:
+        self.doi = clean_doi(self.doi)
+        self.arxiv_id = clean_arxiv_id(self.arxiv_id)
+        if self.doi and not self.arxiv_id and (m := _ARXIV_DOI.match(self.doi)):
+            self.arxiv_id = clean_arxiv_id(m.group(1))
+        if not self.id:
+            self.id = candidate_id(self)
+
+    def identities(self) -> set[str]:
+        """The identities this paper is known by, for de-duplication and library matching."""
+        out = {f"title:{t}"} if (t := normalize_title(self.title)) else set()
+        if self.doi:
+            out.add(f"doi:{self.doi}")
+        if self.arxiv_id:
+            out.add(f"arxiv:{self.arxiv_id}")
+        return out
+
+
+def clean_doi(doi: str | None) -> str | None:
+    """`https://doi.org/10.X/Y` and `doi:10.X/Y` → `10.x/y` (DOIs are case-insensitive)."""
+    if not doi:
+        return None
+    text = re.sub(r"^(https?://(dx\.)?doi\.org/|doi:)", "", doi.strip(), flags=re.IGNORECASE)
+    return text.lower() or None
+
+
+def clean_arxiv_id(arxiv_id: str | None) -> str | None:
+    """`http://arxiv.org/abs/2104.12255v1` → `2104.12255` (versions are one paper)."""
+    if not arxiv_id:
+        return None
+    text = re.sub(r"^(https?://(export\.)?arxiv\.org/(abs|pdf)/|arxiv:)", "", arxiv_id.strip(),
+                  flags=re.IGNORECASE)  # fmt: skip
+    return _ARXIV_VERSION.sub("", text).lower() or None
+
+
+def normalize_title(title: str | None) -> str:
+    """Lower-case letters and digits only, accents folded: the same paper's titles agree."""
+    text = unicodedata.normalize("NFKD", title or "")
+    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
+    return " ".join(re.findall(r"[a-z0-9]+", text))
+
+
+def candidate_id(c: Candidate) -> str:
+    """Short and stable: from the DOI, else the arXiv id, else the normalised title."""
+    key = (f"doi:{c.doi}" if c.doi else f"arxiv:{c.arxiv_id}" if c.arxiv_id
+           else f"title:{normalize_title(c.title)}")  # fmt: skip
+    return "c" + hashlib.sha1(key.encode()).hexdigest()[:9]
+
+
+class Discovery(_Record):
+    """What one discovery run found: recommendations first, then papers the library holds."""
+
+    query: str
+    candidates: list[Candidate] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)  # a source that failed: one plain line each
+
+
 class TurnResult(_Record):
     """One question and what became of it."""
 
@@ -248,6 +333,8 @@ class TurnResult(_Record):
     # enters the answer), and the scope that would include them: what a "widen" offer uses.
     elsewhere: list[Source] = Field(default_factory=list)
     widen_scope: Scope | None = None
+    # A "find papers on X" turn: the candidates found beyond the library (None: not one).
+    discovery: Discovery | None = None
     tool_calls: int = 0  # retrieval tool calls the search used
     extensions: int = 0  # deep-research extensions granted
     checkpoint: CheckpointInfo | None = None  # only while the turn waits at one

@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
-from pydantic import BaseModel, Field
 
 from zocrates_nb.config import CONFIG_FILE, OnlineSettings
 from zocrates_nb.errors import ZocratesError
@@ -27,6 +26,7 @@ from zocrates_nb.online.candidate import (
 )
 from zocrates_nb.online.http import SourceError
 from zocrates_nb.online.sources import enabled_sources
+from zocrates_nb.turn import Discovery
 
 log = logging.getLogger(__name__)
 MAX_LIMIT = 100
@@ -50,14 +50,6 @@ class OnlineDisabled(ZocratesError):
             f'"online": {{"enabled": true}} in {CONFIG_FILE} in your data home '
             '(optionally "mailto": "you@example.org" for the scholarly APIs\' polite pools).'
         )
-
-
-class Discovery(BaseModel):
-    """What a discover run returns to every surface."""
-
-    query: str
-    candidates: list[Candidate] = Field(default_factory=list)
-    errors: list[str] = Field(default_factory=list)
 
 
 @dataclass
