@@ -288,8 +288,8 @@ def check_recommendations(recs: Recommendations, pool: list[Candidate]) -> Check
             continue
         seen.add(c.id)
         why = grounded_why(r.why, c.abstract)
-        if why is None:
-            out.replaced += 1
+        if why is None:  # written, not quoted (or nothing to quote from: no reason is shown)
+            out.replaced += bool(r.why.strip())
             why = extractive_why(c)
         out.chosen.append(c.model_copy(update={"why": why}))
     return out
@@ -349,8 +349,9 @@ async def discover_papers(turn: TurnContext, request: str) -> DiscoveryOutcome:
     fresh = [c for c in pool if not c.in_library]
     held = [c for c in pool if c.in_library]
     chosen = await recommend(turn, synth, goal, fresh, held) if fresh else []
-    discovery = Discovery(query=goal, candidates=chosen + held, errors=errors)
-    text = answer_text(goal, discovery, deps.sources, fresh=len(fresh), offline=synth.offline)
+    topic = deps.queries[0] if len(deps.queries) == 1 else key_phrases(goal)
+    discovery = Discovery(query=topic, candidates=chosen + held, errors=errors)
+    text = answer_text(topic, discovery, deps.sources, fresh=len(fresh), offline=synth.offline)
     return DiscoveryOutcome(goal, discovery, text, deps.queries)
 
 
