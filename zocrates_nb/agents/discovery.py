@@ -308,7 +308,7 @@ async def recommend(
             prompt, model=rm.model, model_settings=rm.settings or None, run_id=call.run_id
         )
     turn.usage.add("online_synthesizer", result.usage, rm.model_string, rm.name)
-    checked = check_recommendations(result.output, shown)
+    checked = check_recommendations(result.output, [*shown, *held])
     fixes = []
     if checked.invented:
         fixes.append(f"dropped {checked.invented} paper(s) no source returned")

@@ -72,12 +72,10 @@ def wants_discovery(message: str) -> bool:
     """Whether a message asks for papers beyond the library: "find / recommend papers on X",
     "what am I missing", "papers I don't have on X", "recent work on X", a DOI or arXiv id to
     add. A question about the library ("which papers in my library discuss X") does not."""
-    if _OUTSIDE.search(message):
+    if _OUTSIDE.search(message) or (identifier(message) and _ADD.search(message)):
         return True
     if _INSIDE.search(message):
         return False
-    if identifier(message) and _ADD.search(message):
-        return True
     return bool(_FIND.search(message) or _RECENT.search(message))
 
 
