@@ -405,3 +405,28 @@ def test_find_papers_on_the_corpus_marks_raft_as_held_and_recommends_others(
            "replicated logs”" in labels  # fmt: skip
     assert any(re.fullmatch(r"Ranking \d+ candidates", s) for s in labels)
     assert {"coordinator", "online_search", "online_synthesizer"} <= set(turn.usage.roles)
+
+
+def test_the_cli_prints_a_discovery_turn_as_a_list_with_ids() -> None:
+    import io
+
+    from zocrates_nb.cli.printer import TurnPrinter
+    from zocrates_nb.turn import Discovery
+
+    fresh = Candidate(title="Paxos Made Simple", year=2001, venue="ACM SIGACT News",
+                      why="The Paxos algorithm is very simple.")  # fmt: skip
+    held = Candidate(title="Raft", year=2014, in_library=True, library_key="K1")
+    d = Discovery(query="consensus", candidates=[fresh, held], errors=["Crossref: is unavailable"])
+    record = TurnResult(turn_id="t1", session_id="s1", status="answered", answer="(markdown)",
+                        discovery=d)  # fmt: skip
+    out = io.StringIO()
+    printer = TurnPrinter(None, json_mode=False, verbose=False, out=out)  # type: ignore[arg-type]
+    printer.feed(Final.of(record))
+    printer.print_human()
+    text = out.getvalue()
+    assert f"  {fresh.id}  Paxos Made Simple (2001, ACM SIGACT News)" in text
+    assert "why: The Paxos algorithm is very simple." in text
+    assert "Already in your library (not recommended again):\n  - Raft (2014)" in text
+    assert "  - Crossref: is unavailable" in text
+    assert "zocrates-nb stage add ID --session s1" in text and "(markdown)" not in text
+    assert printer.result()["discovery"]["candidates"][0]["id"] == fresh.id
