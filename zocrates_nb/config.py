@@ -75,7 +75,9 @@ class RetrievalSettings(_Strict):
     rerank_model: str | None = None
 
 
-ROLES = ("coordinator", "search", "synthesizer", "verifier")
+# The library roles, then discovery's: an online search agent over the scholarly APIs and an
+# online synthesizer that picks and explains the recommendations.
+ROLES = ("coordinator", "search", "synthesizer", "verifier", "online_search", "online_synthesizer")
 OFFLINE_MODEL = "offline"  # the embedded engine: no language model, nothing leaves the machine
 THINKING_LEVELS = ("off", "on", "minimal", "low", "medium", "high", "xhigh", "max")
 _THINKING_ALIASES = {
@@ -184,6 +186,8 @@ class ModelsSettings(_Strict):
     search: ModelEndpoint | None = None
     synthesizer: ModelEndpoint | None = None
     verifier: ModelEndpoint | None = None
+    online_search: ModelEndpoint | None = None
+    online_synthesizer: ModelEndpoint | None = None
     # Seconds one model call may take in all, its SDK retries and whole streamed answer included;
     # connecting is capped at 5 s by the client.
     timeout: float = Field(default=120.0, gt=0, le=3600)
@@ -285,6 +289,8 @@ ENV_OVERRIDES = {
     "ZOCRATES_SEARCH_MODEL": "models.search",
     "ZOCRATES_SYNTHESIZER_MODEL": "models.synthesizer",
     "ZOCRATES_VERIFIER_MODEL": "models.verifier",
+    "ZOCRATES_ONLINE_SEARCH_MODEL": "models.online_search",
+    "ZOCRATES_ONLINE_SYNTHESIZER_MODEL": "models.online_synthesizer",
     "ZOCRATES_OTEL": "telemetry.otel",
 }
 
