@@ -162,7 +162,8 @@ def test_ris_and_bibtex_come_back_as_file_text_for_a_download(
     run(scenario())
     ris, bib = save_results(comm)
     assert ris["ok"] and ris["file"]["name"] == "zocrates-staged.ris"
-    assert ris["file"]["text"].count("TY  - ") == 2 and all(t in ris["file"]["text"] for t in titles)
+    text = ris["file"]["text"]
+    assert text.count("TY  - ") == 2 and all(t in text for t in titles)
     assert bib["file"]["name"] == "zocrates-staged.bib" and bib["file"]["text"].count("@") == 2
     assert ris["where"] == "zocrates-staged.ris, downloaded by your browser"
     assert [c["id"] for c in widget.staged] == ids  # an export keeps the list
