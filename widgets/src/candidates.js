@@ -123,6 +123,7 @@ export class CandidateCards {
         "div",
         { class: "zc-candidate-foot" },
         sources.length ? h("span", { class: "zc-candidate-sources", "data-testid": "candidate-sources", text: `Found by ${sources.join(", ")}` }) : null,
+        href ? externalLink(h, href, { class: "zc-source-link", "data-testid": "candidate-link", title: "Open the paper's page in a new tab" }, "Open") : null,
         pdf ? externalLink(h, pdf, { class: "zc-source-link", "data-testid": "candidate-pdf", title: "Open-access PDF (new tab)" }, "PDF") : null,
         toggle,
       ),

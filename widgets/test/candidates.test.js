@@ -77,6 +77,7 @@ test("a discovery record renders one card per candidate: link, authors, year, ve
   assert.equal(w.byId("candidate-why", raft).textContent, RAFT.why);
   assert.equal(w.byId("candidate-sources", raft).textContent, "Found by Crossref, OpenAlex");
   assert.equal(w.byId("candidate-pdf", raft).getAttribute("href"), RAFT.pdf_url);
+  assert.equal(w.byId("candidate-link", raft).getAttribute("href"), open.getAttribute("href"), "an Open link too");
   const zab = w.card(ZAB.id);
   assert.equal(w.byId("candidate-open", zab).getAttribute("href"), "https://arxiv.org/abs/1106.1234", "no url, no DOI: arXiv");
   assert.equal(w.byId("candidate-pdf", zab), null, "no PDF link without a pdf_url");
@@ -148,6 +149,7 @@ test("unsafe URLs are never links, and paper text with <script> stays text", (t)
   assert.equal(w.byId("candidate-open", card), null, "a javascript: url (and no DOI or arXiv id) is no link");
   assert.equal(w.byId("candidate-title", card).textContent, hostile.title);
   assert.equal(w.byId("candidate-pdf", card), null, "a data: PDF url is no link");
+  assert.equal(w.byId("candidate-link", card), null);
   assert.equal(w.byId("candidate-why", card).textContent, hostile.why);
   assert.equal(w.byId("discovery-notice").textContent, "<img src=x onerror=alert(5)>");
   const root = w.byId("candidates");
