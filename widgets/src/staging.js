@@ -34,7 +34,15 @@ export class StagedTray {
     this.list = h("ol", { class: "zc-staged-list", "data-testid": "staged-list" });
     this.destination = h(
       "select",
-      { class: "zc-save-destination", "data-testid": "save-destination", "aria-label": "Save to", onchange: () => this.cancelConfirm() },
+      {
+        class: "zc-save-destination",
+        "data-testid": "save-destination",
+        "aria-label": "Save to",
+        onchange: () => {
+          this.cancelConfirm();
+          this.render();
+        },
+      },
       DESTINATIONS.map((d) => h("option", { value: d.to, text: d.label })),
     );
     this.saveButton = h("button", { type: "button", class: "zc-action zc-save", "data-testid": "save-staged", onclick: () => this.askConfirm() });

@@ -281,6 +281,7 @@ test("RIS and BibTeX arrive as a browser download (a Blob), after the same confi
   const select = w.byId("save-destination");
   select.value = "bibtex";
   select.dispatchEvent(new w.win.Event("change"));
+  assert.equal(w.byId("save-staged").textContent, "Download…");
   w.click(w.byId("save-staged"));
   assert.match(w.byId("save-confirm").textContent, /a BibTeX file your browser downloads \(nothing is written to Zotero\)/);
   w.click(w.byId("confirm-save"));
