@@ -156,6 +156,7 @@ def _notebook(path: Path) -> None:
         nbformat.v4.new_code_cell(
             "import os\n\nzocrates_nb.chat(os.environ['ZOCRATES_UNSAFE_HOME'])"),
         nbformat.v4.new_code_cell(
+            "import os\n\nimport zocrates_nb\n\n"
             "zocrates_nb.chat(os.environ['ZOCRATES_DISCOVERY_HOME'],\n"
             "                 session_id=os.environ['ZOCRATES_DISCOVERY_SESSION'], warm_up=False)"),
     ]

@@ -484,7 +484,8 @@ class ChatWidget(anywidget.AnyWidget):
             ready.set()
 
         loop.call_soon_threadsafe(create)
-        ready.wait(5)
+        if not ready.wait(30):
+            raise RuntimeError("the panel's background loop did not start the request")
         return made[0]
 
     def _start(
