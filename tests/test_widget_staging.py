@@ -231,3 +231,15 @@ def test_the_save_runs_off_the_event_loop(online_app: App, zotero: FakeConnector
     run(scenario())
     assert save_results(comm)[0]["ok"]
     assert ticks > 1  # a save on the loop would have held it until done: one tick only
+
+
+def test_save_message_names_the_web_library_and_each_failure_by_title() -> None:
+    from zocrates_nb.panel_records import save_message
+    from zocrates_nb.writeback import SaveResult
+
+    result = SaveResult(to="web", saved=["c1"], failed={"c2": "Title is required"},
+                        where="user library 475425")  # fmt: skip
+    msg = save_message(result, None, {"c1": "First", "c2": "Second"})
+    assert msg["ok"] and msg["saved"] == ["c1"] and "file" not in msg
+    assert msg["where"] == "your Zotero web library (user library 475425)"
+    assert msg["failed"] == [{"id": "c2", "title": "Second", "reason": "Title is required"}]

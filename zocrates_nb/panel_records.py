@@ -141,6 +141,8 @@ def save_message(result: SaveResult, text: str | None, titles: dict[str, str]) -
                    for i, why in result.failed.items()],
         "where": result.where,
     }
+    if result.to == "web" and result.where:
+        out["where"] = f"your Zotero web library ({result.where})"
     if text is not None and result.to in SAVE_FILES:
         name, mime = SAVE_FILES[result.to]
         out["file"] = {"name": name, "mime": mime, "text": text}
