@@ -172,7 +172,7 @@ def test_ris_and_bibtex_come_back_as_file_text_for_a_download(
 
 def test_a_discovery_turn_carries_its_candidates_in_final_and_history(online_app: App) -> None:
     widget, comm = panel(online_app)
-    discovered(online_app, widget, 1)
+    widget.session_id = online_app.new_session("discovery")
     found = online_app.discover("ecology", limit=4, session_id=widget.session_id)
     store = online_app.store
     turn = store.begin_turn(widget.session_id, "find papers on ecology")

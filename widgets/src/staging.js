@@ -192,6 +192,7 @@ export class StagedTray {
         h("ul", { class: "zc-save-failed" }, failed.map((f) => h("li", { "data-testid": "save-failed", text: `${oneLine(f.title || f.id, 80)}: ${f.reason}` }))),
       );
     }
+    if (!parts.length) parts.push(h("span", { text: "Nothing was saved." }));
     this.showResult(parts, failed.length ? "partial" : "done");
     this.setOpen(true);
   }

@@ -310,3 +310,12 @@ test("nothing staged: the header button hides and Save is disabled", (t) => {
   assert.equal(w.byId("save-staged").disabled, true);
   assert.equal(w.allById("staged-item").length, 0);
 });
+
+test("a save that wrote nothing says so", (t) => {
+  const w = mount(t, { state: { staged: [RAFT] } });
+  w.click(w.byId("staged-toggle"));
+  w.click(w.byId("save-staged"));
+  w.click(w.byId("confirm-save"));
+  w.model.py.send({ kind: "save_result", ok: true, to: "connector", saved: [], failed: [], where: "" });
+  assert.equal(w.byId("save-result").textContent, "Nothing was saved.");
+});
