@@ -44,8 +44,8 @@ def post(client: httpx.Client, url: str, path: str, body: Any) -> httpx.Response
         raise WriteError("Zotero did not answer in time: is it busy? Try again.") from None
     except httpx.TransportError:
         raise WriteError(
-            f"Zotero is not running (nothing answers at {url}): start Zotero desktop, or save "
-            "with --to web, ris or bibtex"
+            f"Zotero is not running (nothing answers at {url}): start Zotero desktop, or "
+            "choose another destination (web, ris or bibtex)"
         ) from None
 
 
