@@ -200,6 +200,42 @@ def test_invented_held_and_ungrounded_picks_are_corrected() -> None:
 
 
 # ---------------------------------------------------------------------------- roles
+CHAIN_ABSTRACT = (
+    "Chain replication is a new approach to coordinating clusters of fail-stop storage servers. "
+    "The approach is intended for supporting large-scale storage services that exhibit high "
+    "throughput and availability without sacrificing strong consistency guarantees."
+)
+
+
+def test_the_offline_recommender_leaves_out_papers_unrelated_to_the_question() -> None:
+    """Sources answer every query with something: the offline synthesizer recommends what
+    comes close to the question (title or abstract, by meaning) and leaves the rest out."""
+    from pydantic_ai.messages import ModelRequest, ToolCallPart, UserPromptPart
+
+    from zocrates_nb.agents.offline import OfflineEngine
+    from zocrates_nb.agents.prompts import online_synthesis_prompt
+
+    pool = [
+        Candidate(title="Chain replication for supporting high throughput and availability",
+                  abstract=CHAIN_ABSTRACT),
+        Candidate(title="Magic: The Gathering is Turing Complete",
+                  abstract="Magic: The Gathering is a popular and famously complicated trading "
+                           "card game about magical combat."),
+        Candidate(title="Turing instability in the reaction-diffusion network."),
+    ]  # fmt: skip
+    question = "find papers on consensus protocols for replicated logs"
+    prompt = online_synthesis_prompt(question, question, pool, [], 10)
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(prompt)])]
+    engine = OfflineEngine.shared()
+    recommender = engine.online_synthesizer.function  # type: ignore[attr-defined]
+    reply = recommender(messages, _tools("final_result"))
+    part = reply.parts[0]
+    assert isinstance(part, ToolCallPart)
+    picks = part.args_as_dict()["recommendations"]
+    assert [p["id"] for p in picks] == [pool[0].id]
+    assert grounded_why(picks[0]["why"], CHAIN_ABSTRACT) == picks[0]["why"]
+
+
 def test_the_online_roles_inherit_the_base_and_think_low_and_high(tmp_path: Path) -> None:
     offline = Settings()
     assert role_spec(offline, "online_search").offline
@@ -380,7 +416,10 @@ def test_find_papers_on_the_corpus_marks_raft_as_held_and_recommends_others(
     a sentence of its abstract, and `stage add ID` finds them in the session's list."""
     raft = next(i for i in corpus_index.library.items.values()
                 if i.title == "In Search of an Understandable Consensus Algorithm")  # fmt: skip
-    server.inject("s2", s2_reply(s2_paper("In search of an understandable consensus algorithm")))
+    server.inject("s2", s2_reply(
+        s2_paper("In search of an understandable consensus algorithm"),
+        s2_paper("Chain replication for supporting high throughput and availability",
+                 CHAIN_ABSTRACT, 2004)))  # fmt: skip
     before = len(server.requests)
     with App.open(corpus_index.home, index=corpus_index.index,
                   online=server.online_config()) as app:  # fmt: skip
@@ -395,6 +434,7 @@ def test_find_papers_on_the_corpus_marks_raft_as_held_and_recommends_others(
     assert [(c.title, c.library_key) for c in held] == [
         ("In search of an understandable consensus algorithm", raft.key)]  # fmt: skip
     assert 1 <= len(recommended) <= 10 and staged[0].id == recommended[0].id
+    assert recommended[0].title.startswith("Chain replication")
     assert all(c.why == "" or grounded_why(c.why, c.abstract) == c.why for c in recommended)
     assert any(c.why for c in recommended)
     assert "Already in your library" in turn.answer and recommended[0].id in turn.answer

@@ -423,6 +423,10 @@ def answer_text(
             head = f"{n}. **{_md(c.title)}**" + (f" ({_md(meta)})" if meta else "")
             why = f" — {_md(c.why)}" if c.why else ""
             lines.append(f"{head}{why} `{c.id}`")
+        if (rest := fresh - len(recommended)) > 0:
+            lines += ["", f"{rest} other paper{'s' if rest > 1 else ''} the sources returned "
+                      f"seemed unrelated to the question and {'are' if rest > 1 else 'is'} "
+                      "not listed."]  # fmt: skip
     elif fresh:
         lines.append(f"None of the {fresh} papers the sources returned for “{_md(goal)}” "
                      "seemed relevant enough to recommend.")  # fmt: skip

@@ -135,6 +135,9 @@ def online_search_compute(messages: list[ModelMessage], info: AgentInfo) -> Mode
     return tool_call("finish_search", {"summary": summary})
 
 
+# How close (cosine, all-MiniLM-L6-v2) a paper's title or abstract must come to the question to
+# be recommended offline: unrelated papers score about 0.0–0.25, papers on the topic 0.35 and up.
+RELEVANCE_FLOOR = 0.3
 _CANDIDATE = re.compile(r'<candidate id="([^"]+)"[^>]*>\n(.*?)\n</candidate>', re.S)
 
 
@@ -151,21 +154,34 @@ class OfflineRecommender:
         sections = sections_of(prompts[-1]) if prompts else {}
         question = sections.get("User Query", "") or sections.get("Request", "")
         limit = int(m.group(1)) if (m := re.search(r"(\d+)", sections.get("Limit", ""))) else 10
-        picks = []
-        for cid, body in _CANDIDATE.findall(sections.get("Candidates", ""))[:limit]:
-            abstract = next((ln[len("Abstract: "):] for ln in body.splitlines()
-                             if ln.startswith("Abstract: ")), "")  # fmt: skip
-            picks.append({"id": cid, "why": self.best_sentence(question, abstract)})
+        topic = key_phrases(question) or question
+        picks: list[dict[str, str]] = []
+        for cid, body in _CANDIDATE.findall(sections.get("Candidates", "")):
+            if len(picks) >= limit:
+                break
+            field = {k: v for k, _, v in (ln.partition(": ") for ln in body.splitlines())}
+            abstract = field.get("Abstract", "")
+            why, relevance = self.best_sentence(topic, field.get("Title", ""), abstract)
+            # Sources answer every query with something: a paper whose title and abstract
+            # say nothing close to the question is not recommended (the answer counts it).
+            if relevance >= RELEVANCE_FLOOR:
+                picks.append({"id": cid, "why": why})
         name = info.output_tools[0].name if info.output_tools else "final_result"
         return tool_call(name, {"recommendations": picks})
 
-    def best_sentence(self, question: str, abstract: str) -> str:
-        sentences = [s for s in split_sentences(abstract) if len(s.split()) >= 4][:40]
-        if not sentences or abstract == "(none)":
-            return ""
-        scores: Sequence[float] = self.emb.similarity(question, sentences).tolist()
-        best = max(range(len(sentences)), key=lambda i: scores[i])
-        return sentences[best]
+    def best_sentence(self, question: str, title: str, abstract: str) -> tuple[str, float]:
+        """The abstract's sentence closest to the question, and how close the paper comes
+        (its title or best sentence: cosine with the bundled embedding model)."""
+        sentences = [] if abstract == "(none)" else split_sentences(abstract)
+        sentences = [s for s in sentences if len(s.split()) >= 4][:40]
+        texts = [t for t in (title, *sentences) if t]
+        if not texts:
+            return "", 0.0
+        scores: Sequence[float] = self.emb.similarity(question, texts).tolist()
+        if not sentences:
+            return "", max(scores)
+        best = max(range(len(sentences)), key=lambda i: scores[i + bool(title)])
+        return sentences[best], max(scores)
 
 
 __all__ = [
