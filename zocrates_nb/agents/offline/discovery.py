@@ -136,8 +136,8 @@ def online_search_compute(messages: list[ModelMessage], info: AgentInfo) -> Mode
 
 
 # How close (cosine, all-MiniLM-L6-v2) a paper's title or abstract must come to the question to
-# be recommended offline: unrelated papers score about 0.0–0.25, papers on the topic 0.35 and up.
-RELEVANCE_FLOOR = 0.3
+# be recommended offline: unrelated papers score about 0.0–0.25, papers on the topic 0.4 and up.
+RELEVANCE_FLOOR = 0.35
 _CANDIDATE = re.compile(r'<candidate id="([^"]+)"[^>]*>\n(.*?)\n</candidate>', re.S)
 
 
