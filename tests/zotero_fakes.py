@@ -29,7 +29,7 @@ class _Server:
                 raw = self.rfile.read(size) if size else b""
                 try:
                     body = json.loads(raw) if raw else None
-                except json.JSONDecodeError:
+                except ValueError:  # not JSON (or not text): a PDF upload, say
                     body = raw
                 req = {"method": self.command, "path": self.path, "headers": dict(self.headers),
                        "body": body}  # fmt: skip
@@ -78,6 +78,10 @@ class FakeConnector(_Server):
         self.editable = editable
         self.saved: list[dict[str, Any]] = []  # the items of every accepted saveItems
         self.sessions: set[str] = set()
+        self.attachments: list[dict[str, Any]] = []  # {"session", "metadata", "type", "body"}
+        self.files_editable = True
+        # A publisher on the same loopback server: GET /files/<name> → (content type, bytes).
+        self.files: dict[str, tuple[str, bytes]] = {}
 
     def handle(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         zh = {"X-Zotero-Version": "7.0.32", "X-Zotero-Connector-API-Version": "3"}
@@ -85,14 +89,28 @@ class FakeConnector(_Server):
         h = {k.lower(): v for k, v in req["headers"].items()}
         if "origin" in h or h.get("user-agent", "").startswith("Mozilla/"):
             return 403, {**zh, "Content-Type": "text/plain"}, b"Request not allowed\n"
+        if req["method"] == "GET" and req["path"].startswith("/files/"):
+            if (file := self.files.get(req["path"][len("/files/"):])) is None:
+                return 404, {"Content-Type": "text/html"}, b"<html>Not found</html>"
+            return 200, {"Content-Type": file[0]}, file[1]
         if req["method"] != "POST":
             return 400, zh, b"Endpoint does not support method\n"
+        if req["path"].startswith("/connector/saveAttachment"):
+            sid = req["path"].partition("sessionID=")[2]
+            if sid not in self.sessions:
+                return 400, js, b'{"error":"SESSION_NOT_FOUND"}'
+            if not self.files_editable:
+                return 200, {**zh, "Content-Type": "text/plain"}, b"Library files are not editable."
+            self.attachments.append({"session": sid, "type": h.get("content-type"),
+                                     "metadata": json.loads(h["x-metadata"]),
+                                     "body": req["body"]})  # fmt: skip
+            return 201, zh, b""
         if req["path"] == "/connector/ping":
             return 200, js, json.dumps({"prefs": {"supportsAttachmentUpload": True}}).encode()
         if req["path"] == "/connector/getSelectedCollection":
             return 200, js, json.dumps({
                 "libraryID": 1, "libraryName": "My Library", "libraryEditable": self.editable,
-                "filesEditable": True, "editable": self.editable,
+                "filesEditable": self.files_editable, "editable": self.editable,
                 "id": 12 if self.collection else None, "name": self.collection or "My Library",
                 "targets": [], "tags": {},
             }).encode()  # fmt: skip

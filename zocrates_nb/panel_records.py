@@ -140,6 +140,9 @@ def save_message(result: SaveResult, text: str | None, titles: dict[str, str]) -
         "failed": [{"id": i, "title": titles.get(i, i), "reason": why}
                    for i, why in result.failed.items()],
         "where": result.where,
+        "attached": len(result.attached),
+        "unattached": [{"id": i, "title": titles.get(i, i), "reason": why}
+                       for i, why in result.unattached.items()],
     }
     if result.to == "web" and result.where:
         out["where"] = f"your Zotero web library ({result.where})"

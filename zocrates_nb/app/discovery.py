@@ -123,7 +123,8 @@ def save_staged(
     if not staged:
         result = SaveResult(to=to)
     elif to == "connector":
-        result = save_to_connector(staged, zotero.connector_url, timeout=timeout)
+        result = save_to_connector(staged, zotero.connector_url, timeout=timeout,
+                                   fetch_pdfs=app.settings.online.enabled)  # fmt: skip
     else:
         result = save_to_web(staged, zotero.web, collection=collection)
     result.failed.update({i: f"already in your library ({key}), so not saved again"

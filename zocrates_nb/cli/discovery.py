@@ -113,6 +113,10 @@ def stage_save_command(args: argparse.Namespace) -> int:
         _json(result.model_dump(mode="json"))
         return 0
     print(f"saved {len(result.saved)} to {result.where}")
+    if result.attached:
+        print(f"attached {len(result.attached)} open-access PDF(s)")
+    for cid, reason in result.unattached.items():
+        print(f"  saved {cid} without its PDF: {reason}")
     for cid, reason in result.failed.items():
         print(f"  not saved {cid}: {reason}")
     return 0 if not result.failed else 1
