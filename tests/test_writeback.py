@@ -65,42 +65,36 @@ def test_connector_saves_exactly_the_staged_items_into_the_selected_collection()
     ]
 
 
-PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
-
-
-def test_connector_attaches_open_access_pdfs_through_save_attachment() -> None:
-    """saveItems ignores attachments (CONNECTOR.md §4): each known open-access PDF is fetched
-    and uploaded to its item through saveAttachment; a PDF that cannot be had is reported and
-    its item stays saved."""
+def test_connector_has_zotero_attach_the_pdfs_its_resolvers_find() -> None:
+    """saveItems ignores attachments (CONNECTOR.md §4): Zotero is asked to find each saved
+    item's PDF with its own resolvers (§5b; this process downloads nothing). A PDF not found is
+    reported and its item stays saved."""
     with FakeConnector() as zotero:
-        zotero.files = {"oa.pdf": ("application/pdf", PDF),
-                        "landing.pdf": ("text/html", b"<html>Sign in</html>")}  # fmt: skip
-        article = ARTICLE.model_copy(update={"pdf_url": f"{zotero.url}/files/oa.pdf"})
-        preprint = PREPRINT.model_copy(update={"pdf_url": f"{zotero.url}/files/landing.pdf"})
-        result = save_to_connector([article, preprint], zotero.url, fetch_pdfs=True)
-        saved_session = next(r["body"]["sessionID"] for r in zotero.requests
-                             if r["path"] == "/connector/saveItems")  # fmt: skip
-    assert result.saved == [article.id, preprint.id] and result.failed == {}
-    assert result.attached == [article.id]
-    assert "sent a web page, not the PDF" in result.unattached[preprint.id]
-    assert zotero.attachments == [{
-        "session": saved_session, "type": "application/pdf", "body": PDF,
-        "metadata": {"sessionID": saved_session, "parentItemID": article.id,
-                     "title": "Full Text PDF", "url": article.pdf_url}}]  # fmt: skip
+        zotero.resolvable = {ARTICLE.id}
+        result = save_to_connector([ARTICLE, PREPRINT], zotero.url, find_pdfs=True)
+        sid = next(r["body"]["sessionID"] for r in zotero.requests
+                   if r["path"] == "/connector/saveItems")  # fmt: skip
+        asked = [(r["path"], r["body"]) for r in zotero.requests[3:]]
+    assert result.saved == [ARTICLE.id, PREPRINT.id] and result.failed == {}
+    assert result.attached == [ARTICLE.id] == zotero.attached
+    assert result.unattached == {PREPRINT.id: "Zotero knows no open-access copy of it"}
+    assert asked == [
+        ("/connector/hasAttachmentResolvers", {"sessionID": sid, "itemID": ARTICLE.id}),
+        ("/connector/saveAttachmentFromResolver", {"sessionID": sid, "itemID": ARTICLE.id}),
+        ("/connector/hasAttachmentResolvers", {"sessionID": sid, "itemID": PREPRINT.id}),
+    ]
 
 
-def test_connector_fetches_no_pdf_unless_asked_and_reports_a_library_without_files() -> None:
+def test_connector_finds_no_pdf_unless_asked_and_reports_a_library_without_files() -> None:
     with FakeConnector() as zotero:
-        zotero.files = {"oa.pdf": ("application/pdf", PDF)}
-        article = ARTICLE.model_copy(update={"pdf_url": f"{zotero.url}/files/oa.pdf"})
-        plain = save_to_connector([article], zotero.url)  # discovery off: nothing fetched
-        assert not [r for r in zotero.requests if r["method"] == "GET"]
+        zotero.resolvable = {ARTICLE.id}
+        plain = save_to_connector([ARTICLE], zotero.url)  # discovery off: Zotero is not asked
+        assert [r["path"] for r in zotero.requests][-1] == "/connector/saveItems"
         zotero.files_editable = False
-        result = save_to_connector([article], zotero.url, fetch_pdfs=True)
+        result = save_to_connector([ARTICLE], zotero.url, find_pdfs=True)
     assert plain.attached == [] and plain.unattached == {}
-    assert result.saved == [article.id] and result.attached == []
-    assert result.unattached == {article.id: "My Library does not store files"}
-    assert zotero.attachments == []
+    assert result.saved == [ARTICLE.id] and result.attached == [] == zotero.attached
+    assert result.unattached == {ARTICLE.id: "My Library does not store files"}
 
 
 def test_connector_refuses_a_read_only_selection_and_saves_nothing() -> None:

@@ -78,10 +78,10 @@ class FakeConnector(_Server):
         self.editable = editable
         self.saved: list[dict[str, Any]] = []  # the items of every accepted saveItems
         self.sessions: set[str] = set()
-        self.attachments: list[dict[str, Any]] = []  # {"session", "metadata", "type", "body"}
         self.files_editable = True
-        # A publisher on the same loopback server: GET /files/<name> → (content type, bytes).
-        self.files: dict[str, tuple[str, bytes]] = {}
+        # Item ids Zotero's resolvers find a PDF for (CONNECTOR.md §5b); what they attached.
+        self.resolvable: set[str] = set()
+        self.attached: list[str] = []
 
     def handle(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         zh = {"X-Zotero-Version": "7.0.32", "X-Zotero-Connector-API-Version": "3"}
@@ -89,22 +89,20 @@ class FakeConnector(_Server):
         h = {k.lower(): v for k, v in req["headers"].items()}
         if "origin" in h or h.get("user-agent", "").startswith("Mozilla/"):
             return 403, {**zh, "Content-Type": "text/plain"}, b"Request not allowed\n"
-        if req["method"] == "GET" and req["path"].startswith("/files/"):
-            if (file := self.files.get(req["path"][len("/files/"):])) is None:
-                return 404, {"Content-Type": "text/html"}, b"<html>Not found</html>"
-            return 200, {"Content-Type": file[0]}, file[1]
         if req["method"] != "POST":
             return 400, zh, b"Endpoint does not support method\n"
-        if req["path"].startswith("/connector/saveAttachment"):
-            sid = req["path"].partition("sessionID=")[2]
-            if sid not in self.sessions:
+        if req["path"] in ("/connector/hasAttachmentResolvers",
+                           "/connector/saveAttachmentFromResolver"):  # fmt: skip
+            body = req["body"]
+            if body.get("sessionID") not in self.sessions:
                 return 400, js, b'{"error":"SESSION_NOT_FOUND"}'
-            if not self.files_editable:
-                return 200, {**zh, "Content-Type": "text/plain"}, b"Library files are not editable."
-            self.attachments.append({"session": sid, "type": h.get("content-type"),
-                                     "metadata": json.loads(h["x-metadata"]),
-                                     "body": req["body"]})  # fmt: skip
-            return 201, zh, b""
+            found = body.get("itemID") in self.resolvable
+            if req["path"].endswith("hasAttachmentResolvers"):
+                return 200, js, b"true" if found else b"false"
+            if not found:
+                return 500, {**zh, "Content-Type": "text/plain"}, b"Failed to save an attachment"
+            self.attached.append(body["itemID"])
+            return 201, {**zh, "Content-Type": "text/plain"}, b"Full Text PDF"
         if req["path"] == "/connector/ping":
             return 200, js, json.dumps({"prefs": {"supportsAttachmentUpload": True}}).encode()
         if req["path"] == "/connector/getSelectedCollection":

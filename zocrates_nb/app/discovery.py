@@ -124,7 +124,7 @@ def save_staged(
         result = SaveResult(to=to)
     elif to == "connector":
         result = save_to_connector(staged, zotero.connector_url, timeout=timeout,
-                                   fetch_pdfs=app.settings.online.enabled)  # fmt: skip
+                                   find_pdfs=app.settings.online.enabled)  # fmt: skip
     else:
         result = save_to_web(staged, zotero.web, collection=collection)
     result.failed.update({i: f"already in your library ({key}), so not saved again"

@@ -1,11 +1,10 @@
 """Saving into the running Zotero desktop app through its connector server (CONNECTOR.md):
 `/connector/ping` to see it is there, `/connector/getSelectedCollection` to say where items will
-land, `/connector/saveItems` (201, empty body) into the currently selected collection, then each
-known open-access PDF through `/connector/saveAttachment` (saveItems ignores attachments)."""
+land, `/connector/saveItems` (201, empty body) into the currently selected collection, then the
+PDFs through Zotero's own resolvers (saveItems ignores attachments)."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -15,8 +14,6 @@ import httpx
 from zocrates_nb.online.candidate import Candidate
 from zocrates_nb.writeback.items import zotero_item
 from zocrates_nb.writeback.result import SaveResult, WriteError
-
-MAX_PDF_BYTES = 64 * 2**20  # an open-access PDF larger than this is left for the user to fetch
 
 # What the browser connector sends; no Origin header and no Mozilla/ User-Agent, or Zotero
 # treats the request as a web page's and drops it.
@@ -70,9 +67,9 @@ def selected_target(client: httpx.Client, url: str) -> ConnectorTarget:
 
 def save_to_connector(candidates: list[Candidate], url: str, *, timeout: float = 30.0,
                       transport: httpx.BaseTransport | None = None,
-                      fetch_pdfs: bool = False) -> SaveResult:  # fmt: skip
+                      find_pdfs: bool = False) -> SaveResult:  # fmt: skip
     """Save the candidates as one connector session into Zotero's selected collection; with
-    `fetch_pdfs` (discovery is on), attach each one's open-access PDF when a source named it."""
+    `find_pdfs` (discovery is on), Zotero then attaches the open-access PDFs it can find."""
     if not candidates:
         raise WriteError("nothing is staged: stage candidates first")
     items = []
@@ -89,7 +86,7 @@ def save_to_connector(candidates: list[Candidate], url: str, *, timeout: float =
         if r.status_code == 201:
             result = SaveResult(to="connector", saved=[c.id for c in candidates],
                                 where=target.describe())  # fmt: skip
-            if fetch_pdfs:
+            if find_pdfs:
                 attach_pdfs(client, url, sid, candidates, target, result)
             return result
     if r.status_code == 500 and b"libraryEditable" in r.content:
@@ -99,55 +96,27 @@ def save_to_connector(candidates: list[Candidate], url: str, *, timeout: float =
 
 def attach_pdfs(client: httpx.Client, url: str, sid: str, candidates: list[Candidate],
                 target: ConnectorTarget, result: SaveResult) -> None:  # fmt: skip
-    """Download each saved item's open-access PDF and upload it as its child attachment; a PDF
-    that cannot be had is reported, and the item stays saved."""
-    with_pdf = [(c, c.pdf_url) for c in candidates
-                if c.pdf_url and c.pdf_url.startswith(("http://", "https://"))]  # fmt: skip
-    if with_pdf and not target.files:
+    """Ask Zotero to attach each saved item's PDF with its own resolvers (CONNECTOR.md §5b:
+    Unpaywall, arXiv and whatever the researcher set up, through their proxy): Zotero fetches
+    it, this process downloads nothing. A PDF not found is reported; the item stays saved."""
+    if not target.files:
         result.unattached.update({c.id: f"{target.library} does not store files"
-                                  for c, _ in with_pdf})  # fmt: skip
+                                  for c in candidates})  # fmt: skip
         return
-    for c, pdf_url in with_pdf:
+    for n, c in enumerate(candidates):
+        ask = {"sessionID": sid, "itemID": c.id}
         try:
-            pdf = download_pdf(client, pdf_url)
-        except WriteError as e:
-            result.unattached[c.id] = str(e)
-            continue
-        meta = {"sessionID": sid, "parentItemID": c.id, "title": "Full Text PDF",
-                "url": pdf_url}  # fmt: skip
-        headers = {**HEADERS, "Content-Type": "application/pdf", "X-Metadata": json.dumps(meta)}
-        try:
-            r = client.post(f"{url}/connector/saveAttachment", params={"sessionID": sid},
-                            content=pdf, headers=headers)  # fmt: skip
-        except httpx.HTTPError:
-            result.unattached[c.id] = "Zotero stopped answering while the PDF was uploaded"
-            continue
+            r = post(client, url, "/connector/hasAttachmentResolvers", ask)
+            if r.status_code == 404:  # a Zotero without resolvers over the connector
+                return
+            if r.status_code != 200 or r.content.strip() != b"true":
+                result.unattached[c.id] = "Zotero knows no open-access copy of it"
+                continue
+            r = post(client, url, "/connector/saveAttachmentFromResolver", ask)
+        except WriteError as e:  # the items are saved; only the PDFs are missing
+            result.unattached.update({x.id: str(e) for x in candidates[n:]})
+            return
         if r.status_code == 201:
             result.attached.append(c.id)
-        elif r.status_code == 200:  # "Library files are not editable.": a 200 that means no
-            result.unattached[c.id] = f"{target.library} does not store files"
         else:
-            result.unattached[c.id] = f"Zotero did not attach the PDF (HTTP {r.status_code})"
-
-
-def download_pdf(client: httpx.Client, pdf_url: str) -> bytes:
-    """The PDF's bytes, or WriteError: not a PDF, too large, or the server refused."""
-    host = httpx.URL(pdf_url).host
-    try:
-        with client.stream("GET", pdf_url, follow_redirects=True,
-                           headers={"Accept": "application/pdf"}) as r:  # fmt: skip
-            if r.status_code != 200:
-                raise WriteError(
-                    f"the PDF at {host} could not be downloaded (HTTP {r.status_code})"
-                )
-            data = bytearray()
-            for chunk in r.iter_bytes():
-                data += chunk
-                if len(data) > MAX_PDF_BYTES:
-                    raise WriteError(f"the PDF at {host} is larger than "
-                                     f"{MAX_PDF_BYTES // 2**20} MB; attach it by hand")  # fmt: skip
-    except httpx.HTTPError:
-        raise WriteError(f"the PDF at {host} could not be downloaded") from None
-    if not data.startswith(b"%PDF"):
-        raise WriteError(f"{host} sent a web page, not the PDF; attach it by hand")
-    return bytes(data)
+            result.unattached[c.id] = "Zotero could not fetch its PDF"
