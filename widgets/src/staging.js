@@ -186,6 +186,15 @@ export class StagedTray {
     } else if (saved) {
       parts.push(h("span", { text: `Saved ${plural(saved)} to ${msg.where || "Zotero"}.` }));
     }
+    const unattached = msg.unattached ?? [];
+    if (msg.attached || unattached.length) {
+      // Zotero's resolvers looked for each saved paper's PDF (connector only).
+      const tried = (msg.attached ?? 0) + unattached.length;
+      parts.push(
+        h("div", { "data-testid": "save-pdfs", text: `Zotero attached PDFs to ${msg.attached ?? 0} of ${tried}.` }),
+        h("ul", { class: "zc-save-failed" }, unattached.map((f) => h("li", { "data-testid": "save-unattached", text: `${oneLine(f.title || f.id, 80)}: ${f.reason}` }))),
+      );
+    }
     if (failed.length) {
       parts.push(
         h("div", { class: "zc-save-error", text: `Not saved: ${plural(failed.length)}` }),

@@ -237,6 +237,17 @@ test("the tray lists the staged papers with Remove; saving asks first and sends 
   const result = w.byId("save-result");
   assert.match(result.textContent, /Saved 1 paper to the collection 'Distributed systems' in My Library\./);
   assert.equal(w.byId("save-failed", result).textContent, `${ZAB.title}: Zotero refused the item`);
+  assert.equal(w.byId("save-pdfs", result), null, "no PDF line when Zotero was not asked");
+});
+
+test("the save result says which saved papers Zotero found a PDF for", (t) => {
+  const w = mount(t, { state: { staged: [RAFT, ZAB] } });
+  w.click(w.byId("staged-toggle"));
+  w.model.py.send({ kind: "save_result", ok: true, to: "connector", saved: [RAFT.id, ZAB.id], failed: [], where: "My Library", attached: 1, unattached: [{ id: ZAB.id, title: ZAB.title, reason: "Zotero knows no open-access copy of it" }] });
+  const result = w.byId("save-result");
+  assert.match(result.textContent, /Saved 2 papers to My Library\./);
+  assert.equal(w.byId("save-pdfs", result).textContent, "Zotero attached PDFs to 1 of 2.");
+  assert.equal(w.byId("save-unattached", result).textContent, `${ZAB.title}: Zotero knows no open-access copy of it`);
 });
 
 test("a failed save says why in plain words; the staged list stays", (t) => {
