@@ -51,6 +51,14 @@ def discovered(app: App, widget: ChatWidget, n: int = 3) -> list[str]:
     return fresh[:n]
 
 
+def staged_panel(app: App, n: int) -> tuple[ChatWidget, RecordingComm, list[str]]:
+    """A panel whose session discovered papers and staged `n` of them from the cards."""
+    widget, comm = panel(app)
+    ids = discovered(app, widget, n)
+    send_from_front_end(widget, {"kind": "stage", "ids": ids})
+    return widget, comm, ids
+
+
 def save_results(comm: RecordingComm) -> list[dict[str, Any]]:
     return comm.messages("save_result")
 
@@ -83,9 +91,7 @@ def test_stage_and_unstage_keep_the_sessions_list_in_sessions_db_and_the_trait(
 
 
 def test_save_without_confirmation_writes_nothing(online_app: App, zotero: FakeConnector) -> None:
-    widget, comm = panel(online_app)
-    ids = discovered(online_app, widget, 2)
-    send_from_front_end(widget, {"kind": "stage", "ids": ids})
+    widget, comm, ids = staged_panel(online_app, 2)
     before = len(zotero.requests)
     for confirmed in ({}, {"confirmed": False}, {"confirmed": "yes"}):
         send_from_front_end(widget, {"kind": "save_staged", "to": "connector", "ids": ids,
@@ -99,9 +105,7 @@ def test_save_without_confirmation_writes_nothing(online_app: App, zotero: FakeC
 def test_a_confirmed_save_to_the_connector_sends_exactly_the_staged_items(
     online_app: App, zotero: FakeConnector
 ) -> None:
-    widget, comm = panel(online_app)
-    ids = discovered(online_app, widget, 3)
-    send_from_front_end(widget, {"kind": "stage", "ids": ids})
+    widget, comm, ids = staged_panel(online_app, 3)
     staged = {c["id"]: c for c in widget.staged}
     saved_before = len(zotero.saved)
 
@@ -147,9 +151,7 @@ def test_zotero_not_running_is_a_plain_reason_and_the_list_stays(
 def test_ris_and_bibtex_come_back_as_file_text_for_a_download(
     online_app: App, sample_home: Path
 ) -> None:
-    widget, comm = panel(online_app)
-    ids = discovered(online_app, widget, 2)
-    send_from_front_end(widget, {"kind": "stage", "ids": ids})
+    widget, comm, ids = staged_panel(online_app, 2)
     titles = [c["title"] for c in widget.staged]
     files_before = sorted(p.name for p in sample_home.iterdir())
 
@@ -202,9 +204,7 @@ def test_messages_without_a_session_or_ids_change_nothing(online_app: App) -> No
 
 def test_the_save_runs_off_the_event_loop(online_app: App, zotero: FakeConnector) -> None:
     """While Zotero takes its time, the loop that runs turns stays free."""
-    widget, comm = panel(online_app)
-    ids = discovered(online_app, widget, 1)
-    send_from_front_end(widget, {"kind": "stage", "ids": ids})
+    widget, comm, _ids = staged_panel(online_app, 1)
     ticks = 0
 
     async def scenario() -> None:

@@ -152,6 +152,12 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def shorten(text: str, n: int = 80) -> str:
+    """One line of at most `n` characters, cut with an ellipsis."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
 def clean_passage(text: str) -> str:
     """Undo PDF line wrapping: join hyphenated breaks, unwrap lines inside paragraphs."""
     t = text.replace("\r", "")

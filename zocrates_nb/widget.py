@@ -422,19 +422,16 @@ class ChatWidget(anywidget.AnyWidget):
 
     # --- the staging list ----------------------------------------------------------------
     def _on_stage(self, msg: dict[str, Any]) -> None:
-        ids = _ids(msg)
-        if ids:
-            try:
-                self.app.stage(ids, session_id=self._require_session())
-            finally:  # a refusal stages nothing: the cards fall back to the list as it is
-                self.refresh_staged()
+        self._restage(self.app.stage, msg)
 
     def _on_unstage(self, msg: dict[str, Any]) -> None:
-        ids = _ids(msg)
-        if ids:
+        self._restage(self.app.unstage, msg)
+
+    def _restage(self, change: Callable[..., object], msg: dict[str, Any]) -> None:
+        if ids := _ids(msg):
             try:
-                self.app.unstage(ids, session_id=self._require_session())
-            finally:
+                change(ids, session_id=self._require_session())
+            finally:  # a refusal changes nothing: the cards fall back to the list as it is
                 self.refresh_staged()
 
     def _on_staged_list(self, _msg: dict[str, Any]) -> None:
@@ -445,8 +442,8 @@ class ChatWidget(anywidget.AnyWidget):
         confirmed: the App call runs in a worker thread (a connector or Web API save may take
         seconds), then one `save_result` message says what happened."""
         to = str(msg.get("to", ""))
-        refusal = ("" if self.session_id else "Nothing is staged in this session.") or (
-            "" if msg.get("confirmed") is True else SAVE_UNCONFIRMED)
+        refusal = ("Nothing is staged in this session." if not self.session_id
+                   else SAVE_UNCONFIRMED if msg.get("confirmed") is not True else "")  # fmt: skip
         if refusal:
             self.send({"kind": "save_result", "ok": False, "to": to, "message": refusal})
             return

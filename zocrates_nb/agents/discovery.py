@@ -44,6 +44,7 @@ from zocrates_nb.agents.runtime import RoleModel, TurnContext, role_call
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.online import OnlineDisabled
 from zocrates_nb.online.sources import enabled_sources
+from zocrates_nb.text import shorten, terms
 from zocrates_nb.turn import Candidate, Discovery
 
 ONLINE_TOOL = "search_online_literature"
@@ -83,8 +84,8 @@ class SearchFinished:
 
 
 def query_key(query: str) -> str:
-    """The same query however it is cased, punctuated or ordered."""
-    return " ".join(sorted(set(re.findall(r"[a-z0-9]+", query.lower()))))
+    """The same query however it is cased, punctuated, ordered or inflected."""
+    return " ".join(sorted(set(terms(query))))
 
 
 async def search_scholarly_sources(ctx: RunContext[OnlineSearchDeps], query: str) -> dict[str, Any]:
@@ -124,7 +125,7 @@ async def _query_sources(deps: OnlineSearchDeps, query: str) -> Discovery:
     turn = deps.turn
     assert turn.discover is not None
     turn.step("discover", f"Searching {', '.join(deps.sources) or 'the scholarly sources'} for "
-              f"“{_short(query)}”", query=query, sources=deps.sources)  # fmt: skip
+              f"“{shorten(query)}”", query=query, sources=deps.sources)  # fmt: skip
     try:
         found = await asyncio.to_thread(turn.discover, query)
     except OnlineDisabled:
@@ -147,7 +148,7 @@ def _brief(c: Candidate) -> dict[str, Any]:
     if c.in_library:
         out["in_library"] = True
     if c.abstract:
-        out["abstract"] = _short(c.abstract, 240)
+        out["abstract"] = shorten(c.abstract, 240)
     return out
 
 
@@ -259,7 +260,7 @@ def extractive_why(c: Candidate) -> str:
     if c.why:
         return c.why
     first = re.split(r"(?<=[.!?])\s+", c.abstract.strip(), maxsplit=1)[0] if c.abstract else ""
-    return _short(first, 300)
+    return shorten(first, 300)
 
 
 @dataclass
@@ -401,11 +402,6 @@ def _md(text: str) -> str:
     return _MD.sub(r"\\\1", " ".join(str(text).split()))
 
 
-def _short(text: str, n: int = 80) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
-
-
 def answer_text(
     goal: str, d: Discovery, sources: list[str], *, fresh: int, offline: bool
 ) -> str:
@@ -419,7 +415,7 @@ def answer_text(
         lines.append(f"Papers beyond your library on “{_md(goal)}”{where}:")
         lines.append("")
         for n, c in enumerate(recommended, 1):
-            meta = ", ".join(str(p) for p in (c.year, _short(c.venue, 60)) if p)
+            meta = ", ".join(str(p) for p in (c.year, shorten(c.venue, 60)) if p)
             head = f"{n}. **{_md(c.title)}**" + (f" ({_md(meta)})" if meta else "")
             why = f" — {_md(c.why)}" if c.why else ""
             lines.append(f"{head}{why} `{c.id}`")

@@ -43,6 +43,7 @@ from zocrates_nb.agents.prompts import SEARCH_INSTRUCTION
 from zocrates_nb.agents.runtime import TurnContext, role_call
 from zocrates_nb.events import Thinking
 from zocrates_nb.retrieval import RunState, Toolkit
+from zocrates_nb.text import shorten
 
 
 @dataclass
@@ -57,11 +58,6 @@ class SearchEnd:
     """How the agent stopped: it concluded, or it asked the researcher for more budget."""
 
     how: str  # concluded | extension
-
-
-def _short(text: str, n: int = 80) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
 async def _call(deps: SearchDeps, fn: Any, *args: Any) -> dict[str, Any]:
@@ -98,11 +94,11 @@ async def search_corpus(
     if (chunk_type or "").lower().startswith("front"):
         label = "Surveying candidate papers"
     elif str(item_key).lower() in ("active", "selected"):
-        label = f"Looking in the selected papers for “{_short(query)}”"
+        label = f"Looking in the selected papers for “{shorten(query)}”"
     elif everywhere:
-        label = f"Looking for passages on “{_short(query)}”"
+        label = f"Looking for passages on “{shorten(query)}”"
     else:
-        label = f"Looking inside {_paper_names(deps, item_key)} for “{_short(query)}”"
+        label = f"Looking inside {_paper_names(deps, item_key)} for “{shorten(query)}”"
     deps.turn.step("search", label, query=query)
     out = await _call(deps, deps.toolkit.search_corpus, query, item_key, chunk_type, limit)
     _budget_step(deps, out)
@@ -133,7 +129,7 @@ def _paper_names(deps: SearchDeps, item_key: Any) -> str:
             record = deps.toolkit.index.item(key)
         except Exception:  # a label must never fail the search
             record = None
-        titles.append(f"“{_short(record.title)}”" if record is not None and record.title
+        titles.append(f"“{shorten(record.title)}”" if record is not None and record.title
                       else "one paper")
     if not titles:
         return "some papers"
@@ -234,7 +230,7 @@ async def get_document_toc(ctx: RunContext[SearchDeps], item_key: str) -> dict[s
     _budget_step(deps, out)
     if out.get("status") == "success":
         title = out.get("title", "")
-        deps.turn.step("toc", f"Opening the outline of {_short(title, 90)}", title=title)
+        deps.turn.step("toc", f"Opening the outline of {shorten(title, 90)}", title=title)
         keys = [k for k in (out.get("item_key"), out.get("doc_key"), out.get("parent_key")) if k]
         outline = str(out.get("outline", ""))
 
@@ -264,7 +260,7 @@ async def read_document(
     out = await _call(deps, deps.toolkit.read_document, item_key, asset_id, page)
     _budget_step(deps, out)
     if out.get("status") == "success":
-        title = _short(out.get("title", ""), 90)
+        title = shorten(out.get("title", ""), 90)
         heads = [a.get("heading") or a.get("asset_id") for a in out.get("assets") or []]
         for a in out.get("assets") or []:
             head = a.get("heading") or a.get("asset_id", "")

@@ -8,7 +8,6 @@ A source that fails is reported in `errors`; the others still answer.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,17 +25,11 @@ from zocrates_nb.online.candidate import (
 )
 from zocrates_nb.online.http import SourceError
 from zocrates_nb.online.sources import enabled_sources, identifier, identity
+from zocrates_nb.text import split_sentences, terms
 from zocrates_nb.turn import Discovery
 
 log = logging.getLogger(__name__)
 MAX_LIMIT = 100
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    re.findall(
-        r"\w+", "a an and are as at be by for from how in is it of on or the to what which with"
-    )
-)
-
 
 Similarity = Callable[[str, list[str]], list[float]]
 
@@ -121,7 +114,7 @@ def discover(
     merged = merge(found)
     if ident:  # a look-up answers with that paper only, whatever else a source sent
         merged = [c for c in merged if c.identities() & identity(*ident)]
-    terms = query_terms(query)
+    wanted = query_terms(query)
     meaning = None
     if similarity is not None and merged:
         try:
@@ -130,10 +123,10 @@ def discover(
             log.warning("discovery ranks lexically: %s", e)
             errors.append("Ranking by meaning was unavailable; ranked by shared words instead.")
     for n, c in enumerate(merged):
-        c.score = relevance(c, terms)
+        c.score = relevance(c, wanted)
         if meaning is not None:
             c.score = round(0.7 * meaning[n] + 0.3 * c.score, 4)
-        c.why = why(c, terms)
+        c.why = why(c, wanted)
         if library is not None and (key := library.find(c)):
             c.in_library, c.library_key = True, key
     merged.sort(key=lambda c: (-c.score, c.title))
@@ -145,26 +138,25 @@ def discover(
 
 
 def query_terms(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+    return set(terms(text))
 
 
-def relevance(c: Candidate, terms: set[str]) -> float:
+def relevance(c: Candidate, wanted: set[str]) -> float:
     """Share of the query's terms in the title (counted twice) and abstract, plus agreement
     between sources: a lexical stand-in until the ranking agent (embeddings) takes over."""
-    if not terms:
+    if not wanted:
         return 0.0
-    title = set(_WORD.findall(c.title.lower()))
-    body = set(_WORD.findall(c.abstract.lower()))
-    hit = (2 * len(terms & title) + len(terms & body)) / (3 * len(terms))
+    title, body = set(terms(c.title)), set(terms(c.abstract))
+    hit = (2 * len(wanted & title) + len(wanted & body)) / (3 * len(wanted))
     return round(hit + 0.05 * (len(c.sources) - 1), 4)
 
 
-def why(c: Candidate, terms: set[str]) -> str:
+def why(c: Candidate, wanted: set[str]) -> str:
     """The abstract's sentence sharing most terms with the query (grounded: quoted, not made)."""
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", c.abstract) if s.strip()]
-    if not sentences or not terms:
+    sentences = split_sentences(c.abstract)
+    if not sentences or not wanted:
         return ""
-    best = max(sentences, key=lambda s: len(terms & set(_WORD.findall(s.lower()))))
-    if not terms & set(_WORD.findall(best.lower())):
+    best = max(sentences, key=lambda s: len(wanted & set(terms(s))))
+    if not wanted & set(terms(best)):
         return ""
     return best if len(best) <= 300 else best[:297].rstrip() + "…"

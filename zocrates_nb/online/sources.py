@@ -81,14 +81,17 @@ class _Base:
         does not register that kind of identifier)."""
         return []
 
-    def _found(self, fetch: Callable[[], list[Candidate]]) -> list[Candidate]:
-        """A look-up's result; "not found" (HTTP 404) is an empty answer, not an error."""
+    def _one(self, client: httpx.Client, path: str, parse: Callable[[Any, str], Candidate],
+             **kw: Any) -> list[Candidate]:  # fmt: skip
+        """A look-up's one paper; "not found" (HTTP 404) is an empty answer, not an error."""
         try:
-            return fetch()
+            data = self._get(client, path, **kw)
         except SourceError as e:
             if e.status == 404:
                 return []
             raise
+        found = parse(data or {}, self.name)
+        return [found] if found.title else []
 
     def _get(self, client: httpx.Client, path: str, **kw: Any) -> Any:
         return get_json(client, self.name, self.settings.base_url + path,
@@ -156,31 +159,25 @@ def parse_arxiv(body: bytes, name: str = "arXiv") -> list[Candidate]:
 
 
 class Crossref(_Base):
-    def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]:
+    def _polite(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The polite pool: `mailto` in the query and the User-Agent, when one is configured."""
         mail = self.online.mailto
-        params: dict[str, Any] = {"query.bibliographic": query, "rows": limit}
-        if mail:
-            params["mailto"] = mail  # the polite pool
         agent = f"{USER_AGENT} (mailto:{mail})" if mail else USER_AGENT
-        data = self._get(client, "/works", params=params, headers={"User-Agent": agent})
+        return {"params": {**params, "mailto": mail} if mail else params,
+                "headers": {"User-Agent": agent}}  # fmt: skip
+
+    def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]:
+        data = self._get(client, "/works",
+                         **self._polite({"query.bibliographic": query, "rows": limit}))  # fmt: skip
         items = ((data or {}).get("message") or {}).get("items") or []
         return [c for c in (crossref_item(i, self.name) for i in items) if c.title]
-
 
     def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
         if kind != "doi":
             return []  # Crossref registers DOIs only
-        mail = self.online.mailto
-        params = {"mailto": mail} if mail else None
-        agent = f"{USER_AGENT} (mailto:{mail})" if mail else USER_AGENT
-
-        def fetch() -> list[Candidate]:
-            data = self._get(client, f"/works/{quote(ident, safe='')}", params=params,
-                             headers={"User-Agent": agent})  # fmt: skip
-            item = crossref_item((data or {}).get("message") or {}, self.name)
-            return [item] if item.title else []
-
-        return self._found(fetch)
+        return self._one(client, f"/works/{quote(ident, safe='')}",
+                         lambda d, n: crossref_item(d.get("message") or {}, n),
+                         **self._polite({}))  # fmt: skip
 
 
 def crossref_item(i: dict[str, Any], name: str = "Crossref") -> Candidate:
@@ -206,33 +203,19 @@ S2_FIELDS = "title,authors,year,venue,externalIds,abstract,openAccessPdf,url"
 
 
 class SemanticScholar(_Base):
+    def _headers(self) -> dict[str, str]:
+        return {"User-Agent": USER_AGENT, **({"x-api-key": self.key} if self.key else {})}
+
     def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]:
-        headers = {"User-Agent": USER_AGENT}
-        if self.key:
-            headers["x-api-key"] = self.key
-        data = self._get(
-            client,
-            "/paper/search",
-            headers=headers,
-            params={"query": query, "limit": limit, "fields": S2_FIELDS},
-        )
+        data = self._get(client, "/paper/search", headers=self._headers(),
+                         params={"query": query, "limit": limit, "fields": S2_FIELDS})  # fmt: skip
         return [c for c in (s2_paper(p, self.name) for p in (data or {}).get("data") or [])
                 if c.title]  # fmt: skip
 
-
     def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
-        headers = {"User-Agent": USER_AGENT}
-        if self.key:
-            headers["x-api-key"] = self.key
         ref = quote(f"DOI:{ident}" if kind == "doi" else f"arXiv:{ident}", safe=":")
-
-        def fetch() -> list[Candidate]:
-            data = self._get(client, f"/paper/{ref}", headers=headers,
-                             params={"fields": S2_FIELDS})  # fmt: skip
-            paper = s2_paper(data or {}, self.name)
-            return [paper] if paper.title else []
-
-        return self._found(fetch)
+        return self._one(client, f"/paper/{ref}", s2_paper, headers=self._headers(),
+                         params={"fields": S2_FIELDS})  # fmt: skip
 
 
 def s2_paper(p: dict[str, Any], name: str = "Semantic Scholar") -> Candidate:
@@ -252,31 +235,22 @@ def s2_paper(p: dict[str, Any], name: str = "Semantic Scholar") -> Candidate:
 
 
 class OpenAlex(_Base):
+    def _params(self, **params: Any) -> dict[str, Any]:
+        """The key (its 2026 terms) and the polite pool's `mailto`, with the call's own."""
+        extra = {"api_key": self.key, "mailto": self.online.mailto}
+        return {**params, **{k: v for k, v in extra.items() if v}}
+
     def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]:
-        params: dict[str, Any] = {"search": query, "per-page": limit}
-        if self.key:
-            params["api_key"] = self.key
-        if self.online.mailto:
-            params["mailto"] = self.online.mailto
-        data = self._get(client, "/works", params=params, headers={"User-Agent": USER_AGENT})
+        data = self._get(client, "/works", params=self._params(search=query, **{"per-page": limit}),
+                         headers={"User-Agent": USER_AGENT})  # fmt: skip
         return [c for c in (openalex_work(w, self.name) for w in (data or {}).get("results") or [])
                 if c.title]  # fmt: skip
-
 
     def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
         if kind != "doi":
             return []
-        params: dict[str, Any] = {"api_key": self.key} if self.key else {}
-        if self.online.mailto:
-            params["mailto"] = self.online.mailto
-
-        def fetch() -> list[Candidate]:
-            data = self._get(client, f"/works/doi:{quote(ident, safe='')}", params=params,
-                             headers={"User-Agent": USER_AGENT})  # fmt: skip
-            work = openalex_work(data or {}, self.name)
-            return [work] if work.title else []
-
-        return self._found(fetch)
+        return self._one(client, f"/works/doi:{quote(ident, safe='')}", openalex_work,
+                         params=self._params(), headers={"User-Agent": USER_AGENT})  # fmt: skip
 
 
 def openalex_work(w: dict[str, Any], name: str = "OpenAlex") -> Candidate:
