@@ -13,9 +13,11 @@ with checkpoints off (a batch has no one to ask). Measured, per QUESTIONS.md:
 * scope violations: cited or gathered evidence outside a selection/collection scope.
 * latency: seconds per question with the models already loaded (p50, p90).
 
-    .venv/bin/python scripts/eval_answers.py [--home DIR] [--questions FILE] [-v] [--json]
+    .venv/bin/python scripts/eval_answers.py [--home DIR] [--corpus DIR] [--questions FILE] [-v]
+                                             [--json]
 
-`--home` must hold an index of ../shared/corpus/zotero-library (built there if missing).
+`--home` must hold an index of the corpus's zotero-library (built there if missing); the corpus
+is `--corpus`, else $ZOCRATES_TEST_CORPUS, else ../shared/corpus.
 """
 
 from __future__ import annotations
@@ -30,18 +32,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from corpus_dir import add_corpus_argument
+
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
 
 
-def load_corpus_helpers() -> Any:
-    sys.path.insert(0, str(CORPUS))
+def load_corpus_helpers(corpus: Path) -> Any:
+    sys.path.insert(0, str(corpus))
     import verify_questions
 
     return verify_questions
 
 
-def ensure_index(home: Path) -> None:
+def ensure_index(home: Path, corpus: Path) -> None:
     from zocrates_nb.config import load_settings
     from zocrates_nb.index import Index, index_library
     from zocrates_nb.library import read_zotero_dir
@@ -49,8 +52,8 @@ def ensure_index(home: Path) -> None:
     with Index.open(home, load_settings(home)) as index:
         if index.catalog.chunk_count():
             return
-        print(f"indexing {CORPUS / 'zotero-library'} into {home} …", file=sys.stderr)
-        library = read_zotero_dir(CORPUS / "zotero-library")
+        print(f"indexing {corpus / 'zotero-library'} into {home} …", file=sys.stderr)
+        library = read_zotero_dir(corpus / "zotero-library")
         index_library(library, index, progress=False)
 
 
@@ -71,15 +74,15 @@ def evidence_hit(gold: dict[str, Any], title: str, rows: list[dict[str, Any]], v
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     from zocrates_nb.app import App
 
-    vq = load_corpus_helpers()
-    manifest = json.loads((CORPUS / "papers" / "manifest.json").read_text("utf-8"))
+    vq = load_corpus_helpers(args.corpus)
+    manifest = json.loads((args.corpus / "papers" / "manifest.json").read_text("utf-8"))
     titles = {p["slug"]: p["title"] for p in manifest}
     questions = [
         json.loads(line) for line in Path(args.questions).read_text().splitlines() if line.strip()
     ]
     if args.only:
         questions = [q for q in questions if q["id"] in set(args.only)]
-    ensure_index(args.home)
+    ensure_index(args.home, args.corpus)
     app = App.open(args.home)
     rows_out: list[dict[str, Any]] = []
     try:
@@ -99,8 +102,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 if ev.type in ("final", "error", "checkpoint"):
                     final = ev
             seconds = time.perf_counter() - t0
-            stored = app.turn(turn_id) if turn_id else {}
-            evidence = stored.get("evidence") or []
+            stored = app.turn(turn_id).evidence if turn_id else []
+            evidence = [e.model_dump() for e in stored]
             cited = (
                 [s.title for s in final.cited_sources] if final and final.type == "final" else []
             )
@@ -185,14 +188,16 @@ def main() -> int:
         type=Path,
         default=Path(os.environ.get("ZOCRATES_EVAL_HOME", ROOT / "test-artifacts" / "eval-home")),
     )
-    p.add_argument("--questions", type=Path, default=CORPUS / "questions-dev.jsonl")
+    add_corpus_argument(p)
+    p.add_argument("--questions", type=Path, help="default: the corpus's questions-dev.jsonl")
     p.add_argument("--only", nargs="+", help="question ids")
     p.add_argument("-v", "--verbose", action="count", default=0)
     p.add_argument("--json", action="store_true", help="print every question's row too")
     args = p.parse_args()
-    if not CORPUS.is_dir():
-        print(f"../shared/corpus not found: {CORPUS}", file=sys.stderr)
+    if not args.corpus.is_dir():
+        print(f"test corpus not found: {args.corpus} (give --corpus)", file=sys.stderr)
         return 2
+    args.questions = args.questions or args.corpus / "questions-dev.jsonl"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     result = asyncio.run(run(args))
     out = result if args.json else result["summary"]

@@ -10,7 +10,9 @@ scope-mismatch questions (whose gold lies outside the scope) are not counted in 
 scope violations. `chars@10` is the text the agent receives for one query (median and max).
 
     zocrates-nb --home H index --zotero-dir ../shared/corpus/zotero-library
-    .venv/bin/python scripts/eval_recall.py --home H [--questions FILE …] [--json]
+    .venv/bin/python scripts/eval_recall.py --home H [--corpus DIR] [--questions FILE …] [--json]
+
+The corpus is `--corpus`, else $ZOCRATES_TEST_CORPUS, else ../shared/corpus.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+from corpus_dir import add_corpus_argument
+
 KS = (1, 5, 10)
 
 
@@ -40,7 +43,8 @@ def evaluate(home: Path, questions: Path, corpus: Path) -> dict[str, Any]:
 
     from zocrates_nb.config import load_settings
     from zocrates_nb.index import Index
-    from zocrates_nb.retrieval import RunState, Toolkit, make_scope
+    from zocrates_nb.retrieval import Toolkit, bind
+    from zocrates_nb.turn import Scope
 
     settings = load_settings(home)
     index = Index.open(home, settings)
@@ -55,11 +59,12 @@ def evaluate(home: Path, questions: Path, corpus: Path) -> dict[str, Any]:
             cols = list(scope_spec.get("collections") or [])
             if scope_spec.get("collection"):
                 cols.append(scope_spec["collection"])
-            scope = make_scope(index, items=scope_spec.get("items"), collections=cols)
-            kit = Toolkit(index, RunState.new(settings.retrieval, goal=q["question"], scope=scope))
+            scope = Scope(items=scope_spec.get("items") or [], collections=cols)
+            state = bind(index, scope, settings.retrieval, goal=q["question"])
+            kit = Toolkit(index, state)
             got = kit.search_corpus(q["question"], limit=max(KS))
             results = got.get("results", [])
-            allowed = set(scope.allowed_keys)
+            allowed = set(state.allowed_keys)
             violations = sum(1 for r in results if scope.kind != "library"
                              and r["item_key"] not in allowed)
             row: dict[str, Any] = {"id": q["id"], "kind": q["kind"], "violations": violations,
@@ -134,13 +139,14 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--home", type=Path, required=True, help="data home with the indexed library")
+    add_corpus_argument(p)
     p.add_argument("--questions", type=Path, nargs="+",
-                   default=[CORPUS / "questions-dev.jsonl",
-                            CORPUS / "questions-compound-dev.jsonl"])
-    p.add_argument("--corpus", type=Path, default=CORPUS)
+                   help="default: the corpus's questions-dev.jsonl and questions-compound-dev.jsonl")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    results = {path.name: evaluate(args.home, path, args.corpus) for path in args.questions}
+    questions = args.questions or [args.corpus / "questions-dev.jsonl",
+                                   args.corpus / "questions-compound-dev.jsonl"]
+    results = {path.name: evaluate(args.home, path, args.corpus) for path in questions}
     if args.json:
         print(json.dumps(results, indent=1))
         return 0

@@ -1,8 +1,10 @@
 """Convert the gold-TOC dev papers and score them with the shared scorer.
 
 Usage: python scripts/score_converter.py [PRED.json] [--all] [--slugs a,b] [--dump DIR]
+                                         [--corpus DIR]
 PRED.json defaults to a temporary file (never inside the project). `--all` also converts the
-papers outside the dev set (not scored) and reports the speed over every PDF.
+papers outside the dev set (not scored) and reports the speed over every PDF. The corpus is
+`--corpus`, else $ZOCRATES_TEST_CORPUS, else ../shared/corpus.
 """
 
 from __future__ import annotations
@@ -16,11 +18,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-GOLD = SHARED / "corpus" / "gold-toc" / "dev.json"
-SCORER = SHARED / "corpus" / "gold-toc" / "score_toc.py"
-PAPERS = SHARED / "corpus" / "papers"
 sys.path.insert(0, str(ROOT))
+
+from corpus_dir import add_corpus_argument  # noqa: E402
 
 from zocrates_nb.ingest import convert_file  # noqa: E402
 from zocrates_nb.ingest.bundle import Bundle  # noqa: E402
@@ -45,14 +45,17 @@ def main() -> int:
     ap.add_argument("--all", action="store_true", help="also convert the non-dev papers")
     ap.add_argument("--slugs", default="", help="comma-separated subset")
     ap.add_argument("--dump", default="", help="directory to save bundles into")
+    add_corpus_argument(ap)
     args = ap.parse_args()
-    if not GOLD.is_file():
-        print(f"gold set not found: {GOLD}")
+    gold_set = args.corpus / "gold-toc" / "dev.json"
+    papers = args.corpus / "papers"
+    if not gold_set.is_file():
+        print(f"gold set not found: {gold_set} (give --corpus)")
         return 2
-    dev = [g["slug"] for g in json.loads(GOLD.read_text("utf-8"))]
+    dev = [g["slug"] for g in json.loads(gold_set.read_text("utf-8"))]
     slugs = list(dev)
     if args.all:
-        slugs += sorted(p.stem for p in PAPERS.glob("*.pdf") if p.stem not in dev)
+        slugs += sorted(p.stem for p in papers.glob("*.pdf") if p.stem not in dev)
     if args.slugs:
         slugs = [s for s in args.slugs.split(",") if s]
     preds = []
@@ -60,7 +63,7 @@ def main() -> int:
     t0 = time.perf_counter()
     for slug in slugs:
         t = time.perf_counter()
-        bundle = convert_file(PAPERS / f"{slug}.pdf")
+        bundle = convert_file(papers / f"{slug}.pdf")
         dt = time.perf_counter() - t
         pages += bundle.toc.pages or 0
         toc = bundle.toc
@@ -77,12 +80,13 @@ def main() -> int:
     out.write_text(json.dumps(preds, ensure_ascii=False, indent=1), "utf-8")
     if not preds:
         return 0
-    gold = GOLD
+    gold = gold_set
     if args.slugs:  # score only the converted dev papers
-        subset = [g for g in json.loads(GOLD.read_text("utf-8")) if g["slug"] in slugs]
+        subset = [g for g in json.loads(gold_set.read_text("utf-8")) if g["slug"] in slugs]
         gold = out.with_name("gold-subset.json")
         gold.write_text(json.dumps(subset), "utf-8")
-    return subprocess.call([sys.executable, str(SCORER), str(out), str(gold)])
+    scorer = args.corpus / "gold-toc" / "score_toc.py"
+    return subprocess.call([sys.executable, str(scorer), str(out), str(gold)])
 
 
 if __name__ == "__main__":

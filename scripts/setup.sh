@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # torch first: 2.13.0 is a local CPU wheel; anything else pulls a multi-GB CUDA build.
 .venv/bin/python -m pip install -q "torch==2.13.0"
 # Everything else in ONE resolve (litellm and chromadb conflict on python-dateutil otherwise).
-.venv/bin/python -m pip install -q -e ".[dev]"
+.venv/bin/python -m pip install -q -e ".[dev,notebooks]"
 # Editable installs skip data-files (setuptools bug): enable the Jupyter server extension by hand.
 install -D -m 644 jupyter-config/jupyter_server_config.d/zocrates_nb.json \
   .venv/etc/jupyter/jupyter_server_config.d/zocrates_nb.json

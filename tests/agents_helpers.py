@@ -25,7 +25,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from zocrates_nb.agents.offline import _stream_from
+from zocrates_nb.agents.offline import stream_from
 
 RAFT, BM25, GENOME, GARDEN = "RAFTKEY2", "BMKEY234", "GENKEY23", "GARDNKY2"
 PAPERS = {RAFT: "raft", BM25: "bm25", GENOME: "genome", GARDEN: "garden"}
@@ -56,7 +56,7 @@ def scripted(
     fn: Callable[[list[ModelMessage], AgentInfo], ModelResponse], name: str
 ) -> FunctionModel:
     """A FunctionModel (streaming too) driven by `fn(messages, info)`."""
-    return FunctionModel(fn, stream_function=_stream_from(fn), model_name=f"scripted:{name}")
+    return FunctionModel(fn, stream_function=stream_from(fn), model_name=f"scripted:{name}")
 
 
 def call(tool: str, **args: Any) -> ModelResponse:

@@ -4,6 +4,7 @@ library and an App over it, small test libraries."""
 from __future__ import annotations
 
 import hashlib
+import os
 import textwrap
 import time
 from collections.abc import Iterator
@@ -19,16 +20,29 @@ from zocrates_nb.library.model import Attachment, Collection, Creator, Item, Lib
 if TYPE_CHECKING:
     from zocrates_nb.app import App
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CORPUS = SHARED / "corpus"
+# The one place that says where the real test corpus is (read-only; never copied into the
+# repository). A clone without it runs every other test: `ZOCRATES_TEST_CORPUS=/nonexistent`
+# proves that (`.ci/run` does).
+CORPUS_ENV = "ZOCRATES_TEST_CORPUS"
+CORPUS = Path(
+    os.environ.get(CORPUS_ENV) or Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+).resolve()
 ZOTERO_DIR = CORPUS / "zotero-library"
+
+
+def corpus_path(*parts: str) -> Path:
+    """A file or folder of the test corpus, or skip the calling test saying where it looked."""
+    path = CORPUS.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"test corpus not found: {path} (set {CORPUS_ENV}; default ../shared/corpus)")
+    return path
 
 
 @pytest.fixture(scope="session")
 def shared_corpus() -> Path:
-    """../shared/corpus (read-only), or skip the test."""
-    if not (CORPUS / "papers").is_dir() or not (ZOTERO_DIR / "zotero.sqlite").is_file():
-        pytest.skip(f"../shared/corpus not found: {CORPUS} (the shared test corpus is absent)")
+    """The test corpus with its papers and Zotero library (read-only), or skip the test."""
+    corpus_path("papers")
+    corpus_path("zotero-library", "zotero.sqlite")
     return CORPUS
 
 

@@ -64,9 +64,8 @@ def test_budget_notices_on_calls_nine_and_ten_refusal_on_eleven(
     assert "9/10 retrieval tool calls used (1 call remaining)" in results[8]["notice"]
     assert "Retrieval tool budget exhausted (10/10)" in results[9]["notice"]
     assert results[10]["status"] == "budget_exhausted"
-    record = audit(app, end.session_id)
-    assert record.tool_calls == 10  # the refused call is not counted
-    assert record.report["source"] == "agent"
+    assert app.turn(end.turn_id).tool_calls == 10  # the refused call is not counted
+    assert audit(app, end.session_id).report["source"] == "agent"
 
 
 def test_word_ceiling_refuses_further_retrieval(tmp_path: Path, small_index: Any) -> None:
@@ -110,7 +109,9 @@ def test_proactive_checkpoint_then_extension_scales_ceilings(
     assert (cp.interrupt_id, cp.extension, cp.max_extensions) == (f"{cp.turn_id}-ext1", 1, 2)
     assert (cp.calls_used, cp.budget, cp.word_ceiling) == (1, 10, 7500)
     assert cp.covered_summary == "raft elections" and cp.missing_aspects == ["log compaction"]
-    assert app.history(cp.session_id)[-1]["checkpoint"]["interrupt_id"] == cp.interrupt_id
+    paused = app.history(cp.session_id)[-1]
+    assert paused.checkpoint is not None and paused.checkpoint.interrupt_id == cp.interrupt_id
+    assert paused.tool_calls == 1 and paused.evidence and not any(e.ranked for e in paused.evidence)
 
     # Extension 1: +5 calls, +3,750 words; the guidance reaches the search agent.
     cp2 = terminal(
@@ -131,7 +132,7 @@ def test_proactive_checkpoint_then_extension_scales_ceilings(
     # Extension 2, then the cap: a third request is refused and the search concludes.
     final = terminal(run(app.resume(cp.session_id, None, "extend_budget")))
     assert final.type == "final"
-    record = audit(app, cp.session_id)
+    record = app.turn(cp.turn_id)
     assert record.extensions == 2 and record.tool_calls == 3
     assert app.store.pending_checkpoint(cp.session_id) is None
     assert any(
@@ -176,7 +177,7 @@ def test_checkpoint_blocks_new_questions_until_resolved(tmp_path: Path, small_in
     assert terminal(run(app.ask("More?", session_id=cp.session_id, hitl=False))).type == "final"
     # Synthesizing answers with the first pass's evidence and clears the snapshot.
     turns = app.history(cp.session_id)
-    assert [t["status"] for t in turns] == ["answered", "answered", "answered"]
+    assert [t.status for t in turns] == ["answered", "answered", "answered"]
     assert app.store.pending_checkpoint(cp.session_id) is None
 
 
@@ -284,14 +285,12 @@ def test_continuity_and_audit_records(tmp_path: Path, small_index: Any) -> None:
     sid = app.new_session()
     cp = terminal(run(app.ask("How does Raft elect leaders?", session_id=sid, items=[RAFT])))
     state = app.store.get_state(sid)
-    assert [(r.turn_id, r.model_extra["status"]) for r in state.audit] == [
-        (cp.turn_id, "checkpoint")
-    ]
+    assert [r.turn_id for r in state.audit] == [cp.turn_id]
+    paused_at = state.audit[0].updated
     terminal(run(app.resume(sid, None, "synthesize")))
     state = app.store.get_state(sid)
-    assert [(r.turn_id, r.model_extra["status"]) for r in state.audit] == [
-        (cp.turn_id, "answered")
-    ]  # updated in place, not appended
+    assert [r.turn_id for r in state.audit] == [cp.turn_id]  # updated in place, not appended
+    assert state.audit[0].updated > paused_at and app.turn(cp.turn_id).status == "answered"
     assert state.audit[0].search_goal == "How does Raft elect leaders?"
     assert "Prior Turn Context" not in user_prompts(rec.seen["synthesizer"][-1])[0]
     # That report was automatic (the agent asked for more instead of concluding): it is not

@@ -23,8 +23,8 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
 from zocrates_nb.agents.offline import parse_evidence
-from zocrates_nb.agents.textutil import split_sentences
 from zocrates_nb.app import App
+from zocrates_nb.text import split_sentences
 
 
 def evidence_of(messages: list[ModelMessage]) -> dict[str, tuple[int, str]]:
@@ -91,12 +91,13 @@ def test_offline_verification_prunes_and_splits_sources(tmp_path: Path, small_in
     (c,) = final.citations
     assert c.n == 1 and c.item_key == RAFT and c.support is not None and c.support > 0.5
     # The stored turn keeps the evidence with cited flags and support probabilities.
-    rows = app.turn(final.turn_id)["evidence"]
-    cited = [r for r in rows if r["cited"]]
-    assert [r["item_key"] for r in cited] == [RAFT]
-    garden_rows = [r for r in rows if r["item_key"] == GARDEN and r["ranked"]]
-    assert garden_rows and all(not r["cited"] for r in garden_rows)
-    assert any(r["support"] is not None and r["support"] < 0.5 for r in garden_rows)
+    rows = app.turn(final.turn_id).evidence
+    assert rows == final.evidence  # the answer's event carries the stored record
+    cited = [r for r in rows if r.cited]
+    assert [r.item_key for r in cited] == [RAFT]
+    garden_rows = [r for r in rows if r.item_key == GARDEN and r.ranked]
+    assert garden_rows and all(not r.cited for r in garden_rows)
+    assert any(r.support is not None and r.support < 0.5 for r in garden_rows)
 
 
 def test_verifier_model_judges_each_citation(tmp_path: Path, small_index: Any) -> None:
@@ -160,6 +161,6 @@ def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce(
     ],
 )
 def test_a_quantity_is_a_number_not_a_year_or_a_pointer(sentence: str, states: bool) -> None:
-    from zocrates_nb.agents.offline import _states_quantity
+    from zocrates_nb.agents.offline.writer import states_quantity
 
-    assert _states_quantity(sentence) is states
+    assert states_quantity(sentence) is states

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from agents_helpers import run, terminal
+from conftest import ZOTERO_DIR, sha256_file
 
 from zocrates_nb.app import App
 
@@ -81,8 +82,8 @@ def test_selection_scope_is_respected(corpus_app: App) -> None:
     )
     final = terminal(run(corpus_app.ask(question, items=["ULJB8NEJ"], hitl=False)))
     assert [s.title for s in final.cited_sources] == ["Paxos Made Moderately Complex"]
-    rows = corpus_app.turn(final.turn_id)["evidence"]
-    assert rows and {r["title"] for r in rows} == {"Paxos Made Moderately Complex"}
+    rows = corpus_app.turn(final.turn_id).evidence
+    assert rows and {r.title for r in rows} == {"Paxos Made Moderately Complex"}
 
 
 def _cli(home: Any, *args: str) -> dict[str, Any]:
@@ -122,3 +123,26 @@ def test_budget_one_checkpoint_then_resume_in_a_new_process(corpus_index: Any) -
         "Paxos Made Moderately Complex",
         "Zab: High-performance broadcast for primary-backup systems",
     }
+
+
+def test_zotero_database_bytes_are_identical_after_every_command(corpus_index: Any) -> None:
+    """index, status, search and ask (each a fresh CLI process) on the corpus library leave
+    zotero.sqlite byte for byte as it was, and create no side file (-wal, -journal, -shm)
+    next to it."""
+    db = ZOTERO_DIR / "zotero.sqlite"
+    before = sha256_file(db)
+    assert before == corpus_index.zotero_sha_before == corpus_index.zotero_sha_after
+    listing = sorted(p.name for p in ZOTERO_DIR.iterdir())
+    stat = db.stat()
+    home = corpus_index.home
+    commands = [
+        ("index", "--zotero-dir", str(ZOTERO_DIR)),
+        ("status",),
+        ("search", "how does Raft elect a leader"),
+        ("ask", "How does Raft elect a leader?", "--budget", "2"),
+    ]
+    for command in commands:
+        _cli(home, *command)
+        assert sha256_file(db) == before, command
+        assert sorted(p.name for p in ZOTERO_DIR.iterdir()) == listing, command
+        assert (db.stat().st_size, db.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)

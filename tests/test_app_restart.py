@@ -84,16 +84,16 @@ def test_checkpoint_resumes_in_a_new_process_after_a_kill(tmp_path: Path) -> Non
         env=_env(),
     )
     try:
-        banner = read_until(chat, r"you> ", 120)
-        session = re.search(r"session ([0-9a-f]{32})", banner)
-        assert session, banner
-        sid = session.group(1)
+        read_until(chat, r"you> ", 120)
         assert chat.stdin is not None
         chat.stdin.write(b"How do Raft leaders replicate log entries and commit them?\n")
         chat.stdin.flush()
         card = read_until(chat, r"checkpoint \(e/s\)> ", 300)
         assert "Deep research checkpoint (extension 1 of 2)" in card
         assert "used 1/1 retrieval calls" in card
+        session = re.search(r"resume --session ([0-9a-f]{32})", card)  # the session it created
+        assert session, card
+        sid = session.group(1)
     finally:
         chat.kill()  # SIGKILL: no chance to save anything on the way out
         chat.wait(30)
@@ -134,10 +134,8 @@ def test_checkpoint_resumes_in_a_new_process_after_a_kill(tmp_path: Path) -> Non
 
     store = SessionStore.open(home)
     assert store.pending_checkpoint(sid) is None
-    record = store.get_state(sid).audit[-1]
-    extra = record.model_extra or {}
-    assert extra["extensions"] == 1 and extra["tool_calls"] >= 2
-    assert [t.status for t in store.turns(sid)] == ["answered"]
+    (turn,) = store.turns(sid)
+    assert turn.status == "answered" and turn.extensions == 1 and turn.tool_calls >= 2
     # The coordinator's history holds the question and the final answer.
     messages = store.load_messages(sid)
     assert any(out["answer"] == getattr(p, "content", None) for m in messages for p in m.parts)
@@ -202,7 +200,7 @@ def test_a_checkpoint_another_process_resumes_is_refused_until_it_dies(
         assert refused.value.holder is not None and refused.value.holder.pid == other.pid
         assert f"pid {other.pid}" in str(refused.value)
         assert http_error(refused.value).status_code == 409  # what the server answers
-        assert app.history(cp.session_id)[-1]["status"] == "running"
+        assert app.history(cp.session_id)[-1].status == "running"
 
         other.kill()  # SIGKILL: the holder never gets to let go
         other.join(30)
@@ -210,7 +208,7 @@ def test_a_checkpoint_another_process_resumes_is_refused_until_it_dies(
         final = terminal(run(app.resume(cp.session_id, cp.interrupt_id, "synthesize")))
         assert final.type == "final" and final.turn_id == cp.turn_id
         assert app.store.pending_checkpoint(cp.session_id) is None
-        assert [t["status"] for t in app.history(cp.session_id)] == ["answered"]
+        assert [t.status for t in app.history(cp.session_id)] == ["answered"]
     finally:
         if other.is_alive():
             other.kill()
@@ -237,8 +235,8 @@ def test_a_resume_that_fails_leaves_the_checkpoint_resumable(
         assert pending is not None and pending.interrupt_id == cp.interrupt_id
         assert pending.claim is None  # nobody holds it: the researcher can retry
         turn = app.history(cp.session_id)[-1]
-        assert turn["status"] == "checkpoint"
-        assert turn["checkpoint"]["interrupt_id"] == cp.interrupt_id
+        assert turn.status == "checkpoint"
+        assert turn.checkpoint is not None and turn.checkpoint.interrupt_id == cp.interrupt_id
 
         # The retry gets the extension the failed attempt did not use.
         again = terminal(run(app.resume(cp.session_id, cp.interrupt_id, "extend_budget")))
@@ -311,7 +309,7 @@ def test_while_a_resume_runs_others_are_refused_and_a_stop_leaves_it_waiting(
         pending = app.store.pending_checkpoint(cp.session_id)
         assert pending is not None and pending.interrupt_id == cp.interrupt_id
         assert pending.claim is None
-        assert app.history(cp.session_id)[-1]["status"] == "checkpoint"
+        assert app.history(cp.session_id)[-1].status == "checkpoint"
         final = terminal(run(app.resume(cp.session_id, cp.interrupt_id, "synthesize")))
         assert final.type == "final"
     finally:

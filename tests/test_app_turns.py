@@ -78,12 +78,12 @@ def test_dead_endpoint_is_a_clear_error_and_the_session_survives(
     assert error.type == "error"
     assert "unreachable" in error.message and "127.0.0.1" in error.message
     assert "not-a-real-key" not in error.message
-    assert app.history(sid)[-1]["status"] == "error"
+    assert app.history(sid)[-1].status == "error"
     # Fix the config (no restart): the next turn in the same session works.
     write_config(tmp_path, {})
     ok = terminal(run(app.ask("hello", session_id=sid)))
     assert ok.type == "final" and "without a language model" in ok.answer
-    assert [t["status"] for t in app.history(sid)] == ["error", "answered"]
+    assert [t.status for t in app.history(sid)] == ["error", "answered"]
 
 
 def test_config_edits_apply_at_the_next_turn(tmp_path: Path, small: tuple[Path, Any]) -> None:
@@ -126,7 +126,7 @@ def test_post_turn_compaction_rolls_old_turns_into_one_summary(
     info = app.store.get_state(sid).compaction
     assert info is not None and info.times >= 2 and info.compacted_turns == 4
     assert "who are you?" in info.summary
-    assert [t["status"] for t in app.history(sid)] == ["answered"] * 5  # display keeps all
+    assert [t.status for t in app.history(sid)] == ["answered"] * 5  # display keeps all
 
 
 def test_cancel_ends_the_turn_cleanly(tmp_path: Path, small: tuple[Path, Any]) -> None:
@@ -167,7 +167,7 @@ def test_cancel_ends_the_turn_cleanly(tmp_path: Path, small: tuple[Path, Any]) -
     end = terminal(events)
     assert end.type == "error" and "cancelled" in end.message and seconds < 30
     app = App.open(tmp_path, index=index)
-    assert app.history(end.session_id)[-1]["status"] == "cancelled"
+    assert app.history(end.session_id)[-1].status == "cancelled"
     assert terminal(run(app.ask("hello", session_id=end.session_id))).type == "final"
 
 
@@ -186,13 +186,12 @@ def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path,
     app = App.open(tmp_path, index=index)
     sid = app.new_session()
     terminal(run(app.ask("hello there", session_id=sid)))
-    assert [s["session_id"] for s in app.sessions()] == [sid]
-    assert app.sessions()[0]["title"] == "hello there"
+    assert [s.session_id for s in app.sessions()] == [sid]
+    assert app.sessions()[0].title == "hello there" and app.session(sid).turns == 1
     chips = app.search_titles("raft")
-    assert chips[0]["kind"] == "item" and chips[0]["item_key"] == RAFT
-    assert any(
-        c["kind"] == "collection" and c["title"] == "Systems" for c in app.search_titles("systems")
-    )
+    assert chips[0].kind == "item" and chips[0].key == RAFT
+    found = app.search_titles("systems")
+    assert any(c.kind == "collection" and c.title == "Systems" for c in found)
     info = app.doctor()
     assert info["any_cloud_endpoint"] is False
     assert set(info["models"]["roles"]) == {"coordinator", "search", "synthesizer", "verifier"}
@@ -226,3 +225,59 @@ def test_cli_ask_json_offline(small: tuple[Path, Any], capsys: pytest.CaptureFix
     assert main(["--home", str(home), "sessions", "--json"]) == 0
     sessions = json.loads(capsys.readouterr().out)
     assert out["session_id"] in {s["session_id"] for s in sessions}
+
+
+def test_app_mirrors_the_cli_library_commands(
+    small: tuple[Path, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`App.open(home).search(…)` from a plain script; status, search, toc and read are typed
+    App calls the CLI prints; bad requests are one plain UsageError."""
+    import subprocess
+    import sys
+
+    from zocrates_nb.cli import main
+    from zocrates_nb.errors import UsageError
+    from zocrates_nb.frames import audit_frame
+
+    home, _ = small
+    script = ("import sys\nfrom zocrates_nb import App\n"
+              "hit = App.open(sys.argv[1]).search('how does raft elect a leader')[0]\n"
+              "print(hit.title, '|', hit.item_key, '|', hit.section)\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", script, str(home)], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"Understandable Consensus with Raft | {RAFT} | ")
+
+    with App.open(home) as app:
+        status = app.status()
+        assert status.items == 4 and status.chunks > 0 and status.documents["done"] >= 4
+        hits = app.search("leader election", collections=["Systems"], limit=3)
+        assert hits and {h.item_key for h in hits} == {RAFT}
+        assert (hits[0].authors, hits[0].year) == (["Ada Author", "Bo Raft"], 2020)
+        with pytest.raises(UsageError, match="unknown collection 'Nope'"):
+            app.search("leader", collections=["Nope"])
+        outline = app.toc(RAFT)["outline"]
+        assert "Understandable Consensus with Raft" in outline
+        read = app.read(RAFT, ["s1"])
+        assert read["assets"] and read["assets"][0]["asset_id"] == "s1"
+        with pytest.raises(UsageError, match="Unknown item key"):
+            app.toc("NOSUCHKY")
+        with pytest.raises(UsageError, match="one library source"):
+            app.index(folder=tmp_path, sample=True)
+        with pytest.raises(UsageError, match="budget"):
+            app.ask("Raft?", budget=0)
+
+        # A collection given by key is shown by its name.
+        sid = app.new_session()
+        assert terminal(run(app.ask("Raft?", session_id=sid, collections=["SYSCOLL2"],
+                                    hitl=False))).type == "final"  # fmt: skip
+        assert audit_frame(app, sid)["scope"].tolist() == ["collections: Systems"]
+
+    assert main(["--home", str(home), "search", "leader election", "--collection", "Systems",
+                 "--limit", "3", "--json"]) == 0  # fmt: skip
+    printed = json.loads(capsys.readouterr().out)
+    assert [h["chunk_id"] for h in printed] == [h.chunk_id for h in hits]
+    assert main(["--home", str(home), "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["chunks"] == status.chunks
+    assert main(["--home", str(home), "search", "x", "--collection", "Nope"]) == 2
+    assert capsys.readouterr().err.startswith("zocrates-nb: error: unknown collection 'Nope'")

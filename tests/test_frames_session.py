@@ -85,6 +85,10 @@ def test_evidence_frame_has_one_row_per_chunk_with_citations_and_support(
     assert ev.loc[~ev["ranked"], "rerank_rank"].isna().all()
     assert (ev["words"] > 0).all() and ranked["text"].str.len().gt(0).all()
     assert ev["authors"].map(len).gt(0).all() and ev["year"].notna().all()
+    assert ev["chunk_type"].notna().all() and ev["tool"].isin(["search_corpus",
+                                                               "read_document"]).all()
+    found = ev[ev["tool"] == "search_corpus"]
+    assert not found.empty and found["retrieval_rank"].ge(1).all()
     leases = ev[ev["title"] == "Leases and Lock Delays in Coordination Services"]
     assert not leases.empty and (leases["authors"].map(tuple) == ("Ines Okafor",)).all()
 
@@ -106,6 +110,8 @@ def test_audit_frame_has_one_row_per_turn(app: App, answered: tuple[str, Any]) -
     assert first["query"] == QUESTION and first["status"] == "answered"
     assert first["search_goal"] and first["scope"] == "library"
     assert first["calls"] >= 1 and first["extensions"] == 0
+    # The words gathered are the evidence's own (what the search's ceiling counts).
+    assert first["words"] == evidence_frame(app, sid, turn=1)["words"].sum() > 0
     assert first["evidence"] >= evidence_frame(app, sid, turn=1)["ranked"].sum() > 0
     assert first["cited"] == len({c.chunk_id for c in final.citations})
     assert first["seconds"] == pytest.approx(final.seconds)
@@ -113,6 +119,7 @@ def test_audit_frame_has_one_row_per_turn(app: App, answered: tuple[str, Any]) -
     assert first["output_tokens"] > 0 and pd.isna(first["cost_usd"])  # offline: no price
     assert first["model"].startswith("embedded offline engine")
     assert greeting["evidence"] == 0 and greeting["cited"] == 0 and greeting["search_goal"] == ""
+    assert greeting["words"] == 0 and greeting["calls"] == 0
     assert audit["created"].is_monotonic_increasing
 
 
@@ -140,7 +147,7 @@ def test_library_frame_lists_items_with_their_index_status(
     lib = library_frame(app)
     assert_dtypes(lib, LIBRARY_COLUMNS)
     assert len(lib) == 4 and (lib["status"] == "indexed").all()
-    assert lib["chunks"].sum() == app.index.status()["chunks"]
+    assert lib["chunks"].sum() == app.status().chunks
     by_title = lib.set_index("title")
     primer = by_title.loc["Hybrid Retrieval for Research Libraries: A Practical Primer"]
     assert primer["authors"] == ["Ada Marlow", "Tomás Reyes"] and primer["year"] == 2024

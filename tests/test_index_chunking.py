@@ -219,3 +219,16 @@ def test_corpus_frontmatter_carries_zotero_metadata(corpus_index) -> None:  # ty
     okapi_front = index.chunks_of(index.resolve_doc_keys(okapi.key)[0])[0]
     assert "Tags: BM25, ranking" in okapi_front.text  # the user's tags describe the paper
     assert f"Venue: {okapi.venue}" in okapi_front.text
+
+
+def test_a_short_document_without_headings_keeps_its_text() -> None:
+    """Two lines of a plain-text file are the whole document: the frontmatter chunk (title
+    only) does not stand for them, so they are a body chunk of their own."""
+    b = _bundle("Mémoire sur la crème des marées\n\nLe café du port ferme tôt.\n", title="legacy")
+    chunks = _chunks(b, kind="text")
+    assert [c.chunk_type for c in chunks] == ["frontmatter", "body"]
+    assert "Le café du port ferme tôt." in chunks[1].text
+    # A paper's short frontmatter section is still not repeated as body text.
+    paper = _bundle("Title\n\nAda Lovelace\n\n# 1 Introduction\n\n" + "word " * 200,
+                    title="Title")
+    assert [c.section_id for c in _chunks(paper)] == ["s0", "s1"]

@@ -9,7 +9,7 @@ import time
 import unicodedata
 
 import pytest
-from conftest import ZOTERO_DIR, CorpusIndex, sha256_file
+from conftest import ZOTERO_DIR, CorpusIndex, corpus_path, sha256_file
 
 from zocrates_nb.index import Index, SearchFilter, index_library
 from zocrates_nb.library import read_zotero_dir
@@ -156,7 +156,7 @@ def test_dev_questions_gold_passages_are_retrieved(corpus_index: CorpusIndex) ->
     """Hybrid top-20 holds most gold evidence passages of the development questions."""
     index = _index(corpus_index)
     questions = [json.loads(line) for line in
-                 (ZOTERO_DIR.parent / "questions-dev.jsonl").read_text("utf-8").splitlines()
+                 corpus_path("questions-dev.jsonl").read_text("utf-8").splitlines()
                  if line.strip()]
     found = total = 0
     for q in questions:

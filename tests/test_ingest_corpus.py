@@ -9,26 +9,22 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import corpus_path
 
 from zocrates_nb.ingest import Bundle, convert_file
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-GOLD_DIR = SHARED / "corpus" / "gold-toc"
-PAPERS = SHARED / "corpus" / "papers"
 
 pytestmark = pytest.mark.corpus
 
 
 @pytest.fixture(scope="module")
 def scorer() -> ModuleType:
-    if not (GOLD_DIR / "score_toc.py").is_file():
-        pytest.skip(f"../shared/corpus not found: {GOLD_DIR}")
-    spec = importlib.util.spec_from_file_location("score_toc", GOLD_DIR / "score_toc.py")
+    spec = importlib.util.spec_from_file_location(
+        "score_toc", corpus_path("gold-toc", "score_toc.py")
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -37,15 +33,14 @@ def scorer() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def gold() -> list[dict[str, Any]]:
-    if not (GOLD_DIR / "dev.json").is_file():
-        pytest.skip(f"../shared/corpus not found: {GOLD_DIR}")
-    data: list[dict[str, Any]] = json.loads((GOLD_DIR / "dev.json").read_text("utf-8"))
+    dev = corpus_path("gold-toc", "dev.json")
+    data: list[dict[str, Any]] = json.loads(dev.read_text("utf-8"))
     return data
 
 
 @pytest.fixture(scope="module")
 def bundles(gold: list[dict[str, Any]]) -> dict[str, Bundle]:
-    return {g["slug"]: convert_file(PAPERS / f"{g['slug']}.pdf") for g in gold}
+    return {g["slug"]: convert_file(corpus_path("papers", f"{g['slug']}.pdf")) for g in gold}
 
 
 def _prediction(bundle: Bundle) -> dict[str, Any]:
@@ -126,10 +121,8 @@ def test_text_is_clean(bundles: dict[str, Bundle]) -> None:
 
 
 def _outline(slug: str) -> list[tuple[int, str | None, str]]:
-    path = PAPERS / f"{slug}.pdf"
-    if not path.is_file():
-        pytest.skip(f"../shared/corpus not found: {path}")
-    return [(s.level, s.number, s.title) for s in convert_file(path).toc.sections[1:]]
+    bundle = convert_file(corpus_path("papers", f"{slug}.pdf"))
+    return [(s.level, s.number, s.title) for s in bundle.toc.sections[1:]]
 
 
 def test_outlines_beyond_the_dev_set_read_like_the_printed_paper() -> None:
@@ -157,10 +150,7 @@ def test_outlines_beyond_the_dev_set_read_like_the_printed_paper() -> None:
 
 
 def _bundle(slug: str) -> Bundle:
-    path = PAPERS / f"{slug}.pdf"
-    if not path.is_file():
-        pytest.skip(f"../shared/corpus not found: {path}")
-    return convert_file(path)
+    return convert_file(corpus_path("papers", f"{slug}.pdf"))
 
 
 def _captions(slug: str) -> dict[str, str]:

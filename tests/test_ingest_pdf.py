@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import pytest
+from hostile_kit import ROWS_PER_PAGE, TABLE_HEADER, long_table_pdf, table_row, table_row_page
 from pypdf import PdfReader, PdfWriter
 from reportlab.lib.pagesizes import letter
 from reportlab.pdfgen import canvas
@@ -97,7 +100,7 @@ def test_generated_paper_structure(tmp_path: Path) -> None:
 def test_corrupt_pdf_is_a_conversion_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.pdf"
     bad.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 20)
-    with pytest.raises(ConversionError, match="corrupt"):
+    with pytest.raises(ConversionError, match="damaged PDF"):
         convert_file(bad)
 
 
@@ -108,8 +111,12 @@ def test_encrypted_pdf_needs_a_password(tmp_path: Path) -> None:
     locked = tmp_path / "locked.pdf"
     with locked.open("wb") as fh:
         writer.write(fh)
-    with pytest.raises(ConversionError, match="encrypted"):
+    with pytest.raises(ConversionError) as err:
         convert_file(locked, "application/pdf")
+    assert str(err.value) == (
+        "encrypted PDF: open it in a PDF reader and save an unencrypted copy (or remove the "
+        "password), then index again"
+    )
 
 
 def test_image_only_pdf_says_ocr_is_needed(tmp_path: Path) -> None:
@@ -120,8 +127,12 @@ def test_image_only_pdf_says_ocr_is_needed(tmp_path: Path) -> None:
         c.circle(300, 600, 50)
         c.showPage()
     c.save()
-    with pytest.raises(ConversionError, match="OCR"):
+    with pytest.raises(ConversionError) as err:
         convert_file(path)
+    assert str(err.value) == (
+        "no text layer (a scanned image, 2 pages): make it searchable with OCR (e.g. "
+        "ocrmypdf, or your PDF reader's text recognition) and index again"
+    )
     cache = tmp_path / "ft-cache.txt"
     cache.write_text("Scanned Paper\n\nText that Zotero extracted.\n", "utf-8")
     rescued = convert_file(path, fallback_text=cache)
@@ -133,9 +144,57 @@ def test_too_many_pages_names_the_count_and_the_setting(tmp_path: Path) -> None:
     path = make_paper(tmp_path / "long.pdf", pages=3)
     cache = tmp_path / "ft-cache.txt"
     cache.write_text("Some text.\n", "utf-8")
-    with pytest.raises(ConversionError, match=r"3 pages.*index\.max_pages"):
+    with pytest.raises(ConversionError) as err:
         convert_file(path, max_pages=2, fallback_text=cache)
-    assert convert_file(path, max_pages=3).toc.pages == 3
+    assert str(err.value) == (
+        "PDF has 3 pages, more than the limit of 2; to index it, raise index.max_pages in "
+        'zocrates_config.json (e.g. {"index": {"max_pages": 100}})'
+    )
+    seen: list[tuple[int, int]] = []
+    assert convert_file(path, max_pages=3, progress=lambda *p: seen.append(p)).toc.pages == 3
+    assert seen[:4] == [(0, 3), (1, 3), (2, 3), (3, 3)]  # before each page, then done
+    assert set(seen[4:]) == {(3, 3)} and len(seen) >= 6  # heartbeats while it is assembled
+
+
+def test_long_documents_are_within_the_default_page_limit() -> None:
+    from zocrates_nb.config import Settings
+
+    assert Settings().index.max_pages == 2000  # theses and reports, not just papers
+
+
+@pytest.mark.parametrize("continued", [False, True])
+def test_a_table_over_many_pages_is_one_table_with_each_row_on_its_page(
+    tmp_path: Path, continued: bool
+) -> None:
+    pdf = long_table_pdf(tmp_path / "table.pdf", pages=12, continued=continued)
+    b = convert_file(pdf, "application/pdf")
+    assert "continued" not in b.markdown
+    (table,) = b.toc.tables
+    rows = list(csv.reader(io.StringIO(table.csv or "")))
+    n = 12 * ROWS_PER_PAGE - 5
+    assert rows[0] == TABLE_HEADER and len(rows) == n + 1  # the repeated headers dropped
+    assert rows[1:] == [table_row(k) for k in range(1, n + 1)]
+    for k in (1, 20, 21, 150, n):  # 20 rows on page 1, then ROWS_PER_PAGE a page
+        line = next(i for i, text in enumerate(b.lines, 1) if f"| {table_row(k)[0]} |" in text)
+        assert b.toc.page_of_line(line) == table_row_page(k)
+    assert b.toc.page_starts == sorted(b.toc.page_starts) and len(set(b.toc.page_starts)) == 12
+
+
+def test_text_without_sentence_ends_does_not_run_into_one_line(tmp_path: Path) -> None:
+    """A list over pages with no full stop used to become one Markdown line (and joining it
+    took time quadratic in its length)."""
+    path = tmp_path / "list.pdf"
+    c = canvas.Canvas(str(path), pagesize=letter)
+    for p in range(6):
+        for k in range(55):
+            c.setFont("Times-Roman", 10)
+            c.drawString(72, 740 - 12 * k, f"item {p}-{k} gravel sand silt clay and peat layers")
+        c.showPage()
+    c.save()
+    b = convert_file(path, "application/pdf")
+    assert all(f"item {p}-{k} gravel" in b.markdown for p in range(6) for k in range(55))
+    longest = max(len(line.split()) for line in b.lines)
+    assert longest <= 2 * 55 * 9  # at most about two pages' worth, not all six
 
 
 # ----------------------------------------------------------------------------- layout cases

@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 from pathlib import Path
 
 import pytest
+from reportlab.pdfgen import canvas
 
-from zocrates_nb.ingest import Bundle, ConversionError, convert_file, convert_note
+from zocrates_nb.ingest import (
+    Bundle,
+    ConversionError,
+    convert_file,
+    convert_note,
+    plain_message,
+    sniff,
+)
+from zocrates_nb.ingest.html import html_to_bundle
 from zocrates_nb.ingest.toc import split_number
+from zocrates_nb.library.encoding import decode_text
 
 NOTE = (
     '<div class="zotero-note znv1"><div data-schema-version="9">'
@@ -173,9 +184,13 @@ def test_fallback_text_rescues_an_unreadable_file(tmp_path: Path) -> None:
     assert b.toc.converter == "zotero-ft-cache"
     assert "Text from Zotero's index." in b.markdown
     assert [s.title for s in b.toc.sections[1:]] == ["Introduction"]
+    assert b.toc.warnings == [
+        "damaged PDF: it cannot be opened (it may be truncated or only partly downloaded); "
+        "download it again; indexed the text Zotero extracted instead"
+    ]
     empty_cache = tmp_path / "empty-cache"
     empty_cache.write_text("  \n", "utf-8")
-    with pytest.raises(ConversionError, match="corrupt"):
+    with pytest.raises(ConversionError, match="damaged PDF"):
         convert_file(bad, "application/pdf", fallback_text=empty_cache)
 
 
@@ -192,3 +207,140 @@ def test_fallback_text_rescues_an_unreadable_file(tmp_path: Path) -> None:
 )
 def test_split_number(text: str, expected: tuple[str | None, str]) -> None:
     assert split_number(text) == expected
+
+
+# ----------------------------------------------------------------------------- odd input
+
+
+@pytest.mark.parametrize(
+    ("data", "text", "encoding", "warnings"),
+    [
+        (codecs.BOM_UTF16_LE + "# Nota\n\nUn café.\n".encode("utf-16-le"),
+         "# Nota\n\nUn café.\n", "UTF-16", []),
+        (codecs.BOM_UTF16_BE + "Näher\n".encode("utf-16-be"), "Näher\n", "UTF-16", []),
+        (codecs.BOM_UTF32_LE + "Größe\n".encode("utf-32-le"), "Größe\n", "UTF-32", []),
+        (codecs.BOM_UTF8 + b"Fjord\n", "Fjord\n", "UTF-8", []),
+        ("plain ünïcödé\n".encode(), "plain ünïcödé\n", "UTF-8", []),
+        ("Tromsø ".encode() + b"\xff\xfe and on", "Tromsø �� and on", "UTF-8",
+         ["2 invalid UTF-8 byte sequences replaced with �"]),
+        ("crème brûlée".encode("latin-1"), "crème brûlée", "Windows-1252",
+         ["not UTF-8: read as Windows-1252 (Latin-1); save the file as UTF-8 if accented "
+          "letters look wrong"]),
+        (b"a\x00b\x00c d\x07", "abc d", "UTF-8", ["3 control characters (NUL…) removed"]),
+        ("# Sans BOM\n\nWindows wrote this without a byte-order mark.\n".encode("utf-16-le"),
+         "# Sans BOM\n\nWindows wrote this without a byte-order mark.\n", "UTF-16", []),
+    ],
+)
+def test_text_is_decoded_by_its_bom_else_as_utf8_with_a_warning(
+    data: bytes, text: str, encoding: str, warnings: list[str]
+) -> None:
+    decoded = decode_text(data)
+    assert (decoded.text, decoded.encoding, decoded.warnings) == (text, encoding, warnings)
+
+
+def test_a_utf16_markdown_note_is_searchable_text_not_mojibake(tmp_path: Path) -> None:
+    path = tmp_path / "windows.md"
+    path.write_bytes(codecs.BOM_UTF16_LE
+                     + "# Windows Note\n\nThe albatross glides.\n".encode("utf-16-le"))
+    b = convert_file(path)
+    assert "\x00" not in b.markdown and "The albatross glides." in b.markdown
+    assert b.toc.title == "Windows Note" and b.toc.warnings == []
+    bad = tmp_path / "bad.md"
+    bad.write_bytes(b"# Notes\n\nbroken \xff byte\n")
+    assert convert_file(bad).toc.warnings == ["1 invalid UTF-8 byte sequence replaced with �"]
+
+
+def test_deeply_nested_html_keeps_its_text_and_says_what_was_flattened() -> None:
+    levels = 10_000
+    html = ("<html><body><p>Surface text about cormorants.</p>" + "<div>" * levels
+            + "<p>Deep text about the axolotl.</p><p>Second deep paragraph.</p>"
+            + "</div>" * levels + "</body></html>")
+    b = html_to_bundle(html)
+    assert "Surface text about cormorants." in b.markdown
+    assert "Deep text about the axolotl.\n\nSecond deep paragraph." in b.markdown
+    assert b.toc.warnings == [
+        f"deeply nested HTML ({levels + 3:,} levels): below level 120 the text was kept as "
+        "plain paragraphs, without its formatting"
+    ]
+    shallow = html_to_bundle("<html><body>" + "<div>" * 50 + "<p>x y z</p>" + "</div>" * 50)
+    assert shallow.toc.warnings == []
+
+
+def test_a_deeply_nested_zotero_note_converts() -> None:
+    b = convert_note("<div>" * 5000 + "<p>Note text kept.</p>" + "</div>" * 5000, "Deep")
+    assert "Note text kept." in b.markdown and "deeply nested HTML" in b.toc.warnings[0]
+
+
+def test_an_html_page_saved_as_pdf_is_recognised(tmp_path: Path) -> None:
+    login = tmp_path / "paper.pdf"
+    login.write_text(
+        "<!DOCTYPE html><html><head><title>Sign in</title></head><body><form>"
+        '<input type="password" name="pw"></form><p>Access through your institution.</p>'
+        "</body></html>", "utf-8")
+    with pytest.raises(ConversionError) as err:
+        convert_file(login, "application/pdf")
+    assert str(err.value) == (
+        "not a PDF: an HTML page (a login page) saved with a .pdf name, with no paper in it; "
+        "download the PDF again (in Zotero: Find Available PDF)")
+    article = tmp_path / "article.pdf"
+    body = " ".join(["Seagrass meadows store carbon in their sediments."] * 60)
+    article.write_text(f"<html><head><title>Seagrass</title></head><body><article><h1>Seagrass"
+                       f"</h1><p>{body}</p></article></body></html>", "utf-8")
+    b = convert_file(article, "application/pdf")
+    assert "Seagrass meadows store carbon" in b.markdown
+    assert b.toc.warnings == [
+        "not a PDF: an HTML page saved with a .pdf name; indexed as a web page"]
+    small = tmp_path / "small.pdf"
+    c = canvas.Canvas(str(small))
+    c.drawString(72, 720, "A real PDF with enough text on its single page to count.")
+    c.showPage()
+    c.save()
+    png = tmp_path / "figure.pdf"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    with pytest.raises(ConversionError, match=r"^not a PDF: an image \(PNG\) saved with a \.pdf"):
+        convert_file(png, "application/pdf")
+    assert sniff(b"\xef\xbb\xbf  <!doctype html><html>") == "html"
+    assert sniff(codecs.BOM_UTF16_LE + "<html><body>".encode("utf-16-le")) == "html"
+    assert sniff(b"\n%PDF-1.7\n") == "pdf" and sniff(b"# Markdown") is None
+    assert sniff(b"# Notes on the format\n\nA file starts with %PDF-1.7.") is None
+    junk = tmp_path / "junk-first.pdf"  # PDF readers accept a few bytes before the header
+    junk.write_bytes(b"\r\n\x00junk" + small.read_bytes())
+    assert convert_file(junk, "application/pdf").toc.pages == 1
+    named_md = tmp_path / "really-a-pdf.md"
+    named_md.write_bytes(small.read_bytes())
+    assert convert_file(named_md).toc.warnings == ["a PDF saved as markdown: read as a PDF"]
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (RecursionError("maximum recursion depth exceeded"),
+         "too deeply nested to read (markup thousands of levels deep)"),
+        (MemoryError(), "too large to convert in the memory available"),
+        (PermissionError(13, "Permission denied", "/x/y.pdf"),
+         "cannot read the file: permission denied (check the file's permissions)"),
+        (OSError(5, "Input/output error"), "cannot read the file: input/output error"),
+        (KeyError("/Root"), "the converter stopped on this file (an internal problem; please "
+                            "report it)"),
+        (ConversionError("ValueError: bad\n  thing"), "bad thing"),
+        (ConversionError('Traceback (most recent call last):\n  File "x.py", line 1'),
+         "the converter stopped on this file (an internal problem; please report it)"),
+    ],
+)
+def test_every_failure_is_one_plain_line(error: BaseException, message: str) -> None:
+    assert plain_message(error) == message
+
+
+def test_convert_file_raises_only_plain_conversion_errors(tmp_path: Path) -> None:
+    folder = tmp_path / "x.pdf"
+    folder.mkdir()
+    with pytest.raises(ConversionError, match=r"^a folder, not a file$"):
+        convert_file(folder)
+    blank = tmp_path / "blank.md"
+    blank.write_bytes(b" \n\t\n")
+    with pytest.raises(ConversionError, match=r"^empty file \(only white space, 4 bytes\)$"):
+        convert_file(blank)
+    nuls = tmp_path / "nuls.txt"
+    nuls.write_bytes(b"\x00" * 40)
+    with pytest.raises(ConversionError, match=r"^no text in the file"):
+        convert_file(nuls)

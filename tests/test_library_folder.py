@@ -160,3 +160,67 @@ def test_keys_are_stable_and_versions_follow_the_file(folder: Path) -> None:
 def test_not_a_folder(tmp_path: Path) -> None:
     with pytest.raises(LibraryError, match="not a folder"):
         read_folder(tmp_path / "missing")
+
+
+# ----------------------------------------------------------------------------- links
+
+
+def test_links_stay_inside_the_folder(tmp_path: Path) -> None:
+    root, outside = tmp_path / "papers", tmp_path / "elsewhere"
+    (root / "topics").mkdir(parents=True)
+    (root / ".archive").mkdir()
+    outside.mkdir()
+    (outside / "private.md").write_text("# Private\n\nnot yours\n", encoding="utf-8")
+    (root / ".archive" / "kept.md").write_text("# Kept\n\nkept text\n", encoding="utf-8")
+    (root / "topics" / "real.md").write_text("# Real\n\nreal text\n", encoding="utf-8")
+    (root / "out.md").symlink_to(outside / "private.md")
+    (root / "out-dir").symlink_to(outside, target_is_directory=True)
+    (root / "passwd.txt").symlink_to("/etc/passwd")
+    (root / "in.md").symlink_to(root / ".archive" / "kept.md")  # a link inside: followed
+    (root / "same.md").symlink_to(root / "topics" / "real.md")  # the same file again
+    (root / "topics" / "up").symlink_to("..", target_is_directory=True)  # a loop
+    (root / "shortcut").symlink_to(root / "topics", target_is_directory=True)
+    (root / "dangling.md").symlink_to(root / "gone.md")
+    lib = read_folder(root)
+    assert sorted(i.fields["path"] for i in lib.items.values()) == ["in.md", "topics/real.md"]
+    inside = by_file(lib, "in.md").attachments[0]
+    assert inside.path == (root / ".archive" / "kept.md").resolve()  # the checked target
+    assert inside.title == "in.md" and by_file(lib, "in.md").title == "Kept"
+    assert sorted((Path(s.path).name, s.reason) for s in lib.skipped) == [
+        ("dangling.md", "a broken symbolic link"),
+        ("out-dir", f"a symbolic link to {outside.resolve()}, outside the library folder: "
+                    "not followed"),
+        ("out.md", f"a symbolic link to {(outside / 'private.md').resolve()}, outside the "
+                   "library folder: not followed"),
+        ("passwd.txt", f"a symbolic link to {Path('/etc/passwd').resolve()}, outside the "
+                       "library folder: not followed"),
+    ]
+    assert sorted(lib.collection_path(k) for k in lib.collections) == ["topics"]
+
+
+def test_odd_names_and_special_files(tmp_path: Path) -> None:
+    root = tmp_path / "papers"
+    root.mkdir()
+    odd = root / "two\nlines \u202etxt.md"
+    odd.write_text("plain body\n", encoding="utf-8")
+    undecodable = root / os.fsdecode(b"caf\xe9.md")  # a Latin-1 name on a UTF-8 system
+    undecodable.write_text("# Caf\n\nbody\n", encoding="utf-8")
+    (root / "dir.pdf").mkdir()  # a folder named like a file is a folder
+    (root / "dir.pdf" / "in.md").write_text("# In\n\nbody\n", encoding="utf-8")
+    os.mkfifo(root / "pipe.md")
+    lib = read_folder(root)  # a FIFO would block a reader that opened it
+    paths = sorted(i.fields["path"] for i in lib.items.values())
+    assert paths == ["caf�.md", "dir.pdf/in.md", "two\\nlines \\u202etxt.md"]
+    assert by_file(lib, "two\\nlines \\u202etxt.md").title == "two\\nlines \\u202etxt"
+    att = by_file(lib, "caf�.md").attachments[0]
+    assert att.path is not None and att.path.read_text(encoding="utf-8").startswith("# Caf")
+    assert [(Path(s.path).name, s.reason) for s in lib.skipped] == [
+        ("pipe.md", "not a regular file (a pipe, socket or device): not read")]
+
+
+def test_front_matter_of_a_utf16_file_is_read(tmp_path: Path) -> None:
+    root = tmp_path / "papers"
+    root.mkdir()
+    (root / "win.md").write_bytes(
+        b"\xff\xfe" + "---\ntitle: Notes de Windows\n---\n\n# Heading\n".encode("utf-16-le"))
+    assert by_file(read_folder(root), "win.md").title == "Notes de Windows"

@@ -6,12 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import corpus_path
 
 from zocrates_nb.library import LibraryError, find_zotero_dir, open_library
 from zocrates_nb.library.zotero_dir import read_prefs
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-ZOTERO_DIR = SHARED / "corpus" / "zotero-library"
 
 
 @pytest.fixture()
@@ -26,11 +24,10 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def data_dir_at(path: Path) -> Path:
     """A Zotero data directory at `path` whose files are the corpus library's (symlinks)."""
-    if not (ZOTERO_DIR / "zotero.sqlite").is_file():
-        pytest.skip(f"../shared/corpus not found: {ZOTERO_DIR}")
+    zotero_db = corpus_path("zotero-library", "zotero.sqlite")
     path.mkdir(parents=True)
-    (path / "zotero.sqlite").symlink_to(ZOTERO_DIR / "zotero.sqlite")
-    (path / "storage").symlink_to(ZOTERO_DIR / "storage")
+    (path / "zotero.sqlite").symlink_to(zotero_db)
+    (path / "storage").symlink_to(zotero_db.parent / "storage")
     return path
 
 
@@ -84,7 +81,5 @@ def test_exactly_one_source(home: Path, tmp_path: Path) -> None:
 
 
 def test_zotero_dir_source() -> None:
-    if not (ZOTERO_DIR / "zotero.sqlite").is_file():
-        pytest.skip(f"../shared/corpus not found: {ZOTERO_DIR}")
-    lib = open_library(zotero_dir=ZOTERO_DIR)
+    lib = open_library(zotero_dir=corpus_path("zotero-library", "zotero.sqlite").parent)
     assert len(lib.items) == 37 and len(lib.collections) == 7

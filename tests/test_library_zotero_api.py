@@ -20,22 +20,18 @@ from urllib.parse import urlencode
 import httpx2
 import pytest
 import pyzotero
+from conftest import corpus_path
 
 from zocrates_nb.library import Library, LibraryError, read_zotero_api
 from zocrates_nb.library.zotero_api import LOCAL_NOT_RUNNING
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CORPUS = SHARED / "corpus"
-FIXTURES = CORPUS / "zotero-api-fixtures"
 API_KEY = "S3cr3tK3yThatMustNeverBePrinted"
 
 pytestmark = pytest.mark.corpus
 
 
 def fixture(name: str) -> Any:
-    path = FIXTURES / name
-    if not path.is_file():
-        pytest.skip(f"../shared/corpus not found: {path}")
+    path = corpus_path("zotero-api-fixtures", name)
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -186,7 +182,7 @@ def test_notes_attachments_and_annotations() -> None:
 
 def _fulltext_from_corpus(title: str) -> dict[str, Any]:
     """A /fulltext body built from the corpus library's .zotero-ft-cache + fulltextItems."""
-    db = CORPUS / "zotero-library" / "zotero.sqlite"
+    db = corpus_path("zotero-library", "zotero.sqlite")
     conn = sqlite3.connect(f"{db.as_uri()}?mode=ro&immutable=1", uri=True)
     key, pages = conn.execute(
         """SELECT a.key, f.indexedPages FROM items a JOIN itemAttachments ia USING (itemID)
@@ -201,7 +197,7 @@ def _fulltext_from_corpus(title: str) -> dict[str, Any]:
 
 
 def test_downloads_once_per_md5_and_falls_back_to_full_text(tmp_path: Path) -> None:
-    bitcoin = (CORPUS / "papers" / "bitcoin.pdf").read_bytes()
+    bitcoin = corpus_path("papers", "bitcoin.pdf").read_bytes()
     ft = _fulltext_from_corpus("Attention Is All You Need")
     server = ZoteroServer(
         _test_user_library(), [], files={"ZKT5WURW": bitcoin}, fulltext={"UMPPCXU4": ft}
@@ -245,7 +241,7 @@ def test_trashed_items_children_and_collections_are_dropped() -> None:
 
 
 def test_local_api_uses_the_files_where_zotero_keeps_them(tmp_path: Path) -> None:
-    pdf = CORPUS / "papers" / "bitcoin.pdf"
+    pdf = corpus_path("papers", "bitcoin.pdf")
     server = ZoteroServer(
         fixture("web-library__test-user-get-items-in-collection-algorithms.json"),
         [],

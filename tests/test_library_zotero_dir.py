@@ -17,21 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ZOTERO_DIR, corpus_path
 
 from zocrates_nb.library import Item, Library, LibraryError, read_zotero_dir
 from zocrates_nb.library.zotero_dir import open_snapshot
-
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-CORPUS = SHARED / "corpus"
-ZOTERO_DIR = CORPUS / "zotero-library"
-BUILD_SCRIPT = CORPUS / "build_zotero_library.py"
 
 pytestmark = pytest.mark.corpus
 
 
 def _need_corpus() -> None:
-    if not (ZOTERO_DIR / "zotero.sqlite").is_file():
-        pytest.skip(f"../shared/corpus not found: {ZOTERO_DIR}")
+    corpus_path("zotero-library", "zotero.sqlite")
 
 
 def _sha256(path: Path) -> str:
@@ -46,8 +41,7 @@ def library() -> Library:
 
 @pytest.fixture(scope="module")
 def manifest() -> dict[str, dict[str, Any]]:
-    _need_corpus()
-    papers = json.loads((CORPUS / "papers" / "manifest.json").read_text(encoding="utf-8"))
+    papers = json.loads(corpus_path("papers", "manifest.json").read_text(encoding="utf-8"))
     return {p["title"]: p for p in papers}
 
 
@@ -60,11 +54,12 @@ def legacy_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     on a busy disk and 0.3 s in RAM.
     """
     _need_corpus()
+    build_script = corpus_path("build_zotero_library.py")
 
     def build(out: Path) -> Path:
         flags = ["--legacy-type-ids", "--no-fulltext", "--copy", "--out", str(out)]
         subprocess.run(
-            [sys.executable, str(BUILD_SCRIPT), *flags],
+            [sys.executable, str(build_script), *flags],
             check=True,
             capture_output=True,
             timeout=600,
@@ -329,7 +324,7 @@ def test_linked_files_absolute_and_relative_to_the_base_directory(
     db_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no Zotero profile: no base directory
-    paper = CORPUS / "papers" / "raft.pdf"
+    paper = corpus_path("papers", "raft.pdf")
     base = tmp_path / "papers-base"
     (base / "consensus").mkdir(parents=True)
     shutil.copyfile(paper, base / "consensus" / "raft.pdf")
@@ -366,3 +361,30 @@ def test_not_a_zotero_directory(tmp_path: Path) -> None:
     (tmp_path / "zotero.sqlite").write_bytes(b"not a database at all" * 100)
     with pytest.raises(LibraryError, match=r"zotero\.sqlite"):
         read_zotero_dir(tmp_path)
+
+
+def test_a_storage_file_that_links_out_of_storage_is_skipped(db_copy: Path, tmp_path: Path) -> None:
+    """Zotero's storage holds copies; a link in it leading elsewhere is not read. A linked
+    file with an absolute path is where the user put it, so it is read (resolved)."""
+    lib = read_zotero_dir(db_copy)
+    pdfs = sorted((a for a in lib.attachments() if a.link_mode == "imported_file"),
+                  key=lambda a: a.key)
+    outside = tmp_path / "elsewhere" / "secret.pdf"
+    outside.parent.mkdir()
+    shutil.copyfile(corpus_path("papers", "raft.pdf"), outside)
+    inside = db_copy / "storage" / "SHARED01" / "real.pdf"
+    inside.parent.mkdir(parents=True)
+    shutil.copyfile(corpus_path("papers", "raft.pdf"), inside)
+    out_att, in_att, dir_att = pdfs[0], pdfs[1], pdfs[2]
+    for att, target in ((out_att, outside), (in_att, inside)):
+        link = db_copy / "storage" / att.key / att.filename
+        link.parent.mkdir(parents=True)
+        link.symlink_to(target)
+    (db_copy / "storage" / dir_att.key / dir_att.filename).mkdir(parents=True)
+    again = {a.key: a for a in read_zotero_dir(db_copy).attachments()}
+    assert again[out_att.key].path is None
+    assert again[out_att.key].skip_reason == (
+        f"a symbolic link to {outside.resolve()}, outside Zotero's storage folder: not followed")
+    assert again[in_att.key].path == inside.resolve() and again[in_att.key].skip_reason is None
+    assert again[dir_att.key].skip_reason == (
+        f"a folder, not a file: {db_copy / 'storage' / dir_att.key / dir_att.filename}")

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import corpus_path
 
 from zocrates_nb.bench_retrieval import bench_beir, ndcg_at_k, percentile, recall_at_k
-
-SCIFACT = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "beir-scifact"
 
 
 def test_ndcg_uses_graded_gains_and_the_ideal_ordering() -> None:
@@ -27,9 +26,9 @@ def test_ndcg_uses_graded_gains_and_the_ideal_ordering() -> None:
     assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 0.5) == 3.0
 
 
-def _slice(out: Path, n_queries: int = 4, distractors: int = 30) -> Path:
+def _slice(scifact: Path, out: Path, n_queries: int = 4, distractors: int = 30) -> Path:
     """A small BEIR dataset: a few test queries, their relevant docs, and distractors."""
-    qrels_lines = (SCIFACT / "qrels" / "test.tsv").read_text("utf-8").splitlines()[1:]
+    qrels_lines = (scifact / "qrels" / "test.tsv").read_text("utf-8").splitlines()[1:]
     qrels: dict[str, list[str]] = {}
     for line in qrels_lines:
         q, d, _ = line.split("\t")
@@ -37,12 +36,12 @@ def _slice(out: Path, n_queries: int = 4, distractors: int = 30) -> Path:
             qrels.setdefault(q, []).append(d)
     wanted = {d for ds in qrels.values() for d in ds}
     docs = []
-    with (SCIFACT / "corpus.jsonl").open(encoding="utf-8") as fh:
+    with (scifact / "corpus.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             doc = json.loads(line)
             if doc["_id"] in wanted or len(docs) < distractors:
                 docs.append(doc)
-    queries = [json.loads(x) for x in (SCIFACT / "queries.jsonl").read_text("utf-8").splitlines()
+    queries = [json.loads(x) for x in (scifact / "queries.jsonl").read_text("utf-8").splitlines()
                if json.loads(x)["_id"] in qrels]
     (out / "qrels").mkdir(parents=True)
     (out / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), "utf-8")
@@ -55,9 +54,7 @@ def _slice(out: Path, n_queries: int = 4, distractors: int = 30) -> Path:
 
 @pytest.mark.corpus
 def test_bench_beir_scores_every_method_and_caches_the_index(tmp_path: Path) -> None:
-    if not SCIFACT.is_dir():
-        pytest.skip(f"../shared/corpus not found: {SCIFACT}")
-    data = _slice(tmp_path / "scifact-slice")
+    data = _slice(corpus_path("beir-scifact"), tmp_path / "scifact-slice")
     args = argparse.Namespace(dir=data, home=tmp_path / "home", json=True, split="test",
                               queries_limit=None)
     first: dict[str, Any] = bench_beir(args)

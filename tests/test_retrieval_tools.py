@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from zocrates_nb.config import RetrievalSettings
-from zocrates_nb.retrieval import RunState, Toolkit, make_scope
+from zocrates_nb.retrieval import RunState, Toolkit, allowed_keys, bind
 from zocrates_nb.retrieval.assets import section_span
 from zocrates_nb.retrieval.outline import MAX_SECTIONS
+from zocrates_nb.turn import Scope
 
 RAFT, RAFT_PDF, RAFT_NOTE = "B4BVDRMA", "YH7LQ4ZJ", "YJWHUYBU"
 TRANSFORMER, TRANSFORMER_PDF, TRANSFORMER_HTML, TRANSFORMER_NOTE = (
@@ -290,8 +291,7 @@ def test_frontmatter_survey_returns_one_paper_each(index: Any) -> None:
 
 
 def test_a_selection_scope_refuses_other_items(index: Any) -> None:
-    scope = make_scope(index, items=[RAFT])
-    kit = Toolkit(index, RunState.new(scope=scope))
+    kit = Toolkit(index, bind(index, Scope(items=[RAFT])))
     for result in (
         kit.search_corpus("attention heads", item_key=TRANSFORMER),
         kit.read_document(TRANSFORMER_PDF, "s1"),
@@ -308,16 +308,16 @@ def test_a_selection_scope_refuses_other_items(index: Any) -> None:
 
 
 def test_a_collection_scope_refuses_items_outside_it(index: Any) -> None:
-    scope = make_scope(index, collections=["Information Retrieval"])
-    allowed = set(scope.allowed_keys)
+    state = bind(index, Scope(collections=["Information Retrieval"]))
+    allowed = set(state.allowed_keys)
     assert allowed and RAFT not in allowed
-    kit = Toolkit(index, RunState.new(scope=scope))
+    kit = Toolkit(index, state)
     assert kit.read_document(RAFT, "s1")["status"] == "out_of_scope"
     got = kit.search_corpus("consensus leader election", limit=10)
     assert got["status"] == "success"
     assert {r["item_key"] for r in got["results"]} <= allowed
     with pytest.raises(ValueError, match="unknown collection"):
-        make_scope(index, collections=["No Such Collection"])
+        allowed_keys(index, Scope(collections=["No Such Collection"]))
 
 
 # ----------------------------------------------------------------------------- reports
@@ -364,8 +364,8 @@ def test_cli_toc_and_read(corpus_index: Any, capsys: pytest.CaptureFixture[str])
 
 
 def test_active_items_in_a_library_run(index: Any) -> None:
-    kit = Toolkit(index, RunState.new(scope=make_scope(index, active=[ZOOKEEPER])))
-    assert kit.state.scope.kind == "library"
+    kit = Toolkit(index, bind(index, active=[ZOOKEEPER]))
+    assert kit.state.scope.kind == "library" and not kit.state.restricted
     got = kit.search_corpus("leader election", item_key="selected", limit=3)
     assert {r["item_key"] for r in got["results"]} == {ZOOKEEPER}
     assert kit.read_document(RAFT, "s1")["status"] == "success"  # the library stays open

@@ -17,8 +17,8 @@ from zocrates_nb.retrieval.state import (
     Evidence,
     ExtensionRequest,
     RunState,
-    Scope,
 )
+from zocrates_nb.turn import Scope
 
 # ----------------------------------------------------------------------------- asset ids
 
@@ -121,8 +121,10 @@ def test_state_round_trips_through_json_mid_run() -> None:
     st = RunState.new(
         RetrievalSettings(),
         goal="leader election",
-        scope=Scope(kind="selection", item_keys=["AAAA1111"], allowed_keys=["AAAA1111"]),
+        scope=Scope(items=["AAAA1111"]),
+        allowed_keys=["AAAA1111"],
     )
+    assert st.restricted and st.active_keys == ["AAAA1111"]
     st.add_evidence([_evidence(1), _evidence(2, csv="a,b\n1,2", chunk_type="table")])
     st.mark_seen(["DOC1:0001", "DOC1:0002"])
     st.mark_asset("DOC1:s2")
@@ -135,6 +137,19 @@ def test_state_round_trips_through_json_mid_run() -> None:
     again = RunState.from_json(json.loads(text))
     assert again == st
     assert again.to_json() == data
+
+
+def test_a_first_release_run_state_reads_into_one_scope_type() -> None:
+    """A checkpoint snapshot of the first release kept a second scope type in the run state."""
+    legacy = RunState.new(RetrievalSettings(), goal="g").to_json()
+    for kind, items, active in (("selection", ["AAAA1111"], ["AAAA1111"]),
+                                ("library", [], ["BBBB2222"])):  # fmt: skip
+        legacy["scope"] = {"kind": kind, "item_keys": items or active, "collections": ["C"],
+                           "allowed_keys": ["AAAA1111"]}  # fmt: skip
+        st = RunState.from_json(legacy)
+        assert st.scope == Scope(items=items, collections=["C"])
+        assert st.allowed_keys == ["AAAA1111"] and st.active_keys == active
+        assert RunState.from_json(st.to_json()) == st
 
 
 def test_evidence_is_deduplicated_by_chunk_id_and_words_follow() -> None:

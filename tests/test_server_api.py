@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -172,8 +173,11 @@ def test_a_client_that_leaves_mid_stream_loses_nothing(server: JupyterServer) ->
 
 
 # --- checkpoints ------------------------------------------------------------------------------
-def _events(stream: Iterator[Event]) -> list[Event]:
-    return list(stream)
+def _events(stream: AsyncIterator[Event]) -> list[Event]:
+    async def collect() -> list[Event]:
+        return [event async for event in stream]
+
+    return asyncio.run(collect())
 
 
 def test_checkpoint_conflict_and_resume_after_a_server_restart(
@@ -185,10 +189,14 @@ def test_checkpoint_conflict_and_resume_after_a_server_restart(
     session_id = checkpoint.session_id
     assert client.last_session_id == session_id
 
-    pending = client.session(session_id)["pending_checkpoint"]
-    assert pending == checkpoint.model_dump(mode="json")
-    listed = {s["session_id"]: s for s in client.sessions()}
-    assert listed[session_id]["pending_checkpoint"] == checkpoint.interrupt_id
+    # The stored turn is the record the HTTP API serves, its card the event that was streamed.
+    detail = client.detail(session_id)
+    assert detail.pending_checkpoint == checkpoint
+    (paused,) = detail.turns
+    assert paused.status == "checkpoint" and paused.evidence and paused.tool_calls == 1
+    assert client.turn(paused.turn_id, session_id=session_id) == paused
+    listed = {s.session_id: s for s in client.sessions()}
+    assert listed[session_id].pending_checkpoint == checkpoint.interrupt_id
 
     with pytest.raises(ServerError) as conflict:
         _events(client.ask("And another question?", session_id=session_id))
@@ -199,18 +207,17 @@ def test_checkpoint_conflict_and_resume_after_a_server_restart(
 
     server.restart()  # a new process: the checkpoint lives in sessions.db only
     with RemoteClient(server.url, server.token) as fresh:
-        assert fresh.session(session_id)["pending_checkpoint"]["interrupt_id"] == (
-            checkpoint.interrupt_id
-        )
-        resumed = _events(fresh.resume(session_id, "synthesize"))
+        assert fresh.session(session_id).pending_checkpoint == checkpoint.interrupt_id
+        resumed = _events(fresh.resume(session_id, None, "synthesize"))
         final = resumed[-1]
         assert isinstance(final, Final), resumed[-1]
         assert final.cited_sources or final.other_sources
-        detail = fresh.session(session_id)
-        assert detail["pending_checkpoint"] is None
-        assert [t["status"] for t in detail["turns"]] == ["answered"]
+        detail = fresh.detail(session_id)
+        assert detail.pending_checkpoint is None
+        assert [t.status for t in detail.turns] == ["answered"]
+        assert detail.turns[0].evidence == final.evidence
         with pytest.raises(ServerError) as nothing:
-            _events(fresh.resume(session_id, "synthesize", interrupt_id=checkpoint.interrupt_id))
+            _events(fresh.resume(session_id, checkpoint.interrupt_id, "synthesize"))
         assert nothing.value.status == 409
 
 

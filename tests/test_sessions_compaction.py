@@ -180,7 +180,7 @@ def test_nothing_to_compact_and_paused_sessions_are_left_alone(tmp_path: Path) -
     _ask(store, sid, "three")
     t = store.begin_turn(sid, "four: a broad survey")
     store.save_checkpoint(
-        sid, CheckpointSnapshot(interrupt_id="i", turn_id=t.turn_id), turn_payload={}
+        sid, CheckpointSnapshot(interrupt_id="i", turn_id=t.turn_id), turn=t
     )
     before = store.load_messages(sid)
     assert asyncio.run(compact(store, sid, offline_summarize)) is None

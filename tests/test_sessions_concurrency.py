@@ -96,7 +96,7 @@ def test_one_of_three_processes_claims_and_its_death_frees_the_checkpoint(tmp_pa
     sid = store.create_session().id
     turn = store.begin_turn(sid, "Survey dense retrieval")
     snap = CheckpointSnapshot(interrupt_id=f"{turn.turn_id}-ext1", turn_id=turn.turn_id)
-    store.save_checkpoint(sid, snap, turn_payload={})
+    store.save_checkpoint(sid, snap, turn=turn)
 
     ctx = mp.get_context("spawn")
     start, results = ctx.Event(), ctx.Queue()

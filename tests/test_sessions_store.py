@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import sqlite3
@@ -28,16 +29,17 @@ from zocrates_nb.sessions import (
     LEASE_SECONDS,
     MAX_AUDIT_TURNS,
     MAX_CACHED_OUTLINES,
+    SCHEMA_VERSION,
     AuditRecord,
     CheckpointClaimed,
     CheckpointPending,
     CheckpointSnapshot,
     NoPendingCheckpoint,
-    Scope,
     SessionNotFound,
     SessionState,
     SessionStore,
 )
+from zocrates_nb.turn import AskOptions, CheckpointInfo, Scope, Source, TurnResult
 
 
 @pytest.fixture
@@ -136,34 +138,37 @@ def test_replace_messages_is_all_or_nothing(store: SessionStore) -> None:
     assert store.load_messages(sid)[0] == summary
 
 
-def test_turns_history_and_payload_merge(store: SessionStore) -> None:
+def test_turns_are_typed_records_stored_whole(store: SessionStore) -> None:
     sid = store.create_session().id
-    t = store.begin_turn(sid, "Which paper introduced DPR?", Scope(items=["ABCD1234"]))
-    assert (t.index, t.status, t.scope["items"]) == (1, "running", ["ABCD1234"])
-    store.update_turn(t.turn_id, payload={"timings": {"search": 1.5}})
-    cited = [{"n": 1, "item_key": "ABCD1234", "title": "Dense Passage Retrieval"}]
+    t = store.begin_turn(sid, "Which paper introduced DPR?", AskOptions(items=["ABCD1234"]))
+    assert (t.index, t.status, t.scope.items, t.options.hitl) == (1, "running", ["ABCD1234"], True)
+    assert t.created is not None and t.created == t.updated
+    store.update_turn(t.turn_id, timings={"search": 1.5})
+    cited = [Source(n=1, item_key="ABCD1234", title="Dense Passage Retrieval", tier="cited")]
     done = store.update_turn(
-        t.turn_id,
-        status="answered",
-        answer="Karpukhin et al. [1]",
-        payload={"cited_sources": cited},
+        t.turn_id, status="answered", answer="Karpukhin et al. [1]", cited_sources=cited
     )
-    assert done.payload == {"timings": {"search": 1.5}, "cited_sources": cited}
+    assert isinstance(done, TurnResult)
+    assert done.timings == {"search": 1.5} and done.cited_sources == cited
+    assert done.updated is not None and t.created is not None and done.updated >= t.created
     t2 = store.begin_turn(sid, "Thanks!")
-    store.update_turn(t2.turn_id, status="error", payload={"error": "model endpoint unreachable"})
+    store.update_turn(t2.turn_id, status="error", error="model endpoint unreachable")
     with pytest.raises(ValueError, match="unknown turn status"):
-        store.update_turn(t2.turn_id, status="done")  # type: ignore[arg-type]
+        store.update_turn(t2.turn_id, status="done")
 
-    hist = store.history(sid)
-    assert [(h.index, h.prompt, h.status) for h in hist] == [
+    turns = store.turns(sid)
+    assert [(h.index, h.prompt, h.status) for h in turns] == [
         (1, "Which paper introduced DPR?", "answered"),
         (2, "Thanks!", "error"),
     ]
-    assert hist[0].cited_sources == cited and hist[0].checkpoint is None
-    assert hist[1].error == "model endpoint unreachable"
-    bubbles = hist[0].as_messages()
-    assert [b["role"] for b in bubbles] == ["user", "assistant"]
-    assert bubbles[1]["text"] == "Karpukhin et al. [1]"
+    assert turns[0].cited_sources == cited and turns[0].checkpoint is None
+    assert turns[1].error == "model endpoint unreachable"
+    # The row holds exactly the record (no derived totals, no timestamps: those are columns).
+    raw = store._conn().execute("SELECT result FROM turns WHERE turn_id = ?", (t.turn_id,))
+    stored = json.loads(raw.fetchone()[0])
+    assert set(stored) == set(TurnResult.model_fields) - {"created", "updated"}
+    assert "input_tokens" not in stored["usage"] and "scope" not in stored
+    assert store.schema_version == SCHEMA_VERSION
 
 
 def test_a_pending_checkpoint_refuses_new_questions_until_cleared(store: SessionStore) -> None:
@@ -173,7 +178,9 @@ def test_a_pending_checkpoint_refuses_new_questions_until_cleared(store: Session
     snap = CheckpointSnapshot(
         interrupt_id="int-1", turn_id=t.turn_id, payload={"tool_count": 10, "evidence": [1, 2]}
     )
-    store.save_checkpoint(sid, snap, turn_payload={"checkpoint": {"extension": 1, "budget": 10}})
+    card = CheckpointInfo(interrupt_id="int-1", extension=1, calls_used=10, budget=10,
+                          words_used=900, word_ceiling=7500)  # fmt: skip
+    store.save_checkpoint(sid, snap, turn=t.model_copy(update={"checkpoint": card}))
     assert store.get_turn(t.turn_id).status == "checkpoint"
 
     # Another process (a fresh store on the same file) sees the pause and is refused too.
@@ -184,11 +191,11 @@ def test_a_pending_checkpoint_refuses_new_questions_until_cleared(store: Session
         other.begin_turn(sid, "A new question")
     assert refused.value.interrupt_id == "int-1" and refused.value.turn_id == t.turn_id
     assert len(store.turns(sid)) == 1  # nothing was written
-    assert store.history(sid)[0].checkpoint == {"extension": 1, "budget": 10}
+    assert store.turns(sid)[0].checkpoint == card
 
     assert store.clear_checkpoint(sid) == pending
+    assert store.turns(sid)[0].checkpoint is None  # shown only while it waits
     store.update_turn(t.turn_id, status="answered", answer="…")
-    assert store.history(sid)[0].checkpoint is None
     assert store.begin_turn(sid, "A new question").index == 2
 
 
@@ -196,7 +203,7 @@ def _paused(store: SessionStore, interrupt_id: str = "t1-ext1") -> tuple[str, st
     sid = store.create_session().id
     t = store.begin_turn(sid, "Survey dense retrieval")
     snap = CheckpointSnapshot(interrupt_id=interrupt_id, turn_id=t.turn_id, payload={"n": 1})
-    store.save_checkpoint(sid, snap, turn_payload={})
+    store.save_checkpoint(sid, snap, turn=t)
     return sid, t.turn_id
 
 
@@ -238,9 +245,9 @@ def test_a_new_snapshot_or_the_answer_ends_the_claim(store: SessionStore) -> Non
     first = store.claim_checkpoint(sid)
     assert first.claim is not None
     with pytest.raises(CheckpointClaimed):
-        store.save_checkpoint(sid, first, turn_payload={}, claim="not-the-holder")
+        store.save_checkpoint(sid, first, turn=store.get_turn(turn_id), claim="not-the-holder")
     ext2 = CheckpointSnapshot(interrupt_id="t1-ext2", turn_id=turn_id)
-    store.save_checkpoint(sid, ext2, turn_payload={}, claim=first.claim.token)
+    store.save_checkpoint(sid, ext2, turn=store.get_turn(turn_id), claim=first.claim.token)
     pending = store.pending_checkpoint(sid)
     assert pending is not None and pending.interrupt_id == "t1-ext2" and pending.claim is None
     assert store.get_turn(turn_id).status == "checkpoint"
@@ -307,15 +314,13 @@ def test_audit_keeps_the_last_five_turns_and_updates_resumed_turns_in_place(
     assert len(audit) == MAX_AUDIT_TURNS
 
     def resume(s: SessionState) -> None:
-        s.record_audit(
-            AuditRecord(turn_id="t4", search_goal="extended", cited_chunk_ids=["c1"], cost_usd=0.01)
-        )
+        s.record_audit(AuditRecord(turn_id="t4", search_goal="extended", report={"gaps": []}))
 
     store.update_state(sid, resume)
     audit = store.get_state(sid).audit
     assert [r.turn_id for r in audit] == ["t2", "t3", "t4", "t5", "t6"]  # same place, no duplicate
     t4 = audit[2]
-    assert (t4.search_goal, t4.cited_chunk_ids, t4.cost_usd) == ("extended", ["c1"], 0.01)
+    assert (t4.search_goal, t4.report) == ("extended", {"gaps": []})
     assert t4.created == store.get_state(sid).audit_for("t4").created  # type: ignore[union-attr]
     assert t4.updated >= t4.created
 
@@ -361,10 +366,10 @@ def test_state_holds_scope_profile_and_survives_a_reopen(store: SessionStore) ->
     store.update_state(sid, setup)
     store.close()
     again = SessionStore.open(store.path.parent).get_state(sid)
-    assert again.scope.items == ["K1"] and not again.scope.is_library
+    assert again.scope.items == ["K1"] and again.scope.kind == "selection"
     assert again.research_profile == "PhD student in information retrieval"
     assert again.extras == {"continuity": {"last_scope": ["K1"]}}
-    assert Scope().is_library
+    assert Scope().kind == "library" and Scope(collections=["C"]).kind == "collection"
 
 
 def test_a_failing_update_leaves_the_state_untouched(store: SessionStore) -> None:

@@ -92,6 +92,7 @@ def test_a_question_streams_steps_and_a_cited_answer_then_history_reloads(app: A
     assert widget.sessions[0]["title"].startswith("How does reciprocal rank fusion")
 
     # A view that renders later asks for the history of the open session.
+    shown = [e["label"] for e in comm.events("step") if e["phase"] != "done"]
     comm.clear()
     send_from_front_end(widget, {"kind": "open_session", "session_id": widget.session_id})
     (history,) = comm.messages("history")
@@ -102,6 +103,9 @@ def test_a_question_streams_steps_and_a_cited_answer_then_history_reloads(app: A
                                                           for c in final["citations"]]
     assert turn["cited_sources"] and turn["model"].startswith("embedded offline engine")
     assert turn["seconds"] > 0 and turn["checkpoint"] is None
+    # The steps trail comes back too, each step timed.
+    assert shown and [s["label"] for s in turn["steps"]] == shown
+    assert all(s["seconds"] >= 0 for s in turn["steps"])
 
 
 def test_checkpoint_buttons_resume_the_same_turn_also_after_a_kernel_restart(app: App) -> None:
@@ -260,7 +264,7 @@ def _error_for(widget: ChatWidget, scope: dict[str, Any]) -> str:
 
 def test_a_scoped_question_searches_only_the_picked_paper(app: App) -> None:
     widget, comm = panel(app)
-    key = next(i.key for i in app.index.items() if i.title.startswith("Leases"))
+    key = next(h.key for h in app.search_titles("Leases") if h.title.startswith("Leases"))
     send_from_front_end(widget, {"kind": "set_scope", "scope": {
         "mode": "items", "items": [{"key": key, "title": "", "year": None}], "collections": []}})
 
@@ -273,7 +277,7 @@ def test_a_scoped_question_searches_only_the_picked_paper(app: App) -> None:
     final = comm.events("final")[0]
     assert final["citations"] and {c["item_key"] for c in final["citations"]} == {key}
     assert {s["item_key"] for s in final["other_sources"]} <= {key}
-    assert app.store.get_turn(final["turn_id"]).scope["items"] == [key]
+    assert app.turn(final["turn_id"]).scope.items == [key]
 
 
 def test_new_session_and_bad_session_ids(app: App) -> None:

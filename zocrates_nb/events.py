@@ -2,6 +2,7 @@
 
 A turn yields these in order; it ends with exactly one `Final`, `CheckpointEvent` or `ErrorEvent`.
 Every event serialises to a JSON object with a `type` field (the SSE/widget wire format).
+`Final` is the turn's `TurnResult` itself (zocrates_nb/turn.py).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
+
+from zocrates_nb.turn import CheckpointInfo, Citation, Source, TurnResult
 
 
 class _Event(BaseModel):
@@ -40,60 +43,39 @@ class Step(_Event):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
-class Source(BaseModel):
-    """One paper in the Sources block (tier 'cited' or 'other')."""
+class CheckpointEvent(_Event, CheckpointInfo):
+    """The search paused: the researcher may grant a deep-research extension or synthesize now.
 
-    n: int | None = None  # its first citation number when cited
-    numbers: list[int] = Field(default_factory=list)  # every [n] that cites this paper
-    item_key: str
-    title: str
-    authors: list[str] = Field(default_factory=list)
-    year: int | None = None
-    tier: Literal["cited", "other"] = "other"
-
-
-class Citation(BaseModel):
-    """What a `[n]` marker points at (for popovers)."""
-
-    n: int
-    chunk_id: str
-    item_key: str
-    title: str
-    authors: list[str] = Field(default_factory=list)
-    year: int | None = None
-    section: str = ""
-    page: int | None = None
-    text: str = ""
-    support: float | None = None  # verification support probability
-
-
-class CheckpointEvent(_Event):
-    """The search paused: the researcher may grant a deep-research extension or synthesize now."""
+    The event envelope around `CheckpointInfo`, which the turn's record keeps while it waits.
+    """
 
     type: Literal["checkpoint"] = "checkpoint"
-    interrupt_id: str
-    extension: int  # the extension this would grant: 1 or 2
-    max_extensions: int = 2
-    calls_used: int
-    budget: int
-    words_used: int
-    word_ceiling: int
-    covered_summary: str = ""
-    missing_aspects: list[str] = Field(default_factory=list)
-    cost_usd: float | None = None
+
+    @classmethod
+    def of(cls, result: TurnResult) -> CheckpointEvent | None:
+        """The checkpoint a stored turn waits at, as the event that announced it."""
+        if result.checkpoint is None:
+            return None
+        return cls(
+            session_id=result.session_id,
+            turn_id=result.turn_id,
+            **result.checkpoint.model_dump(),
+        )
 
 
-class Final(_Event):
-    """The turn's answer with its sources and citations."""
+class Final(TurnResult):
+    """The turn's answer: its whole record (sources, citations, evidence, usage…), so the
+    stream's last event and what `sessions.db` keeps are the same data."""
 
     type: Literal["final"] = "final"
-    answer: str
-    cited_sources: list[Source] = Field(default_factory=list)
-    other_sources: list[Source] = Field(default_factory=list)
-    citations: list[Citation] = Field(default_factory=list)
-    usage: dict[str, Any] = Field(default_factory=dict)
-    seconds: float = 0.0
-    model: str = ""  # which model answered ("embedded offline engine (no language model)" …)
+
+    @classmethod
+    def of(cls, result: TurnResult) -> Final:
+        return cls(**dict(result))
+
+    def result(self) -> TurnResult:
+        """The record without the event's `type`."""
+        return TurnResult(**{k: v for k, v in self if k != "type"})
 
 
 class ErrorEvent(_Event):
@@ -112,3 +94,18 @@ EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 def event_from_json(data: dict[str, Any]) -> Event:
     return EVENT_ADAPTER.validate_python(data)
+
+
+__all__ = [
+    "EVENT_ADAPTER",
+    "CheckpointEvent",
+    "Citation",
+    "ErrorEvent",
+    "Event",
+    "Final",
+    "Source",
+    "Step",
+    "TextDelta",
+    "Thinking",
+    "event_from_json",
+]

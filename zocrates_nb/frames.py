@@ -1,7 +1,7 @@
 """pandas views of what a session searched, read and cited, and of what the library holds.
 
-Read-only: the frames are built from the session store's turn and audit records and from the
-index catalogue, never by re-running anything. Every frame has fixed columns with nullable pandas
+Read-only: the frames flatten the session's `TurnResult`s (their evidence rows and usage) and
+the index catalogue, never re-running anything. Every frame has fixed columns with nullable pandas
 dtypes (listed in the *_COLUMNS mappings below), so an empty session gives an empty frame with the
 same columns and dtypes, and code written against a full frame works on an empty one.
 """
@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from zocrates_nb.sessions import AuditRecord, SessionStore, TurnRecord
+from zocrates_nb.sessions import SessionStore
+from zocrates_nb.turn import Scope, TurnResult
+
+if TYPE_CHECKING:
+    from zocrates_nb.app import App
+    from zocrates_nb.index import Index
 
 # One row per evidence chunk a turn gathered: what the synthesizer was given (ranked, in order),
 # then the other passages the search found.
@@ -49,7 +54,7 @@ AUDIT_COLUMNS: dict[str, str] = {
     "search_goal": "string",  # the standalone goal the coordinator gave the search ("" : none)
     "scope": "string",  # "library", "items: K1, K2" or "collections: C1"
     "calls": "Int64",  # retrieval tool calls used
-    "words": "Int64",  # evidence words gathered
+    "words": "Int64",  # evidence words gathered (the turn's evidence rows)
     "extensions": "Int64",  # deep-research extensions granted
     "evidence": "Int64",  # evidence chunks gathered by the search
     "cited": "Int64",  # distinct chunks cited in the answer
@@ -97,36 +102,25 @@ def _frame(rows: list[dict[str, Any]], columns: Mapping[str, str]) -> pd.DataFra
 
 
 # ---------------------------------------------------------------------------- sources
-def _store(app_or_store: Any) -> SessionStore:
-    """A SessionStore from an App, a store, or a data home path."""
-    if isinstance(app_or_store, SessionStore):
-        return app_or_store
-    if isinstance(app_or_store, str | Path):
-        return SessionStore.open(Path(app_or_store).expanduser())
-    store = getattr(app_or_store, "store", None) or getattr(app_or_store, "sessions_store", None)
-    if isinstance(store, SessionStore):
-        return store
-    raise TypeError(f"expected an App, a SessionStore or a data home, got {type(app_or_store)}")
+def _turns(source: App | SessionStore | str | Path, session_id: str) -> list[TurnResult]:
+    """A session's turns from an App, a store, or a data home path."""
+    if isinstance(source, str | Path):
+        return SessionStore.open(Path(source).expanduser()).turns(session_id)
+    if isinstance(source, SessionStore):
+        return source.turns(session_id)
+    return source.history(session_id)
 
 
-def _index(app_or_index: Any) -> Any:
-    if isinstance(app_or_index, str | Path):
+def _index(source: Any) -> Any:
+    """An App's index, an Index, or the index of a data home path."""
+    if isinstance(source, str | Path):
         from zocrates_nb.index import Index
 
-        return Index.open(Path(app_or_index).expanduser())
-    index = getattr(app_or_index, "index", None)
-    if index is not None and hasattr(index, "items"):
-        return index
-    if hasattr(app_or_index, "items") and hasattr(app_or_index, "documents"):
-        return app_or_index
-    raise TypeError(f"expected an App, an Index or a data home, got {type(app_or_index)}")
+        return Index.open(Path(source).expanduser())
+    return getattr(source, "library_index", source)
 
 
-def _audits(store: SessionStore, session_id: str) -> dict[str, AuditRecord]:
-    return {r.turn_id: r for r in store.get_state(session_id).audit}
-
-
-def _pick_turns(turns: list[TurnRecord], turn: int | str | None) -> list[TurnRecord]:
+def _pick_turns(turns: list[TurnResult], turn: int | str | None) -> list[TurnResult]:
     """All turns, or one by its number (1-based; negative counts from the end) or its id."""
     if turn is None:
         return turns
@@ -143,164 +137,84 @@ def _pick_turns(turns: list[TurnRecord], turn: int | str | None) -> list[TurnRec
     return picked
 
 
-def _extra(record: AuditRecord | None, name: str) -> Any:
-    if record is None:
-        return None
-    value = getattr(record, name, None)
-    if value is None and record.model_extra:
-        value = record.model_extra.get(name)
-    return value
-
-
-def _first(*values: Any) -> Any:
-    return next((v for v in values if v is not None), None)
-
-
 # ---------------------------------------------------------------------------- evidence
 def evidence_frame(
-    app_or_store: Any, session_id: str, turn: int | str | None = None
+    source: App | SessionStore | str | Path, session_id: str, turn: int | str | None = None
 ) -> pd.DataFrame:
     """One row per evidence chunk of a session's turns (or of one turn: its number or id).
 
-    Columns and dtypes: `EVIDENCE_COLUMNS`. Rows keep the order the synthesizer saw them in
-    (the reranked evidence), then the other gathered passages (`ranked` false). A turn paused at
-    a checkpoint lists what it gathered so far. Given an App (not only a store), chunk types
-    missing from the stored rows are looked up in the index.
+    Columns and dtypes: `EVIDENCE_COLUMNS`, each one a field of `turn.EvidenceRow`. Rows keep
+    the order the synthesizer saw them in (the reranked evidence), then the other gathered
+    passages (`ranked` false). A turn paused at a checkpoint lists what it gathered so far.
     """
-    store = _store(app_or_store)
-    audits = _audits(store, session_id)
-    rows: list[dict[str, Any]] = []
-    for t in _pick_turns(store.turns(session_id), turn):
-        rows.extend(_evidence_rows(t, audits.get(t.turn_id)))
-    _fill_chunk_types(rows, getattr(app_or_store, "index", None))
+    rows = [
+        {"turn": t.index, "turn_id": t.turn_id, **e.model_dump()}
+        for t in _pick_turns(_turns(source, session_id), turn)
+        for e in t.evidence
+    ]
+    if not isinstance(source, SessionStore | str | Path):
+        _fill_chunk_types(rows, source.library_index)
     return _frame(rows, EVIDENCE_COLUMNS)
 
 
-def _evidence_rows(t: TurnRecord, audit: AuditRecord | None) -> list[dict[str, Any]]:
-    p = t.payload
-    evidence: list[dict[str, Any]] = list(p.get("evidence") or (audit.evidence if audit else []))
-    cited_ids = set(audit.cited_chunk_ids if audit else [])
-    support: dict[str, float] = {}
-    for c in p.get("citations") or []:
-        cid = c.get("chunk_id")
-        if not cid:
-            continue
-        cited_ids.add(cid)
-        if isinstance(c.get("support"), int | float):
-            support[cid] = max(support.get(cid, 0.0), float(c["support"]))
-    # Authors and years come with the sources: every retrieved paper is in one of the tiers.
-    papers = {s.get("item_key"): s for s in [*(p.get("cited_sources") or []),
-                                             *(p.get("other_sources") or []),
-                                             *(audit.sources if audit else [])]}
-    rows = []
-    position = 0
-    for e in evidence:
-        cid = str(e.get("chunk_id", ""))
-        paper = papers.get(e.get("item_key")) or {}
-        own_support = e.get("support")
-        ranked = e["ranked"] if isinstance(e.get("ranked"), bool) else (
-            e.get("rerank_score") is not None or bool(e.get("rerank_method")))
-        position += ranked
-        rows.append({
-            "turn": t.index,
-            "turn_id": t.turn_id,
-            "chunk_id": cid,
-            "item_key": e.get("item_key"),
-            "title": e.get("title") or paper.get("title"),
-            "authors": list(e.get("authors") or paper.get("authors") or []),
-            "year": _first(e.get("year"), paper.get("year")),
-            "section": e.get("section"),
-            "chunk_type": e.get("chunk_type"),
-            "words": _first(e.get("words"), len(str(e.get("text", "")).split())),
-            "retrieval_rank": _first(e.get("retrieval_rank"), e.get("rank")),
-            "ranked": ranked,
-            "rerank_rank": _first(e.get("rerank_rank"), position if ranked else None),
-            "rerank_score": e.get("rerank_score"),
-            "cited": bool(e["cited"]) if isinstance(e.get("cited"), bool) else cid in cited_ids,
-            "support": _first(own_support if isinstance(own_support, int | float) else None,
-                              support.get(cid)),
-            "tool": e.get("tool"),
-            "page": e.get("page"),
-            "text": e.get("text"),
-        })
-    return rows
-
-
 def _fill_chunk_types(rows: list[dict[str, Any]], index: Any) -> None:
+    """Rows stored by the first release lack their chunk type: the index knows it."""
     missing = [r["chunk_id"] for r in rows if not r["chunk_type"]]
-    if not missing or index is None or not hasattr(index, "chunks"):
-        return
-    types = {c.chunk_id: c.chunk_type for c in index.chunks(missing)}
-    for r in rows:
-        r["chunk_type"] = r["chunk_type"] or types.get(r["chunk_id"])
+    if missing:
+        types = {c.chunk_id: c.chunk_type for c in index.chunks(missing)}
+        for r in rows:
+            r["chunk_type"] = r["chunk_type"] or types.get(r["chunk_id"])
 
 
 # ---------------------------------------------------------------------------- audit
-def audit_frame(app_or_store: Any, session_id: str) -> pd.DataFrame:
+def audit_frame(source: App | SessionStore | str | Path, session_id: str) -> pd.DataFrame:
     """One row per turn of a session: what was asked and searched, what it used and cost.
 
-    Columns and dtypes: `AUDIT_COLUMNS`. The session keeps detailed audit records for its last
-    five turns; older turns still have their query, status, timings, tokens and cost.
+    Columns and dtypes: `AUDIT_COLUMNS`. Given an App, collections are shown by name.
     """
-    store = _store(app_or_store)
-    audits = _audits(store, session_id)
-    rows = [_audit_row(t, audits.get(t.turn_id)) for t in store.turns(session_id)]
-    return _frame(rows, AUDIT_COLUMNS)
+    names: dict[str, str] = {}
+    if not isinstance(source, SessionStore | str | Path):
+        names = source.library_index.collection_paths()
+    return _frame([_audit_row(t, names) for t in _turns(source, session_id)], AUDIT_COLUMNS)
 
 
-def _audit_row(t: TurnRecord, a: AuditRecord | None) -> dict[str, Any]:
-    p = t.payload
-    usage: dict[str, Any] = {**(p.get("usage") or {}), **(a.usage if a else {})}
-    timings: dict[str, Any] = {**(p.get("timings") or {}), **(a.timings if a else {})}
-    checkpoint: dict[str, Any] = p.get("checkpoint") or {}  # a paused turn's counters
-    evidence = p.get("evidence") or (a.evidence if a else [])
-    cited = {c.get("chunk_id") for c in p.get("citations") or [] if c.get("chunk_id")}
-    if a:
-        cited |= set(a.cited_chunk_ids)
-    scope = a.scope.model_dump() if a else t.scope
-    granted = checkpoint["extension"] - 1 if checkpoint.get("extension") else None
+def _audit_row(t: TurnResult, names: Mapping[str, str]) -> dict[str, Any]:
     return {
         "turn": t.index,
         "turn_id": t.turn_id,
         "status": t.status,
-        "query": a.user_query if a and a.user_query else t.prompt,
-        "search_goal": _first(a.search_goal if a else None, p.get("search_goal"), ""),
-        "scope": describe_scope(scope),
-        "calls": _first(_extra(a, "tool_calls"), _extra(a, "calls_used"),
-                        checkpoint.get("calls_used")),
-        "words": _first(_extra(a, "words_used"), checkpoint.get("words_used")),
-        "extensions": _first(_extra(a, "extensions"), granted),
-        "evidence": _first(_extra(a, "gathered"), len(evidence)),
-        "cited": len(cited),
-        "seconds": _first(p.get("seconds"), _extra(a, "seconds")),
-        "timings": timings,
-        "input_tokens": usage.get("input_tokens"),
-        "output_tokens": usage.get("output_tokens"),
-        "cost_usd": _first(a.cost_usd if a else None, usage.get("cost_usd")),
-        "model": p.get("model"),
+        "query": t.prompt,
+        "search_goal": t.search_goal,
+        "scope": describe_scope(t.scope, names),
+        "calls": t.tool_calls,
+        "words": t.evidence_words,
+        "extensions": t.extensions,
+        "evidence": len(t.evidence),
+        "cited": len(t.cited_chunk_ids),
+        "seconds": t.seconds,
+        "timings": dict(t.timings),
+        "input_tokens": t.usage.input_tokens,
+        "output_tokens": t.usage.output_tokens,
+        "cost_usd": t.usage.cost_usd,
+        "model": t.model,
         "created": t.created,
     }
 
 
-def describe_scope(scope: Mapping[str, Any] | None) -> str:
-    """'library', 'items: K1, K2' or 'collections: C1' from a stored scope."""
-    scope = scope or {}
-    items = [str(i.get("key", i)) if isinstance(i, dict) else str(i)
-             for i in scope.get("items") or []]
-    collections = [str(c.get("key", c)) if isinstance(c, dict) else str(c)
-                   for c in scope.get("collections") or []]
-    if items:
-        return "items: " + ", ".join(items)
-    if collections:
-        return "collections: " + ", ".join(collections)
+def describe_scope(scope: Scope, names: Mapping[str, str] | None = None) -> str:
+    """'library', 'items: K1, K2' or 'collections: Systems' (collection keys by name)."""
+    if scope.items:
+        return "items: " + ", ".join(scope.items)
+    if scope.collections:
+        return "collections: " + ", ".join((names or {}).get(c, c) for c in scope.collections)
     return "library"
 
 
 # ---------------------------------------------------------------------------- library
-def library_frame(app_or_index: Any) -> pd.DataFrame:
+def library_frame(source: App | Index | str | Path) -> pd.DataFrame:
     """One row per library item with its index status. Columns and dtypes: `LIBRARY_COLUMNS`."""
-    index = _index(app_or_index)
-    paths: dict[str, str] = index.collection_paths() if hasattr(index, "collection_paths") else {}
+    index = _index(source)
+    paths: dict[str, str] = index.collection_paths()
     by_item: dict[str, list[Any]] = {}
     for doc in index.documents():
         by_item.setdefault(doc.item_key, []).append(doc)

@@ -13,18 +13,18 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anywidget
 import traitlets as t
-from pydantic import BaseModel
 
-from zocrates_nb.events import ErrorEvent, Event, Final, Step, TextDelta, Thinking
+from zocrates_nb.app.describe import describe_error
+from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, TextDelta, Thinking
+from zocrates_nb.turn import AskOptions, TurnResult
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -37,16 +37,20 @@ LIBRARY_SCOPE: dict[str, Any] = {"mode": "library", "items": [], "collections": 
 MESSAGE_KINDS = frozenset(
     {"ask", "resume", "stop", "search_titles", "set_scope", "open_session", "new_session"}
 )
-WIDGET_OPTIONS = ("session_id", "hitl", "budget", "word_ceiling", "model")
+# `chat(home, …)` keywords for the panel: the session, and the options the chips do not set.
+WIDGET_OPTIONS = ("session_id", *(f for f in AskOptions.model_fields if f not in ("items",
+                                                                                 "collections")))
 
 
 # ---------------------------------------------------------------------------- assets
 def asset_path(name: str) -> Path:
-    """`chat.js` / `chat.css`: shipped as package data (`zocrates_nb/static/`, a symlink to
-    `widgets/dist/` in a checkout), else taken from the source tree's `widgets/dist/`."""
+    """`chat.js` (the bundle, `widgets/dist/`) / `chat.css` (the one stylesheet, `widgets/src/`):
+    shipped as package data (`zocrates_nb/static/`, symlinks into `widgets/` in a checkout), else
+    taken from the source tree."""
+    folder = "dist" if name.endswith(".js") else "src"  # the CSS needs no build step
     candidates = [
         Path(str(resources.files("zocrates_nb").joinpath("static", name))),
-        Path(__file__).resolve().parents[1] / "widgets" / "dist" / name,
+        Path(__file__).resolve().parents[1] / "widgets" / folder / name,
     ]
     for path in candidates:
         if path.is_file():
@@ -55,32 +59,6 @@ def asset_path(name: str) -> Path:
         f"the chat panel's {name} is missing (looked in {', '.join(map(str, candidates))}); "
         "rebuild it with `cd widgets && npm ci && npm run build`"
     )
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    """A field of a dataclass, pydantic model or dict."""
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json")
-    if isinstance(obj, datetime):
-        return obj.isoformat()
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if hasattr(obj, "__dataclass_fields__"):
-        return {k: _jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
-    return obj
-
-
-def _session_id_of(created: Any) -> str:
-    """`new_session()` may return an id or a record."""
-    return created if isinstance(created, str) else str(_get(created, "id", ""))
 
 
 # ---------------------------------------------------------------------------- a running turn
@@ -129,42 +107,35 @@ class LiveTurn:
         }
 
 
-_STATUS = {"answered": "done", "done": "done", "checkpoint": "checkpoint", "error": "error",
-           "cancelled": "stopped", "stopped": "stopped", "running": "running"}
+_STATUS = {"answered": "done", "checkpoint": "checkpoint", "error": "error",
+           "cancelled": "stopped", "running": "running"}
 
 
-def history_turn(turn: Any, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+def history_turn(turn: TurnResult) -> dict[str, Any]:
     """One stored turn as the front end's `history` entry (PROTOCOL.md)."""
-    payload = payload or {}
-    status = _STATUS.get(str(_get(turn, "status", "")), "done")
-    checkpoint = _jsonable(_get(turn, "checkpoint"))
-    if status == "checkpoint" and not checkpoint:
+    status = _STATUS[turn.status]
+    checkpoint = CheckpointEvent.of(turn)
+    if status == "checkpoint" and checkpoint is None:
         status = "stopped"  # paused, but its snapshot is gone: nothing to resume
     if status == "running":
         status = "stopped"  # not running here: the process that ran it is gone
     out: dict[str, Any] = {
-        "turn_id": str(_get(turn, "turn_id", "")),
-        "prompt": str(_get(turn, "prompt", "")),
-        "answer": str(_get(turn, "answer", "") or ""),
+        "turn_id": turn.turn_id,
+        "prompt": turn.prompt,
+        "answer": turn.answer,
         "status": status,
-        "cited_sources": _jsonable(_get(turn, "cited_sources") or []),
-        "other_sources": _jsonable(_get(turn, "other_sources") or []),
-        "citations": _jsonable(_get(turn, "citations") or []),
-        "steps": _jsonable(_get(turn, "steps") or payload.get("steps") or []),
-        "checkpoint": checkpoint or None,
+        "cited_sources": [s.model_dump(mode="json") for s in turn.cited_sources],
+        "other_sources": [s.model_dump(mode="json") for s in turn.other_sources],
+        "citations": [c.model_dump(mode="json") for c in turn.citations],
+        "steps": [s.model_dump(mode="json", exclude_none=True) for s in turn.steps],
+        "checkpoint": checkpoint.model_dump(mode="json") if checkpoint else None,
     }
-    error = _get(turn, "error") or payload.get("error")
     if status == "error":
-        out["error"] = str(error or "This turn failed.")
-    for key in ("model", "thinking"):
-        value = _get(turn, key) or payload.get(key)
-        if value:
-            out[key] = str(value)
-    seconds = _get(turn, "seconds") or payload.get("seconds")
-    if seconds is None:
-        seconds = (payload.get("timings") or {}).get("total")
-    if isinstance(seconds, int | float):
-        out["seconds"] = float(seconds)
+        out["error"] = turn.error or "This turn failed."
+    if turn.model:
+        out["model"] = turn.model
+    if turn.seconds:
+        out["seconds"] = turn.seconds
     return out
 
 
@@ -195,8 +166,9 @@ class ChatWidget(anywidget.AnyWidget):
     ) -> None:
         super().__init__(**kwargs)
         self.app = app
-        self.ask_options: dict[str, Any] = {"hitl": hitl, "budget": budget,
-                                            "word_ceiling": word_ceiling, "model": model}
+        # What every question from this panel asks for; the chips add the scope.
+        self.options = AskOptions(hitl=hitl, budget=budget, word_ceiling=word_ceiling,
+                                  model=model)
         self._task: asyncio.Task[None] | None = None
         self._cancel: asyncio.Event | None = None
         self._live: LiveTurn | None = None
@@ -230,16 +202,16 @@ class ChatWidget(anywidget.AnyWidget):
         try:
             handler(content)
         except Exception as e:  # a panel-level problem: shown in the banner, panel stays usable
-            self._set_error(_describe(e))
+            self._set_error(describe_error(e))
 
     def _check_index(self) -> None:
         """An empty index answers nothing: say so in the banner rather than after a question."""
         try:
-            status = self.app.index.status()
+            status = self.app.status()
         except Exception as e:
-            self._set_error(_describe(e))
+            self._set_error(describe_error(e))
             return
-        if not status.get("chunks"):
+        if not status.chunks:
             self._set_error(
                 "The library is not indexed yet: run `zocrates-nb index` (or "
                 "`zocrates-nb index --sample` for the built-in sample library), then ask."
@@ -247,20 +219,16 @@ class ChatWidget(anywidget.AnyWidget):
 
     def refresh_sessions(self) -> None:
         try:
-            records = list(self.app.sessions())
+            records = self.app.sessions()
         except Exception as e:
-            self._set_error(_describe(e))
+            self._set_error(describe_error(e))
             return
-        self.sessions = [
-            {"id": str(_get(r, "session_id", "") or _get(r, "id", "")),
-             "title": str(_get(r, "title", "") or ""),
-             "updated": _iso(_get(r, "updated"))}
-            for r in records
-        ]
+        self.sessions = [{"id": r.session_id, "title": r.title, "updated": r.updated.isoformat()}
+                         for r in records]  # fmt: skip
 
     def history_message(self, session_id: str) -> dict[str, Any]:
         """The `history` message of a session, with this kernel's running turn overlaid."""
-        turns = [history_turn(turn, payload) for turn, payload in self._stored_turns(session_id)]
+        turns = [history_turn(turn) for turn in self.app.history(session_id)]
         live = self._live
         if live is not None and live.session_id == session_id and self.running:
             entry = live.as_history()
@@ -293,13 +261,14 @@ class ChatWidget(anywidget.AnyWidget):
             ))
             return
         scope = self.scope or LIBRARY_SCOPE
-        items = [str(i["key"]) for i in scope.get("items") or []] or None
-        collections = [str(c["key"]) for c in scope.get("collections") or []] or None
-        options = {k: v for k, v in self.ask_options.items() if v is not None}
+        options = AskOptions.of(
+            self.options,
+            items=[str(i["key"]) for i in scope.get("items") or []] or None,
+            collections=[str(c["key"]) for c in scope.get("collections") or []] or None,
+        )
 
         def start(session_id: str, cancel: asyncio.Event) -> AsyncIterator[Event]:
-            return self.app.ask(prompt, session_id=session_id, items=items,
-                                collections=collections, cancel=cancel, **options)
+            return self.app.ask(prompt, options, session_id=session_id, cancel=cancel)
 
         self._start(prompt, start, resume=False)
 
@@ -342,16 +311,12 @@ class ChatWidget(anywidget.AnyWidget):
         in_scope = {str(i.get("key")) for i in (self.scope or {}).get("items") or []}
         items: list[dict[str, Any]] = []
         collections: list[dict[str, Any]] = []
-        for entry in _entries(found):
-            kind = _get(entry, "kind") or "item"
-            key = str(_get(entry, "item_key", "") or _get(entry, "key", ""))
-            if kind == "collection":
-                name = _get(entry, "name") or _get(entry, "path") or _get(entry, "title")
-                collections.append({"key": key, "name": str(name or key)})
-            elif key not in in_scope:
-                items.append({"key": key, "title": str(_get(entry, "title", "") or key),
-                              "year": _get(entry, "year"),
-                              "authors": [str(a) for a in _get(entry, "authors", []) or []]})
+        for match in found:
+            if match.kind == "collection":
+                collections.append({"key": match.key, "name": match.title})
+            elif match.key not in in_scope:
+                items.append({"key": match.key, "title": match.title or match.key,
+                              "year": match.year, "authors": list(match.authors)})
         self.send({"kind": "title_results", "query": query, "items": items[:10],
                    "collections": collections[:5]})
 
@@ -375,7 +340,7 @@ class ChatWidget(anywidget.AnyWidget):
         self.send(message)
 
     def _on_new_session(self, _msg: dict[str, Any]) -> None:
-        self.session_id = _session_id_of(self.app.new_session())
+        self.session_id = self.app.new_session()
         self.refresh_sessions()
         self.send({"kind": "history", "turns": []})
 
@@ -388,7 +353,7 @@ class ChatWidget(anywidget.AnyWidget):
         resume: bool,
     ) -> None:
         if not self.session_id:
-            self.session_id = _session_id_of(self.app.new_session())
+            self.session_id = self.app.new_session()
         session_id = self.session_id
         loop = self._loop_for_turns()
         started = threading.Event()
@@ -438,7 +403,7 @@ class ChatWidget(anywidget.AnyWidget):
             pass  # a user stop: the front end shows "Stopped"; no error event
         except Exception as e:  # refused (CheckpointPending, unknown session…) or failed
             self._send_event(ErrorEvent(session_id=session_id, turn_id=live.turn_id,
-                                        message=_describe(e)))
+                                        message=describe_error(e)))
         finally:
             if events is not None:
                 with contextlib.suppress(BaseException):
@@ -449,7 +414,7 @@ class ChatWidget(anywidget.AnyWidget):
                 self.busy = False
             with contextlib.suppress(Exception):
                 self.refresh_sessions()
-                self.model_label = _model_label(self.app, self.ask_options.get("model"))
+                self.model_label = _model_label(self.app, self.options.model)
                 if resume and cancel.is_set() and session_id == self.session_id:
                     # A stopped resume leaves the checkpoint waiting: show its card live again.
                     self.send(self.history_message(session_id))
@@ -471,28 +436,18 @@ class ChatWidget(anywidget.AnyWidget):
             self._loop = _background_loop()
         return self._loop
 
-    def _stored_turns(self, session_id: str) -> list[tuple[Any, dict[str, Any]]]:
-        turns = list(self.app.history(session_id))
-        payloads: dict[str, dict[str, Any]] = {}
-        store = getattr(self.app, "store", None)
-        if store is not None and hasattr(store, "turns"):
-            with contextlib.suppress(Exception):
-                payloads = {r.turn_id: dict(r.payload) for r in store.turns(session_id)}
-        return [(turn, payloads.get(str(_get(turn, "turn_id", "")), {})) for turn in turns]
-
     def _prompt_of_interrupt(self, interrupt_id: str) -> str:
         if not self.session_id:
             return ""
         with contextlib.suppress(Exception):
-            for turn, _payload in self._stored_turns(self.session_id):
-                checkpoint = _get(turn, "checkpoint") or {}
-                if _get(checkpoint, "interrupt_id") == interrupt_id:
-                    return str(_get(turn, "prompt", ""))
+            for turn in self.app.history(self.session_id):
+                if turn.checkpoint is not None and turn.checkpoint.interrupt_id == interrupt_id:
+                    return turn.prompt
         return ""
 
 
 # ---------------------------------------------------------------------------- one call
-_APPS: dict[tuple[str, str], Any] = {}
+_APPS: dict[tuple[str, str], App] = {}
 
 
 def chat(home: str | os.PathLike[str] | None = None, **kwargs: Any) -> ChatWidget:
@@ -514,7 +469,7 @@ def chat(home: str | os.PathLike[str] | None = None, **kwargs: Any) -> ChatWidge
 
 
 # ---------------------------------------------------------------------------- helpers
-def validate_scope(scope: Any, app: Any = None) -> dict[str, Any]:
+def validate_scope(scope: Any, app: App | None = None) -> dict[str, Any]:
     """The scope as applied, or ValueError saying why it is refused (PROTOCOL.md, set_scope)."""
     if not isinstance(scope, dict):
         raise ValueError("the scope must be an object {mode, items, collections}")
@@ -565,67 +520,36 @@ def validate_scope(scope: Any, app: Any = None) -> dict[str, Any]:
     raise ValueError(f"unknown scope mode {mode!r}: expected library, items or collections")
 
 
-def _index_of(app: Any) -> Any:
-    return getattr(app, "index", None) if app is not None else None
-
-
-def _known_items(app: Any, keys: list[str]) -> dict[str, dict[str, Any]] | None:
-    """Metadata of the keys the index knows; None when there is no index to ask."""
-    index = _index_of(app)
-    if index is None or not hasattr(index, "item"):
+def _known_items(app: App | None, keys: list[str]) -> dict[str, dict[str, Any]] | None:
+    """Metadata of the keys the index knows; None when there is no App to ask."""
+    if app is None:
         return None
+    index = app.library_index
     out: dict[str, dict[str, Any]] = {}
     for key in keys:
         record = index.item(key)
         if record is not None:
             out[key] = {"title": record.title, "year": record.year}
-        elif hasattr(index, "documents") and index.documents(key):
+        elif index.documents(key):
             out[key] = {"title": "", "year": None}
     return out
 
 
-def _known_collections(app: Any) -> dict[str, str] | None:
-    index = _index_of(app)
-    if index is None or not hasattr(index, "collection_paths"):
-        return None
-    paths: dict[str, str] = index.collection_paths()
-    return paths
+def _known_collections(app: App | None) -> dict[str, str] | None:
+    return app.library_index.collection_paths() if app is not None else None
 
 
-def _entries(found: Any) -> Iterable[Any]:
-    """`search_titles` may return a list, or {items, collections}."""
-    if isinstance(found, dict):
-        return [*found.get("collections", []), *found.get("items", [])]
-    return list(found or [])
-
-
-def _model_label(app: Any, model: str | None = None) -> str:
+def _model_label(app: App, model: str | None = None) -> str:
     """The header's model line: the offline engine, or the configured model(s)."""
     if model:
         return model
-    registry = getattr(app, "registry", None)
-    if registry is None:
-        return str(getattr(app, "model_label", "") or "")
-    info = registry.doctor_info()
+    info = app.registry.doctor_info()
     roles = info.get("roles") or {}
     if info.get("offline", False) or not roles:
         return OFFLINE_LABEL
     names = dict.fromkeys(str(roles[r]["model"]) for r in ("coordinator", "search",
                                                              "synthesizer") if r in roles)
     return " · ".join(names)
-
-
-def _iso(value: Any) -> str:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, int | float):
-        return datetime.fromtimestamp(value).astimezone().isoformat()
-    return str(value or "")
-
-
-def _describe(e: BaseException) -> str:
-    text = str(e).strip()
-    return text or type(e).__name__
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -1,7 +1,7 @@
 // Failures are shown where they happen; the panel stays usable.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import widget from "../chat.js";
+import widget from "../src/chat.js";
 import { mount } from "./helpers.js";
 
 test("an error event shows inline in its bubble and the input stays usable", async (t) => {

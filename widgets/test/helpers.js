@@ -1,6 +1,6 @@
 // Test helpers: a jsdom window, a fake anywidget model, and the widget rendered into it.
 import { JSDOM } from "jsdom";
-import widget from "../chat.js";
+import widget from "../src/chat.js";
 
 /**
  * The part of anywidget's model the widget uses, recording what the front end does and letting

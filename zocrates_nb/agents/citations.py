@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from zocrates_nb.events import Citation, Source
 from zocrates_nb.retrieval.state import Evidence
+from zocrates_nb.turn import Citation, Source
 
 # `[1]`, `[2, 3]`, `[2–4]`, `[1; 3]`: numbers with separators, nothing else inside the brackets.
 MARKER_RE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–|—)\s*\d{1,3})*)\s*\]")

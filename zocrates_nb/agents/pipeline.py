@@ -21,6 +21,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from zocrates_nb.agents import citations as cit
@@ -33,9 +34,22 @@ from zocrates_nb.retrieval import RunState, Toolkit, rerank_state
 from zocrates_nb.retrieval.rerank import filter_substantive
 from zocrates_nb.retrieval.state import MAX_EXTENSIONS, CompletionReport, Evidence
 from zocrates_nb.sessions.state import ActiveItem, AuditRecord, SessionState
-from zocrates_nb.sessions.state import Scope as SessionScope
+from zocrates_nb.turn import EvidenceRow
 
 REACTIVE_WORD_SHARE = 0.8
+
+
+class PausedRun(BaseModel):
+    """A paused search as the session store keeps it (a checkpoint snapshot's payload): the run
+    state and the search agent's messages, and what the turn needs to answer once resumed."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_state: dict[str, Any]  # RunState JSON
+    search_messages: list[Any] = Field(default_factory=list)
+    goal: str = ""
+    coordinator_messages: list[Any] = Field(default_factory=list)  # the turn's, so far
+    active_items: list[Any] = Field(default_factory=list)  # ActiveItemView JSON
 
 
 @dataclass
@@ -46,10 +60,16 @@ class Outcome:
     goal: str
     answer: cit.CitedAnswer | None = None
     checkpoint: CheckpointEvent | None = None
-    snapshot: dict[str, Any] = field(default_factory=dict)  # for the session store
+    paused: PausedRun | None = None  # at a checkpoint: what the session store keeps
     ranked: list[Evidence] = field(default_factory=list)
     gathered: list[Evidence] = field(default_factory=list)  # everything the search found
     report: CompletionReport | None = None
+    state: RunState | None = None  # the run as it ended (calls used, extensions granted)
+
+    @property
+    def evidence(self) -> list[EvidenceRow]:
+        """The turn's evidence rows: what the synthesizer saw, then the rest it gathered."""
+        return evidence_rows(self.ranked, self.answer, self.gathered)
 
     @property
     def text(self) -> str:
@@ -94,11 +114,16 @@ def should_checkpoint(state: RunState, hitl: bool) -> bool:
     return spent and gaps
 
 
-def scope_record(turn: TurnContext) -> SessionScope:
-    s = turn.scope
-    return SessionScope(
-        items=list(s.item_keys), collections=list(s.collections), library=s.kind == "library"
+def checkpoint_gaps(state: RunState) -> tuple[str, list[str]]:
+    """What a pause reports as covered and missing: the agent's extension request, else its
+    completion report."""
+    req = state.extension_request if state.extension_pending else None
+    report = state.report
+    covered = (
+        req.covered_summary if req and req.covered_summary else report.summary if report else ""
     )
+    missing = req.missing_aspects if req and req.missing_aspects else report.gaps if report else []
+    return covered, list(missing)
 
 
 class SearchPipeline:
@@ -109,11 +134,11 @@ class SearchPipeline:
     def new_state(self, goal: str) -> RunState:
         t = self.turn
         s = t.settings.retrieval.model_copy()
-        if t.budget:
-            s.budget = t.budget
-        if t.word_ceiling:
-            s.word_ceiling = t.word_ceiling
-        return RunState.new(s, goal=goal, scope=t.scope)
+        if t.options.budget:
+            s.budget = t.options.budget
+        if t.options.word_ceiling:
+            s.word_ceiling = t.options.word_ceiling
+        return RunState.new(s, goal=goal, scope=t.scope, allowed_keys=t.allowed_keys)
 
     def where(self) -> str:
         t = self.turn
@@ -145,12 +170,12 @@ class SearchPipeline:
         )
         return await self._loop(state, [], prompt)
 
-    async def resume(self, payload: dict[str, Any], action: str, guidance: str = "") -> Outcome:
+    async def resume(self, paused: PausedRun, action: str, guidance: str = "") -> Outcome:
         t = self.turn
-        state = RunState.from_json(payload["run_state"])
-        history = load_messages(payload.get("search_messages"))
+        state = RunState.from_json(paused.run_state)
+        history = load_messages(paused.search_messages)
         if action == "extend_budget":
-            previous = payload.get("checkpoint") or {}
+            _, missing = checkpoint_gaps(state)
             if state.grant_extension():
                 t.step(
                     "checkpoint",
@@ -158,7 +183,6 @@ class SearchPipeline:
                     f"{state.budget} calls, {state.word_ceiling:,} words",
                     extension=state.extension_count,
                 )
-                missing = list(previous.get("missing_aspects") or [])
                 state.report = None  # this pass reports afresh
                 prompt = continuation_prompt(
                     state.goal,
@@ -188,22 +212,21 @@ class SearchPipeline:
         self.turn.step("search", "The library index is empty")
         answer = cit.CitedAnswer(text=text)
         report = CompletionReport(summary="The index holds no documents.", source="auto_generated")
-        return Outcome("answered", state.goal, answer=answer, report=report)
+        return Outcome("answered", state.goal, answer=answer, report=report, state=state)
 
     # ------------------------------------------------------------------ the loop
     async def _loop(self, state: RunState, history: list[ModelMessage], prompt: str) -> Outcome:
         t = self.turn
         messages = await run_search(t, state, history, prompt)
         Toolkit(t.index, state).finish()  # the agent's report, or an automatic one
-        if should_checkpoint(state, t.hitl):
+        if should_checkpoint(state, t.options.hitl):
             return self._checkpoint(state, messages)
         return await self._finish(state)
 
     def _checkpoint(self, state: RunState, messages: list[ModelMessage]) -> Outcome:
         t = self.turn
         n = state.extension_count + 1
-        req = state.extension_request if state.extension_pending else None
-        report = state.report
+        covered, missing = checkpoint_gaps(state)
         event = CheckpointEvent(
             interrupt_id=interrupt_id(t.turn_id, n),
             extension=n,
@@ -212,20 +235,8 @@ class SearchPipeline:
             budget=state.budget,
             words_used=state.words,
             word_ceiling=state.word_ceiling,
-            covered_summary=(
-                req.covered_summary
-                if req and req.covered_summary
-                else report.summary
-                if report
-                else ""
-            ),
-            missing_aspects=list(
-                req.missing_aspects
-                if req and req.missing_aspects
-                else report.gaps
-                if report
-                else []
-            ),
+            covered_summary=covered,
+            missing_aspects=missing,
             cost_usd=t.usage.cost,
         )
         t.step(
@@ -233,14 +244,19 @@ class SearchPipeline:
             f"Pausing for your decision (extension {n} of {MAX_EXTENSIONS})",
             interrupt_id=event.interrupt_id,
         )
-        snapshot = {
-            "run_state": state.to_json(),
-            "search_messages": dump_messages(messages),
-            "checkpoint": event.model_dump(mode="json"),
-            "goal": state.goal,
-        }
-        self.record_audit(state, [], None, report, status="checkpoint")
-        return Outcome("checkpoint", state.goal, checkpoint=event, snapshot=snapshot, report=report)
+        paused = PausedRun(
+            run_state=state.to_json(), search_messages=dump_messages(messages), goal=state.goal
+        )
+        self.record_audit(state, state.report)
+        return Outcome(
+            "checkpoint",
+            state.goal,
+            checkpoint=event,
+            paused=paused,
+            gathered=list(state.evidence),
+            report=state.report,
+            state=state,
+        )
 
     # ------------------------------------------------------------------ synthesis
     async def _finish(self, state: RunState) -> Outcome:
@@ -257,7 +273,7 @@ class SearchPipeline:
             ranked = await asyncio.to_thread(rerank_state, state, t.reranker)
         prior = await asyncio.to_thread(self.prior_context)
         answer = await synthesize(t, state.goal, ranked, state.evidence, report, prior)
-        await asyncio.to_thread(self.record_audit, state, ranked, answer, report)
+        await asyncio.to_thread(self.record_audit, state, report)
         return Outcome(
             "answered",
             state.goal,
@@ -265,6 +281,7 @@ class SearchPipeline:
             ranked=ranked,
             gathered=list(state.evidence),
             report=report,
+            state=state,
         )
 
     # ------------------------------------------------------------------ session state
@@ -295,7 +312,7 @@ class SearchPipeline:
             return ""
         prev = audit[-1]
         same_items = {a.item_key for a in prev.active_items} == {a.key for a in t.active_items}
-        same_scope = same_items and sorted(prev.scope.collections) == sorted(t.collections)
+        same_scope = same_items and sorted(prev.scope.collections) == sorted(t.scope.collections)
         report = prev.report or {}
         if not same_scope or report.get("source") != "agent" or not report.get("summary"):
             return ""
@@ -308,106 +325,67 @@ class SearchPipeline:
             lines.append(f"Notes: {report['notes']}")
         return "\n".join(lines)
 
-    def evidence_rows(
-        self,
-        ranked: list[Evidence],
-        answer: cit.CitedAnswer,
-        with_text: bool,
-        gathered: list[Evidence] | None = None,
-    ) -> list[dict[str, Any]]:
-        """The synthesizer's evidence (with citation numbers and support), then — when
-        `gathered` is given — every other passage the search found (`ranked`: false)."""
-        rows = []
-        for i, e in enumerate(ranked, 1):
-            row: dict[str, Any] = {
-                "chunk_id": e.chunk_id,
-                "item_key": e.item_key,
-                "title": e.title,
-                "section": e.section,
-                "page": e.page,
-                "page_end": e.page_end,
-                "words": e.words,
-                "cited": i in answer.renumbered,
-                "n": answer.renumbered.get(i),
-                "support": answer.support.get(i),
-                "rerank_score": e.rerank_score,
-                "rerank_method": e.rerank_method,
-            }
-            if with_text:
-                row["text"] = e.text
-            row["ranked"] = True
-            rows.append(row)
-        shown = {e.chunk_id for e in ranked}
-        for e in gathered or []:
-            if e.chunk_id in shown:
-                continue
-            shown.add(e.chunk_id)
-            row = {
-                "chunk_id": e.chunk_id,
-                "item_key": e.item_key,
-                "title": e.title,
-                "section": e.section,
-                "page": e.page,
-                "words": e.words,
-                "cited": False,
-                "n": None,
-                "support": None,
-                "ranked": False,
-            }
-            if with_text:
-                row["text"] = e.text
-            rows.append(row)
-        return rows
-
-    def record_audit(
-        self,
-        state: RunState,
-        ranked: list[Evidence],
-        answer: cit.CitedAnswer | None,
-        report: CompletionReport | None,
-        status: str = "answered",
-    ) -> None:
-        """The turn's audit record; a paused turn gets one too, updated in place on resume."""
+    def record_audit(self, state: RunState, report: CompletionReport | None) -> None:
+        """What this turn searched for and concluded, for the next turn's continuity; a paused
+        turn gets one too, updated in place on resume."""
         t = self.turn
-        if answer is not None:
-            evidence = self.evidence_rows(ranked, answer, with_text=False)
-            cited = [ranked[i - 1].chunk_id for i in sorted(answer.renumbered)]
-            sources = [
-                s.model_dump(mode="json") for s in [*answer.cited_sources, *answer.other_sources]
-            ]
-        else:
-            evidence = [
-                {
-                    "chunk_id": e.chunk_id,
-                    "item_key": e.item_key,
-                    "title": e.title,
-                    "section": e.section,
-                    "words": e.words,
-                    "ranked": False,
-                }
-                for e in state.evidence
-            ]
-            cited, sources = [], []
         record = AuditRecord(
             turn_id=t.turn_id,
             user_query=t.user_query,
             search_goal=state.goal,
             active_items=[ActiveItem(item_key=it.key, title=it.title) for it in t.active_items],
-            scope=scope_record(t),
-            evidence=evidence,
-            cited_chunk_ids=cited,
+            scope=t.scope,
             report=report.model_dump(mode="json") if report else {},
-            sources=sources,
-            usage=t.usage.to_json(),
-            cost_usd=t.usage.cost,
-            timings=dict(t.timings),
-            status=status,
-            gathered=len(state.evidence),
-            tool_calls=state.tool_count,
-            extensions=state.extension_count,
         )
 
         def put(s: SessionState) -> None:
             s.record_audit(record)
 
         t.store.update_state(t.session_id, put)
+
+
+def evidence_rows(
+    ranked: list[Evidence], answer: cit.CitedAnswer | None, gathered: list[Evidence]
+) -> list[EvidenceRow]:
+    """The synthesizer's evidence in its order (with citation numbers and support), then every
+    other passage the search gathered (`ranked` false)."""
+    rows = []
+    for i, e in enumerate(ranked, 1):
+        n = answer.renumbered.get(i) if answer else None
+        rows.append(
+            _row(
+                e,
+                ranked=True,
+                rerank_rank=i,
+                rerank_score=e.rerank_score,
+                rerank_method=e.rerank_method,
+                cited=n is not None,
+                n=n,
+                support=answer.support.get(i) if answer else None,
+            )
+        )
+    shown = {e.chunk_id for e in ranked}
+    for e in gathered:
+        if e.chunk_id not in shown:
+            shown.add(e.chunk_id)
+            rows.append(_row(e))
+    return rows
+
+
+def _row(e: Evidence, **ranking: Any) -> EvidenceRow:
+    return EvidenceRow(
+        chunk_id=e.chunk_id,
+        item_key=e.item_key,
+        title=e.title,
+        authors=list(e.authors),
+        year=e.year,
+        section=e.section,
+        chunk_type=e.chunk_type,
+        page=e.page,
+        page_end=e.page_end,
+        words=e.words,
+        text=e.text,
+        tool=e.tool,
+        retrieval_rank=e.rank,
+        **ranking,
+    )

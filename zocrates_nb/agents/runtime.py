@@ -31,11 +31,11 @@ from zocrates_nb.agents.offline import OfflineEngine
 from zocrates_nb.agents.prompts import ActiveItemView
 from zocrates_nb.config import ROLES, ModelEndpoint, Settings
 from zocrates_nb.events import Event, Step
+from zocrates_nb.turn import AskOptions, Scope, TrailStep, Usage
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Index
     from zocrates_nb.retrieval import Reranker
-    from zocrates_nb.retrieval.state import Scope as RunScope
     from zocrates_nb.sessions.store import SessionStore
 
 log = logging.getLogger("zocrates_nb.agents")
@@ -145,50 +145,25 @@ def resolve_roles(
 # ============================================================================ usage
 @dataclass
 class UsageBook:
-    """Tokens, requests and cost per role over a turn (and its resumptions)."""
+    """Adds each agent run's usage to the turn's typed `Usage`, pricing it per role."""
 
-    roles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    record: Usage = field(default_factory=Usage)
 
     def add(self, role: str, usage: Any, model_string: str | None) -> None:
-        r = self.roles.setdefault(
-            role,
-            {
-                "requests": 0,
-                "input_tokens": 0,
-                "output_tokens": 0,
-                "cost_usd": None,
-                "model": model_string or OFFLINE_DISPLAY,
-            },
-        )
         inp = int(getattr(usage, "input_tokens", 0) or 0)
         out = int(getattr(usage, "output_tokens", 0) or 0)
-        r["requests"] += int(getattr(usage, "requests", 0) or 0)
-        r["input_tokens"] += inp
-        r["output_tokens"] += out
-        c = cost_usd(model_string, inp, out) if model_string else None
-        if c is not None:
-            r["cost_usd"] = round((r["cost_usd"] or 0.0) + c, 6)
-
-    def merge(self, data: dict[str, Any]) -> None:
-        for role, r in (data.get("roles") or {}).items():
-            mine = self.roles.setdefault(role, dict(r))
-            if mine is not r:
-                for k in ("requests", "input_tokens", "output_tokens"):
-                    mine[k] = int(mine.get(k, 0)) + int(r.get(k, 0))
-                if r.get("cost_usd") is not None:
-                    mine["cost_usd"] = round((mine.get("cost_usd") or 0.0) + r["cost_usd"], 6)
+        self.record.add(
+            role,
+            model_string or OFFLINE_DISPLAY,
+            requests=int(getattr(usage, "requests", 0) or 0),
+            input_tokens=inp,
+            output_tokens=out,
+            cost_usd=cost_usd(model_string, inp, out) if model_string else None,
+        )
 
     @property
     def cost(self) -> float | None:
-        costs = [r["cost_usd"] for r in self.roles.values() if r.get("cost_usd") is not None]
-        return round(sum(costs), 6) if costs else None
-
-    def to_json(self) -> dict[str, Any]:
-        total = {
-            k: sum(int(r.get(k, 0)) for r in self.roles.values())
-            for k in ("requests", "input_tokens", "output_tokens")
-        }
-        return {**total, "cost_usd": self.cost, "roles": self.roles}
+        return self.record.cost_usd
 
 
 # ============================================================================ the turn
@@ -205,20 +180,38 @@ class TurnContext:
     settings: Settings
     roles: Roles
     reranker: Reranker
-    scope: RunScope
+    options: AskOptions = field(default_factory=AskOptions)
+    allowed_keys: list[str] = field(default_factory=list)  # what a restricted scope may read
+    collections: list[str] = field(default_factory=list)  # the scope's, by name
     active_items: list[ActiveItemView] = field(default_factory=list)
-    collections: list[str] = field(default_factory=list)
-    hitl: bool = True
-    budget: int | None = None
-    word_ceiling: int | None = None
     usage: UsageBook = field(default_factory=UsageBook)
     timings: dict[str, float] = field(default_factory=dict)
+    steps: list[TrailStep] = field(default_factory=list)  # the visible steps, for the record
     started: float = field(default_factory=time.monotonic)
+    _step_started: float = field(default_factory=time.monotonic, init=False, repr=False)
+
+    @property
+    def scope(self) -> Scope:
+        return self.options.scope
 
     def emit(self, event: Event) -> None:
         event.session_id = self.session_id
         event.turn_id = self.turn_id
+        if isinstance(event, Step):
+            now = time.monotonic()
+            if self.steps and self.steps[-1].seconds is None:
+                self.steps[-1].seconds = round(now - self._step_started, 3)
+            self._step_started = now
+            if event.phase != "done":
+                self.steps.append(TrailStep(phase=event.phase, label=event.label,
+                                            detail=event.detail))
         self.queue.put_nowait(event)
+
+    def trail(self) -> list[TrailStep]:
+        """The steps so far, the last one timed up to now."""
+        if self.steps and self.steps[-1].seconds is None:
+            self.steps[-1].seconds = round(time.monotonic() - self._step_started, 3)
+        return list(self.steps)
 
     def step(self, phase: str, label: str, **detail: Any) -> None:
         self.emit(Step(phase=phase, label=label, detail=detail))

@@ -61,7 +61,7 @@ def plumbing(turn: TurnContext, evidence: Sequence[Evidence]) -> tuple[set[str],
     keys = {e.item_key for e in evidence} | {e.attachment_key for e in evidence}
     keys |= {it.key for it in turn.active_items}
     keys |= {c.key for it in turn.active_items for c in it.children}
-    keys |= set(turn.scope.allowed_keys)
+    keys |= set(turn.allowed_keys)
     return {k for k in keys if k}, {e.chunk_id for e in evidence}
 
 

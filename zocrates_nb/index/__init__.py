@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from zocrates_nb.index.chunking import chunk_bundle
     from zocrates_nb.index.fusion import rrf
     from zocrates_nb.index.indexer import IndexReport, index_library
+    from zocrates_nb.index.lexical import CATALOGUE_VERSION, IndexVersionError
     from zocrates_nb.index.model import (
         CHUNK_TYPES,
         Chunk,
@@ -28,6 +29,8 @@ _WHERE = {
     "chunk_bundle": "chunking",
     "rrf": "fusion",
     "IndexReport": "indexer",
+    "CATALOGUE_VERSION": "lexical",
+    "IndexVersionError": "lexical",
     "index_library": "indexer",
     "CHUNK_TYPES": "model",
     "Chunk": "model",
@@ -40,6 +43,7 @@ _WHERE = {
 }
 
 __all__ = [
+    "CATALOGUE_VERSION",
     "CHUNK_TYPES",
     "Chunk",
     "DocumentRecord",
@@ -47,6 +51,7 @@ __all__ = [
     "Index",
     "IndexBusyError",
     "IndexReport",
+    "IndexVersionError",
     "ItemRecord",
     "SearchFilter",
     "chunk_bundle",

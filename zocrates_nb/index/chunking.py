@@ -18,10 +18,11 @@ from zocrates_nb.index.model import Chunk
 from zocrates_nb.ingest.bundle import Asset, Bundle, Section, Toc
 
 # Bump when chunk boundaries or texts change: every document is then re-chunked.
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 
 _ABSTRACT = re.compile(r"^\W*(abstract|summary)\W*$", re.IGNORECASE)
 # A sentence ends with . ! ? (optionally closed by quotes/brackets) followed by white space.
+_SEPARATOR = re.compile(r"\|?[\s:|-]*-[\s:|-]*\|?")  # a Markdown table's |---|---| row
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
 
 
@@ -101,8 +102,10 @@ def chunk_bundle(
         if section.id == "s0":
             heading = ""
             # The frontmatter chunk already stands for a short s0 (title, authors, abstract);
-            # a long one (a document without headings) is body text of its own.
-            if not is_note and sum(u.words for u in units) - front_words < min_words:
+            # a long one, or a whole document without headings, is body text of its own.
+            whole = len(toc.sections) == 1
+            if (not is_note and not whole
+                    and sum(u.words for u in units) - front_words < min_words):
                 continue
         else:
             heading = section_heading(section)
@@ -123,8 +126,15 @@ def chunk_bundle(
     for asset in (*toc.figures, *toc.tables):
         heading = _heading_at(toc, asset.line_start)
         ctype = "table" if asset.id.startswith("t") else "figure"
-        for text in _asset_texts(asset, max_words):
-            drafts.append((1, asset.line_start, asset.line_end, text, heading, asset.id, ctype))
+        # Line of each CSV row (header first), so a piece of a long table points at its rows.
+        rows = [n for n in range(asset.line_start, asset.line_end + 1)
+                if lines[n - 1].lstrip().startswith("|") and not _SEPARATOR.fullmatch(
+                    lines[n - 1].strip())]
+        for text, first, last in _asset_texts(asset, max_words):
+            a, b = asset.line_start, asset.line_end
+            if first > 0 and len(rows) == len((asset.csv or "").splitlines()):
+                a, b = rows[first], rows[last]
+            drafts.append((1, a, b, text, heading, asset.id, ctype))
 
     drafts.sort(key=lambda d: (d[0] >= 0, d[1], d[0]))
     chunks = []
@@ -157,28 +167,32 @@ def _heading_at(toc: Toc, line: int) -> str:
     return ""
 
 
-def _asset_texts(asset: Asset, max_words: int) -> list[str]:
-    """Label + caption (+ CSV rows of a table, split into pieces that fit a chunk)."""
+def _asset_texts(asset: Asset, max_words: int) -> list[tuple[str, int, int]]:
+    """Label + caption (+ CSV rows of a table, split into pieces that fit a chunk), each
+    with the indices of its first and last CSV row (0, 0 without rows)."""
     head = f"{asset.label}: {asset.caption}".strip().rstrip(":")
     words = head.split()
     if len(words) >= max_words // 2:
         head = " ".join(words[: max_words // 2]) + " …"
     if not asset.csv:
-        return [head]
+        return [(head, 0, 0)]
     budget = max_words - len(head.split())
     pieces: list[list[str]] = [[]]
+    starts = [0]
     used = 0
-    for row in asset.csv.splitlines():
+    for k, row in enumerate(asset.csv.splitlines()):
         w = len(row.replace(",", " ").split())
         if w > budget:  # a monster row: keep what fits
             row = " ".join(row.split()[:budget])
             w = budget
         if pieces[-1] and used + w > budget:
             pieces.append([])
+            starts.append(k)
             used = 0
         pieces[-1].append(row)
         used += w
-    return [head + "\n" + "\n".join(rows) for rows in pieces if rows]
+    return [(head + "\n" + "\n".join(rows), first, first + len(rows) - 1)
+            for rows, first in zip(pieces, starts, strict=True) if rows]
 
 
 def _join(lines: list[str], group: list[_Unit]) -> str:

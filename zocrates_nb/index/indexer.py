@@ -17,7 +17,14 @@ the previous good version searchable (the error is reported, and retried when th
 
 PDF and HTML conversion runs in one worker process (spawn: never fork a process that has loaded
 torch), so it overlaps embedding in this process and a pathological PDF can be timed out and
-reported; Markdown and plain text convert in-process.
+reported; Markdown and plain text convert in-process. The worker reports the pages it has read
+through shared memory: the progress bar shows them, and the timeout counts time *without
+progress*, so a 600-page thesis converts while a stuck page is still stopped.
+
+Whatever goes wrong with one document is one plain line in the report (`ingest.problems`);
+what a reader should know about a document that did convert (bytes replaced, markup
+flattened, an HTML page saved as .pdf) is a warning line; files the library reader passed
+over (links leaving the library folder, special files) are listed as skipped.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import multiprocessing
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,20 +49,24 @@ from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
 from zocrates_nb.index.model import DocumentRecord, ItemRecord
 from zocrates_nb.index.passages import PASSAGE_VERSION, dense_passages
 from zocrates_nb.ingest import bundle as ingest_bundle
-from zocrates_nb.ingest import document_kind
+from zocrates_nb.ingest import document_kind, sniff
 from zocrates_nb.ingest.bundle import Bundle
+from zocrates_nb.ingest.problems import one_line, os_message, plain_message
 from zocrates_nb.library.model import Attachment, Item, Library, Note
+from zocrates_nb.library.paths import printable
 
 if TYPE_CHECKING:
     from zocrates_nb.index.store import Index
 
-CONVERT_TIMEOUT = 120.0
+CONVERT_TIMEOUT = 120.0  # seconds a conversion may go without reading another page
+_POLL = 0.5  # how often the worker's progress is looked at while waiting
 # Plain text and Markdown convert in microseconds: not worth a trip to the worker process.
 _IN_PROCESS_KINDS = frozenset({"markdown", "text"})
 
 @dataclass
 class IndexReport:
-    """What one indexing run did; `errors`/`skipped` hold one line per document."""
+    """What one indexing run did; `errors`/`skipped`/`warnings` hold one line per document
+    (`skipped` also lists files the library reader passed over, with empty keys)."""
 
     items: int = 0  # regular items (papers) in the library
     attachments: int = 0
@@ -63,6 +74,7 @@ class IndexReport:
     chunks: int = 0  # total in the index after the run
     errors: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
     converted: int = 0  # documents converted this run
     reused: int = 0  # documents (re)indexed from a cached bundle
     unchanged: int = 0
@@ -112,7 +124,8 @@ def index_library(
     """Bring `index` in line with `library`, redoing only what changed.
 
     `max_pages` defaults to settings.index.max_pages (longer PDFs are reported, not indexed);
-    `timeout` bounds the wait for one file's conversion (the worker is then killed);
+    `timeout` bounds how long one file's conversion may go without progress (a PDF page
+    read); the worker is then killed and the file reported;
     `retry_errors` converts again documents that failed before although unchanged
     (a failure is otherwise retried only when the file, its metadata or max_pages change).
     """
@@ -123,8 +136,12 @@ def index_library(
         items=len(library.items),
         attachments=sum(1 for _ in library.attachments()),
         notes=sum(1 for _ in library.notes()),
+        skipped=[{"item_key": "", "doc_key": "", "file": sk.path, "reason": sk.reason}
+                 for sk in library.skipped],
     )
     with index.writer_lock():
+        if index.catalog.outdated:  # written by an older zocrates-nb: rebuilt, not migrated
+            index.rebuild()
         _check_model(index)
         catalog = index.catalog
         unfinished = catalog.doc_keys_with_status("indexing")
@@ -279,9 +296,9 @@ def _attachment_doc(
     rec = DocumentRecord(
         doc_key=att.key,
         item_key=item.key if item is not None else att.key,
-        kind=document_kind(path, att.content_type) or "file",
+        kind=_kind(path, att.content_type),
         title=att.title,
-        file=str(path) if path is not None else (att.url or ""),
+        file=printable(str(path)) if path is not None else (att.url or ""),
         version=att.version,
         bundle_dir=str(Path("documents") / att.key),
     )
@@ -291,8 +308,10 @@ def _attachment_doc(
         doc.skip_reason = att.skip_reason
     elif path is None:
         doc.skip_reason = f"no local file ({att.link_mode.replace('_', ' ')})"
+    elif path.is_dir():
+        doc.skip_reason = f"a folder, not a file: {printable(path)}"
     elif not path.is_file():
-        doc.skip_reason = f"file not found: {path}"
+        doc.skip_reason = f"file not found: {printable(path)}"
     elif rec.kind == "file":
         doc.skip_reason = f"unsupported file type: {att.content_type or path.suffix or '?'}"
     if doc.skip_reason:
@@ -312,11 +331,24 @@ def _attachment_doc(
             with open(path, "rb") as fh:
                 rec.sha256 = hashlib.file_digest(fh, "sha256").hexdigest()
     except OSError as e:
-        doc.skip_reason = _one_line(f"cannot read file: {e}")
+        doc.skip_reason = os_message(e)
         return doc
     doc.fingerprint = _fingerprint(salt, doc)
     doc.attempt_fingerprint = f"{doc.fingerprint}:{max_pages}"
     return doc
+
+
+def _kind(path: Path | None, content_type: str) -> str:
+    """The document kind; a PDF saved under a text name is a PDF (it converts in the worker)."""
+    kind = document_kind(path, content_type) or "file"
+    if kind in _IN_PROCESS_KINDS and path is not None:
+        try:
+            with open(path, "rb") as fh:
+                if sniff(fh.read(1024)) == "pdf":
+                    return "pdf"
+        except OSError:
+            pass  # reported when the file is hashed
+    return kind
 
 
 def _note_doc(note: Note, item: Item | None, salt: list[Any]) -> _Doc:
@@ -340,24 +372,42 @@ def _note_doc(note: Note, item: Item | None, salt: list[Any]) -> _Doc:
 # -- running ------------------------------------------------------------------------------
 
 
+# In the converter process: [job id, pages read, pages in all, heartbeats] of the file being
+# converted, shared with the indexing process (set by `_init_worker`).
+_PROGRESS: Any = None
+
+
+def _init_worker(progress: Any) -> None:
+    global _PROGRESS
+    _PROGRESS = progress
+
+
 def _convert_to_cache(
-    path: str, content_type: str, fallback: str | None, max_pages: int, out_dir: str
+    path: str, content_type: str, fallback: str | None, max_pages: int, out_dir: str,
+    job: int = 0,
 ) -> str | None:
     """Runs in the converter process: bundle written to `out_dir`; else a one-line error."""
-    from zocrates_nb.ingest import ConversionError, convert_file
+    from zocrates_nb.ingest import convert_file
 
+    shared = _PROGRESS
+
+    def progress(done: int, total: int) -> None:
+        if shared is not None:
+            shared[1], shared[2], shared[3] = done, total, shared[3] + 1
+
+    if shared is not None:
+        shared[0], shared[1], shared[2], shared[3] = job, 0, 0, 0
     try:
         bundle = convert_file(
             Path(path),
             content_type,
             fallback_text=Path(fallback) if fallback else None,
             max_pages=max_pages,
+            progress=progress,
         )
-    except ConversionError as e:
-        return _one_line(str(e)) or "conversion failed"
-    except Exception as e:  # any converter bug is one document's error
-        return _one_line(f"{type(e).__name__}: {e}")
-    bundle.save(Path(out_dir))
+        bundle.save(Path(out_dir))
+    except Exception as e:  # any failure (or converter bug) is one document's plain error
+        return plain_message(e)
     return None
 
 
@@ -375,6 +425,8 @@ class _Converter:
         self.timeout = timeout
         self._pool: cf.ProcessPoolExecutor | None = None
         self._futures: dict[str, cf.Future[str | None]] = {}
+        self._jobs: dict[str, int] = {}  # sha → job id, to match the worker's progress
+        self._progress: Any = None
         self._pending = [d for d in docs if self.needs(d)]  # in processing order
         self._consumed: set[int] = set()
 
@@ -399,9 +451,14 @@ class _Converter:
         if sha in self._futures or not self.needs(doc):
             return
         if self._pool is None:
+            context = multiprocessing.get_context("spawn")
+            self._progress = context.Array("q", 4, lock=False)
             self._pool = cf.ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn")
+                max_workers=1, mp_context=context, initializer=_init_worker,
+                initargs=(self._progress,),
             )
+        job = len(self._jobs) + 1
+        self._jobs[sha] = job
         self._futures[sha] = self._pool.submit(
             _convert_to_cache,
             str(doc.path),
@@ -409,10 +466,23 @@ class _Converter:
             str(doc.fallback) if doc.fallback else None,
             self.max_pages,
             str(self._out(doc)),
+            job,
         )
 
-    def convert(self, doc: _Doc) -> str | None:
-        """Convert a document into the bundle cache; a one-line error, or None on success."""
+    def _pages(self, sha: str) -> tuple[int, int, int] | None:
+        """(pages read, pages in all, heartbeats) while the worker converts this document."""
+        shared = self._progress
+        if shared is None or shared[0] != self._jobs.get(sha):
+            return None
+        return int(shared[1]), int(shared[2]), int(shared[3])
+
+    def convert(
+        self, doc: _Doc, on_progress: Callable[[int, int], None] | None = None
+    ) -> str | None:
+        """Convert a document into the bundle cache; a one-line error, or None on success.
+
+        Waits while the worker makes progress; `timeout` seconds without a page read
+        stop it."""
         self._consumed.add(id(doc))
         if doc.record.kind in _IN_PROCESS_KINDS:
             return _convert_to_cache(
@@ -427,14 +497,29 @@ class _Converter:
         future = self._futures.get(sha)
         if future is None:
             return None
-        try:
-            error = future.result(timeout=self.timeout)
-        except cf.TimeoutError:
-            self._restart()
-            return f"conversion timed out after {self.timeout:.0f} s"
-        except BrokenProcessPool:
-            self._restart()
-            return "the converter process crashed on this file"
+        deadline = time.monotonic() + self.timeout
+        seen: tuple[int, int, int] | None = None
+        while True:
+            try:
+                wait = max(min(_POLL, deadline - time.monotonic()), 0.0)
+                error = future.result(timeout=wait)
+                break
+            except cf.TimeoutError:
+                pages = self._pages(sha)
+                if pages is not None and pages != seen:
+                    seen, deadline = pages, time.monotonic() + self.timeout
+                    if on_progress is not None and pages[1]:
+                        on_progress(pages[0], pages[1])
+                if time.monotonic() >= deadline:
+                    self._restart()
+                    at = f" (at page {seen[0] + 1:,} of {seen[1]:,})" if seen and seen[1] else ""
+                    return f"conversion timed out after {self.timeout:.0f} s without progress{at}"
+            except BrokenProcessPool:
+                self._restart()
+                return "the converter stopped on this file (it may be too large or damaged)"
+            except Exception as e:  # the worker could not even run it (e.g. a pickling error)
+                self._futures.pop(sha, None)
+                return plain_message(e)
         self._futures.pop(sha, None)
         return error
 
@@ -446,6 +531,7 @@ class _Converter:
 
     def close(self, *, kill: bool = False) -> None:
         pool, self._pool = self._pool, None
+        self._progress = None
         if pool is None:
             return
         if kill:
@@ -475,8 +561,13 @@ def _run(
         for doc in todo:
             rec = doc.record
             bar.set_postfix_str(rec.title[:40], refresh=False)
+
+            def pages(done: int, total: int, title: str = rec.title) -> None:
+                if total >= 50:  # long documents: show the pages as they are read
+                    bar.set_postfix_str(f"{title[:30]} · page {done:,}/{total:,}")
+
             try:
-                bundle, converted = _obtain(doc, index, converter)
+                bundle, converted = _obtain(doc, index, converter, pages)
             except _Failed as e:
                 catalog.record_problem(
                     rec, status="error", error=str(e), attempt_fingerprint=doc.attempt_fingerprint
@@ -484,6 +575,7 @@ def _run(
                 report.errors.append(_line(rec, "error", str(e)))
                 bar.update(1)
                 continue
+            report.warnings.extend(_line(rec, "warning", w) for w in bundle.toc.warnings)
             bundle = _with_meta(bundle, doc.meta)
             chunks = chunk_bundle(
                 bundle,
@@ -564,7 +656,12 @@ class _Failed(Exception):
     """A document that could not be converted (one-line reason)."""
 
 
-def _obtain(doc: _Doc, index: Index, converter: _Converter) -> tuple[Bundle, bool]:
+def _obtain(
+    doc: _Doc,
+    index: Index,
+    converter: _Converter,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[Bundle, bool]:
     """The document's bundle from the content cache, converting it when absent."""
     cache = index.bundle_cache_dir(str(doc.record.sha256))
     if Bundle.exists(cache):
@@ -573,22 +670,20 @@ def _obtain(doc: _Doc, index: Index, converter: _Converter) -> tuple[Bundle, boo
         except (OSError, ValueError, TypeError) as e:  # a damaged cache entry: redo it
             shutil.rmtree(cache, ignore_errors=True)
             if doc.note is None:
-                error = converter.convert(doc)
+                error = converter.convert(doc, on_progress)
                 if error is None and Bundle.exists(cache):
                     return Bundle.load(cache), True
-                raise _Failed(error or f"damaged cached bundle: {e}") from e
+                raise _Failed(error or "the cached conversion was damaged; index again") from e
     if doc.note is not None:
-        from zocrates_nb.ingest import ConversionError, convert_note
+        from zocrates_nb.ingest import convert_note
 
         try:
             bundle = convert_note(doc.note.html, doc.note.title)
-        except ConversionError as e:
-            raise _Failed(_one_line(str(e)) or "note conversion failed") from e
-        except Exception as e:
-            raise _Failed(_one_line(f"{type(e).__name__}: {e}")) from e
+        except Exception as e:  # any failure is the note's plain error
+            raise _Failed(plain_message(e)) from e
         bundle.save(cache)
         return bundle, True
-    error = converter.convert(doc)
+    error = converter.convert(doc, on_progress)
     if error is not None:
         raise _Failed(error)
     if not Bundle.exists(cache):
@@ -611,10 +706,6 @@ def _with_meta(bundle: Bundle, meta: _Meta) -> Bundle:
     return Bundle(markdown=bundle.markdown, toc=toc)
 
 
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= 300 else line[:297] + "…"
-
-
 def _line(rec: DocumentRecord, what: str, text: str) -> dict[str, str]:
-    return {"item_key": rec.item_key, "doc_key": rec.doc_key, "file": rec.file, what: text}
+    return {"item_key": rec.item_key, "doc_key": rec.doc_key, "file": rec.file,
+            what: one_line(text)}

@@ -3,6 +3,9 @@
 SQLite is the source of truth of the index: a chunk exists when its row exists here, and chunk
 rows (with their FTS rows, kept in step by triggers) are only written in the transaction that
 marks their document `done`. Chroma holds vectors for these rows and nothing else of value.
+
+Everything in the file is derived from the library and the bundle cache, so a file in another
+format (`CATALOGUE_VERSION`) is not migrated: it is rebuilt by the next indexing run.
 """
 
 from __future__ import annotations
@@ -18,9 +21,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from zocrates_nb.config import ConfigError
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord, SearchFilter
 
-SCHEMA_VERSION = "1"
+CATALOGUE_VERSION = 2
+"""The format of catalog.sqlite, kept in its `PRAGMA user_version`.
+
+Bump it with any change to `_SCHEMA` (a table, column, index, trigger, the FTS5 columns or
+tokenizer) or to what a stored column means; every table belongs in `_SCHEMA`, which is what a
+new file and a rebuilt one get. A catalogue of another version is never read: `status`,
+`search` and `ask` say so until `zocrates-nb index` rebuilds it and the vectors from the cached
+bundles (no paper is converted again; bundles, settings and sessions are kept). A catalogue
+newer than the code is refused. A change to how chunks are cut that keeps the columns bumps
+`CHUNKER_VERSION` (index/chunking.py) instead: documents then re-chunk one by one.
+
+History: 1 = the first release (user_version left at 0, `meta.schema_version` "1");
+2 = the version kept in user_version.
+"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -145,6 +162,14 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+class IndexVersionError(ConfigError):
+    """The catalogue is in a format this code does not read: older (rebuild it) or newer.
+
+    A ConfigError, as a setting the user must act on, so every surface (CLI, a turn's error
+    event, the panel) already prints it as one plain line.
+    """
+
+
 @dataclass
 class DocumentState:
     """What the indexer needs to know about a document it indexed before."""
@@ -160,7 +185,12 @@ class DocumentState:
 
 
 class Catalog:
-    """Typed access to `catalog.sqlite` (WAL; one connection guarded by a lock)."""
+    """Typed access to `catalog.sqlite` (WAL; one connection guarded by a lock).
+
+    A catalogue of an older format opens (so that indexing can rebuild it) but every read or
+    write raises IndexVersionError until it is rebuilt, here or by another process; a newer
+    one is refused on open.
+    """
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -168,29 +198,91 @@ class Catalog:
         self._lock = threading.RLock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=OFF")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        ready = self._db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-        ).fetchone() and self.get_meta("schema_version") == SCHEMA_VERSION
-        if not ready:
-            with self.transaction() as db:
-                for statement in _split_script(_SCHEMA):
-                    db.execute(statement)
-                db.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
-                    (SCHEMA_VERSION,),
-                )
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=OFF")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self.version = self._stored_version()
+            if self.version == 0:  # a new file (or one another process is creating)
+                with self._immediate():
+                    if self._stored_version() == 0:
+                        self._create()
+                self.version = self._stored_version()
+            self._check_not_newer()
+        except BaseException:
+            self._db.close()
+            raise
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
+    # -- format ---------------------------------------------------------------------------
+
+    @property
+    def outdated(self) -> bool:
+        """Whether the file is in an older format (looked up again: another process may have
+        rebuilt it since this one opened it)."""
+        if self.version != CATALOGUE_VERSION:
+            with self._lock:
+                self.version = self._stored_version()
+            self._check_not_newer()
+        return self.version < CATALOGUE_VERSION
+
+    def rebuild(self) -> None:
+        """Drop every table and create the current schema, in one transaction.
+
+        All of it is derived data: the next indexing run fills it again from the library and
+        the bundle cache.
+        """
+        with self._immediate():
+            self.version = self._stored_version()
+            self._check_not_newer()
+            db = self._db
+            tables = (
+                "SELECT name, sql FROM sqlite_master WHERE type = 'table'"
+                " AND name NOT LIKE 'sqlite%'"
+            )
+            for name, sql in db.execute(tables).fetchall():
+                if str(sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
+                    db.execute(f"DROP TABLE IF EXISTS {_quote(name)}")  # and its shadow tables
+            for name, _sql in db.execute(tables).fetchall():
+                db.execute(f"DROP TABLE IF EXISTS {_quote(name)}")
+            for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'"):
+                db.execute(f"DROP VIEW IF EXISTS {_quote(name)}")
+            self._create()
+        self.version = CATALOGUE_VERSION
+
+    def _create(self) -> None:
+        for statement in _split_script(_SCHEMA):
+            self._db.execute(statement)
+        self._db.execute(f"PRAGMA user_version = {CATALOGUE_VERSION}")
+
+    def _stored_version(self) -> int:
+        """The file's format; 0 for a new, empty file."""
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version == 0 and self._db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+            return 1  # the first release kept its version in the meta table only
+        return version
+
+    def _check_not_newer(self) -> None:
+        if self.version > CATALOGUE_VERSION:
+            raise IndexVersionError(
+                f"the index in {self.path.parent} was built by a newer version of zocrates-nb "
+                f"(catalogue format {self.version}; this version reads {CATALOGUE_VERSION}): "
+                "upgrade zocrates-nb, or use another data home (--home)"
+            )
+
+    def _require_current(self) -> None:
+        if self.outdated:
+            raise IndexVersionError(
+                f"the index in {self.path.parent} was built by an older version of zocrates-nb; "
+                "run `zocrates-nb index` to rebuild it (bundles, settings and sessions are kept)"
+            )
+
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE … COMMIT (ROLLBACK on error), serialised within the process."""
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -200,7 +292,17 @@ class Catalog:
                 raise
             self._db.execute("COMMIT")
 
+    # -- access ---------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT (ROLLBACK on error), serialised within the process."""
+        self._require_current()
+        with self._immediate() as db:
+            yield db
+
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        self._require_current()
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
@@ -469,6 +571,10 @@ def filter_sql(flt: SearchFilter, alias: str) -> tuple[str, list[Any]]:
         parts.append(f"{alias}.chunk_id NOT IN (SELECT value FROM json_each(?))")
         params.append(json.dumps(list(flt.exclude_chunk_ids)))
     return "".join(" AND " + p for p in parts), params
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _split_script(script: str) -> list[str]:

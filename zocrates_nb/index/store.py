@@ -87,6 +87,8 @@ class Index:
     @property
     def model_name(self) -> str:
         """The embedding model of the stored vectors (the configured one before any run)."""
+        if self.catalog.outdated:
+            return self.configured_model
         return self.catalog.get_meta("embedding_model") or self.configured_model
 
     @property
@@ -149,11 +151,26 @@ class Index:
                 if fcntl is not None:
                     fcntl.flock(fh, fcntl.LOCK_UN)
 
+    def rebuild(self) -> None:
+        """Start the derived data afresh in the current catalogue format (held by the writer).
+
+        The vectors go first, so an interrupted rebuild leaves the catalogue outdated and is
+        redone. The bundle cache, documents/, settings and sessions stay: the next indexing run
+        re-chunks and re-embeds from cached bundles without converting any paper again.
+        """
+        self._dense = None
+        self.dense.reset()
+        self.catalog.rebuild()
+        self._dense = None
+
     def purge_unfinished(self) -> list[str]:
         """Drop the vectors of documents left `indexing` by an interrupted run.
 
-        Skipped while another process holds the writer lock (its documents are in flight).
+        Skipped while another process holds the writer lock (its documents are in flight), and
+        for an outdated catalogue (its rebuild drops every vector).
         """
+        if self.catalog.outdated:
+            return []
         keys = self.catalog.doc_keys_with_status("indexing")
         if not keys:
             return []

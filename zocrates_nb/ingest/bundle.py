@@ -12,13 +12,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zocrates_nb.errors import ZocratesError
+
 DOCUMENT = "document.md"
 TOC = "toc.json"
 
 # Bump whenever any converter (PDF, HTML/notes, Markdown, text) would write a different bundle
 # for the same input: the bundle cache and the index fingerprints include it, so an upgrade
 # re-converts and re-indexes every converted document instead of keeping stale bundles.
-CONVERTER_VERSION = 3
+CONVERTER_VERSION = 4
 
 
 @dataclass
@@ -60,6 +62,9 @@ class Toc:
     sections: list[Section] = field(default_factory=list)
     figures: list[Asset] = field(default_factory=list)
     tables: list[Asset] = field(default_factory=list)
+    # What the reader should know about this conversion (bad bytes replaced, markup flattened,
+    # an HTML page saved as .pdf…): one plain line each, shown in the index report.
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,5 +124,5 @@ class Bundle:
         return (directory / TOC).is_file() and (directory / DOCUMENT).is_file()
 
 
-class ConversionError(Exception):
+class ConversionError(ZocratesError):
     """A document that cannot be converted; the message is a one-line reason for the report."""

@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup, NavigableString, Tag
 from markdownify import MarkdownConverter
 
 from zocrates_nb.ingest.bundle import Bundle, ConversionError
+from zocrates_nb.ingest.text import read_bytes
 from zocrates_nb.ingest.toc import (
     LABEL,
     TocInfo,
@@ -22,11 +23,18 @@ from zocrates_nb.ingest.toc import (
     normalize_text,
     strip_marks,
 )
+from zocrates_nb.library.encoding import decode_text
 
 _DROP = ("script", "style", "noscript", "template", "svg", "iframe", "nav", "form", "button",
          "input", "select", "textarea", "canvas", "object", "embed", "link", "meta")
 _LABEL_START = re.compile(rf"^\s*({LABEL})\s*[.:|—–-]?\s*(.*)$", re.DOTALL)
 _PLACEHOLDER = "ZOCRATESTABLE{}X"
+# markdownify recurses ~3 Python frames per element level: beyond this depth the markup is
+# flattened to paragraphs of its text (real pages nest a few dozen levels).
+MAX_DEPTH = 120
+_BLOCKS = frozenset({"p", "div", "li", "ul", "ol", "tr", "td", "th", "table", "br", "hr",
+                     "section", "article", "main", "blockquote", "pre", "dd", "dt", "figure",
+                     "h1", "h2", "h3", "h4", "h5", "h6", "header", "footer", "aside"})
 
 
 class _Converter(MarkdownConverter):
@@ -63,8 +71,49 @@ def _caption_paragraph(kind: str, text: str, index: int) -> str:
     return f"**{kind} {index}:** {text}".rstrip()
 
 
-def html_to_markdown(html: str) -> tuple[str, str]:
-    """(markdown, title) of an HTML document or fragment."""
+def _flatten_deep(soup: BeautifulSoup) -> str | None:
+    """Elements nested deeper than MAX_DEPTH keep their text as plain paragraphs.
+
+    Walks the tree with an explicit stack (no recursion); returns a warning when anything
+    was flattened, None otherwise.
+    """
+    deepest = 0
+    cut: list[Tag] = []
+    stack: list[tuple[Tag, int]] = [(soup, 0)]
+    while stack:
+        el, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth == MAX_DEPTH:
+            cut.append(el)
+        stack.extend((c, depth + 1) for c in el.children if isinstance(c, Tag))
+    for el in cut:
+        paragraphs = _text_paragraphs(el)
+        el.clear(decompose=True)
+        for text in paragraphs:
+            p = soup.new_tag("p")
+            p.string = text
+            el.append(p)
+    if not cut:
+        return None
+    return (f"deeply nested HTML ({deepest:,} levels): below level {MAX_DEPTH} the text was "
+            "kept as plain paragraphs, without its formatting")
+
+
+def _text_paragraphs(el: Tag) -> list[str]:
+    """The text under `el`, a new paragraph at every block element (iterative)."""
+    parts: list[str] = []
+    for node in el.descendants:
+        if isinstance(node, Tag):
+            if node.name in _BLOCKS:
+                parts.append("\n\n")
+        elif type(node) is NavigableString:  # not comments, doctypes, CDATA
+            parts.append(str(node))
+    paragraphs = (" ".join(p.split()) for p in "".join(parts).split("\n\n"))
+    return [p for p in paragraphs if p]
+
+
+def html_to_markdown(html: str, warnings: list[str] | None = None) -> tuple[str, str]:
+    """(markdown, title) of an HTML document or fragment; notes go to `warnings`."""
     soup = BeautifulSoup(html, "html.parser")
     title = ""
     if soup.title and soup.title.string:
@@ -78,6 +127,9 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     for el in soup.find_all(["head", "header", "footer", "aside"]):
         if el.name == "head" or not el.find_parent(["article", "main"]):
             el.decompose()
+    flattened = _flatten_deep(soup)
+    if flattened and warnings is not None:
+        warnings.append(flattened)
     root: Tag = soup
     for name in ("article", "main"):
         cands = soup.find_all(name)
@@ -137,30 +189,39 @@ def _first_line(md: str) -> str:
 
 
 def html_to_bundle(html: str, title: str = "", converter: str = "html") -> Bundle:
-    md, page_title = html_to_markdown(html)
+    warnings: list[str] = []
+    md, page_title = html_to_markdown(html, warnings)
     if not md.strip():
-        raise ConversionError("no text in HTML")
+        raise ConversionError("no text in this HTML page")
     info = TocInfo(converter=converter, title=title or page_title or _first_line(md),
                    plain_captions=False)
-    return make_bundle(md, info)
+    bundle = make_bundle(md, info)
+    bundle.toc.warnings.extend(warnings)
+    return bundle
 
 
 def convert_note(html: str, title: str = "") -> Bundle:
     """A Zotero note (note-editor HTML); its title is the given one or its first line."""
-    md, _ = html_to_markdown(html)
+    warnings: list[str] = []
+    md, _ = html_to_markdown(html, warnings)
     if not md.strip():
         raise ConversionError("empty note")
-    return make_bundle(md, TocInfo(converter="zotero-note", title=title or _first_line(md)))
+    bundle = make_bundle(md, TocInfo(converter="zotero-note", title=title or _first_line(md)))
+    bundle.toc.warnings.extend(warnings)
+    return bundle
+
+
+def read_html(path: Path) -> tuple[str, list[str]]:
+    """An HTML file's text (BOM, then its declared charset, then UTF-8) and decoding notes."""
+    data = read_bytes(path)
+    m = re.search(rb"<meta[^>]+charset=[\"']?([\w-]+)", data[:4000], re.IGNORECASE)
+    declared = m.group(1).decode("ascii", "ignore") if m else None
+    decoded = decode_text(data, declared)
+    return decoded.text, decoded.warnings
 
 
 def convert_html_file(path: Path) -> Bundle:
-    data = path.read_bytes()
-    if not data.strip():
-        raise ConversionError(f"empty file ({len(data)} bytes)")
-    m = re.search(rb"<meta[^>]+charset=[\"']?([\w-]+)", data[:4000], re.IGNORECASE)
-    enc = m.group(1).decode("ascii", "ignore") if m else "utf-8"
-    try:
-        html = data.decode(enc, errors="replace")
-    except LookupError:
-        html = data.decode("utf-8", errors="replace")
-    return html_to_bundle(html)
+    html, warnings = read_html(path)
+    bundle = html_to_bundle(html)
+    bundle.toc.warnings[:0] = warnings
+    return bundle

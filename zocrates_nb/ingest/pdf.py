@@ -12,10 +12,12 @@ import threading
 import time
 import unicodedata
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pypdfium2 as pdfium
 
+from zocrates_nb.config import DEFAULT_MAX_PAGES
 from zocrates_nb.ingest.bundle import Bundle, ConversionError
 from zocrates_nb.ingest.pdf_chars import Line, page_graphics, page_lines
 from zocrates_nb.ingest.pdf_headings import (
@@ -38,90 +40,147 @@ from zocrates_nb.ingest.pdf_layout import (
     separate_side_blocks,
 )
 from zocrates_nb.ingest.pdf_style import BodyStyle, family, measure_body
-from zocrates_nb.ingest.pdf_tables import table_rows
+from zocrates_nb.ingest.pdf_tables import page_ranges, table_rows
 from zocrates_nb.ingest.text import join_lines
 from zocrates_nb.ingest.toc import TocInfo, build_toc, find_year, markdown_table, normalize_text
 
 CONVERTER = f"pypdfium2-{pdfium.version.PYPDFIUM_INFO}"
 MAX_CHARS_PER_PAGE = 60_000  # a page with more "characters" is vector art or a broken stream
+# Reading may take this long plus PAGE_BUDGET_S per page (~100x what a page needs on one
+# core), so a 600-page thesis is read, while a file of pathological pages still ends.
 TIME_BUDGET_S = 60.0
+PAGE_BUDGET_S = 0.5
+# A paragraph running on over a page break ends there once it is this long: tables and
+# lists without sentence ends would otherwise run into one line of the whole document.
+MAX_PARAGRAPH_LINES = 40
+_SIDE_LABEL_HINT = re.compile(r"Fig|FIG|Tab|TAB")
 
 
 class TooManyPagesError(ConversionError):
     """More pages than `index.max_pages`: a limit the user chose, never rescued by fallbacks."""
 
 
+ENCRYPTED = (
+    "encrypted PDF: open it in a PDF reader and save an unencrypted copy "
+    "(or remove the password), then index again"
+)
+DAMAGED = (
+    "damaged PDF: it cannot be opened (it may be truncated or only partly downloaded); "
+    "download it again"
+)
+
+
 def _open(path: Path) -> pdfium.PdfDocument:
     try:
         return pdfium.PdfDocument(str(path))
     except pdfium.PdfiumError as err:
-        msg = str(err).lower()
-        if "password" in msg:
-            raise ConversionError("encrypted PDF: needs a password to open") from err
-        raise ConversionError(f"corrupt or unreadable PDF ({err})") from err
+        if "password" in str(err).lower():
+            raise ConversionError(ENCRYPTED) from err
+        raise ConversionError(DAMAGED) from err
 
 
 # PDFium is not thread-safe: one document at a time per process.
 _PDFIUM_LOCK = threading.Lock()
 
 
-def read_pages(path: Path, max_pages: int) -> tuple[list[PageLines], str]:
+Progress = Callable[[int, int], None]  # (pages read, pages in all)
+
+
+def read_pages(
+    path: Path, max_pages: int, progress: Progress | None = None
+) -> tuple[list[PageLines], str]:
     """Styled lines of every page (content order) and the raw text of page 1."""
     with _PDFIUM_LOCK:
-        return _read_pages(path, max_pages)
+        return _read_pages(path, max_pages, progress)
 
 
-def _read_pages(path: Path, max_pages: int) -> tuple[list[PageLines], str]:
+def _read_pages(
+    path: Path, max_pages: int, progress: Progress | None
+) -> tuple[list[PageLines], str]:
+    """One page at a time: PDFium holds one page, Python keeps only its styled lines."""
     doc = _open(path)
     try:
         n = len(doc)
         if n == 0:
-            raise ConversionError("PDF has no pages")
+            raise ConversionError("damaged PDF: it has no pages")
         if n > max_pages:
             raise TooManyPagesError(
-                f"PDF has {n} pages, more than the limit of {max_pages}; "
-                "raise index.max_pages to convert it"
+                f"PDF has {n:,} pages, more than the limit of {max_pages:,}; to index it, "
+                f"raise index.max_pages in zocrates_config.json (e.g. {{\"index\": "
+                f"{{\"max_pages\": {_round_up(n)}}}}})"
             )
+        budget = TIME_BUDGET_S + PAGE_BUDGET_S * n
         start = time.monotonic()
         pages: list[PageLines] = []
         stamps: list[str] = []
         for i in range(n):
-            if time.monotonic() - start > TIME_BUDGET_S:
-                raise ConversionError(f"PDF took longer than {TIME_BUDGET_S:.0f}s to read")
+            if progress is not None:
+                progress(i, n)
+            if time.monotonic() - start > budget:
+                raise ConversionError(
+                    f"the PDF took longer than {budget:,.0f} s to read (stopped at page {i + 1} "
+                    f"of {n:,}): some pages are too complex"
+                )
             try:
                 page = doc[i]
             except pdfium.PdfiumError as err:
-                raise ConversionError(f"unreadable page {i + 1} ({err})") from err
+                raise ConversionError(f"damaged PDF: page {i + 1} cannot be read") from err
             try:
                 lines = page_lines(page, i + 1, MAX_CHARS_PER_PAGE)
                 if i == 0:
                     stamps = [ln.text for ln in lines if ln.rotated]
                 lines = [ln for ln in lines if not ln.rotated]
+                if not any(_SIDE_LABEL_HINT.search(ln.text) for ln in lines):
+                    for ln in lines:  # word boxes only serve side-by-side captions
+                        for sp in ln.spans:
+                            sp.words = []
                 pages.append(PageLines(i + 1, page.get_width(), page.get_height(), lines,
                                        graphics=page_graphics(page)))
             finally:
                 page.close()
+        if progress is not None:
+            progress(n, n)
     finally:
         doc.close()
     first = "\n".join([*(ln.text for ln in pages[0].lines), *stamps]) if pages else ""
     return pages, first
 
 
-def convert_pdf(path: Path, *, max_pages: int = 400) -> Bundle:
-    pages, page1_text = read_pages(path, max_pages)
+def _round_up(n: int) -> int:
+    """A round limit above `n`: 2,345 → 2,500."""
+    step = 500 if n >= 1000 else 100
+    return (n // step + 1) * step
+
+
+def convert_pdf(
+    path: Path, *, max_pages: int = DEFAULT_MAX_PAGES, progress: Progress | None = None
+) -> Bundle:
+    """`progress(done, total)` is called before each page is read, then with (total, total)
+    after each document-wide step (a heartbeat while a long document is assembled)."""
+    pages, page1_text = read_pages(path, max_pages, progress)
+    n = len(pages)
+
+    def step() -> None:
+        if progress is not None:
+            progress(n, n)
+
     chars = sum(len(ln.text) for p in pages for ln in p.lines)
     if chars < 20 * len(pages):
         raise ConversionError(
-            f"no text layer in this {len(pages)}-page PDF (scanned images?): OCR is needed"
+            f"no text layer (a scanned image, {len(pages)} page{'s' if len(pages) > 1 else ''}):"
+            " make it searchable with OCR (e.g. ocrmypdf, or your PDF reader's text "
+            "recognition) and index again"
         )
     _order_pages(pages)
+    step()
     remove_page_furniture(pages)
     for p in pages:
         for ln in p.lines:
             for s in ln.spans:
                 s.text = normalize_text(s.text)
             ln.touch()
-    return _assemble(pages, page1_text)
+    step()
+    return _assemble(pages, page1_text, step)
 
 
 def _layout_key(gutters: list[tuple[float, float]]) -> tuple[tuple[int, int], ...]:
@@ -244,7 +303,9 @@ def _prose(text: str) -> bool:
     return bool(words) and sum(1 for w in words if w[0].islower()) >= 0.4 * len(words)
 
 
-def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
+def _assemble(
+    pages: list[PageLines], page1_text: str, step: Callable[[], None] = lambda: None
+) -> Bundle:
     body = measure_body(pages)
     lines = _doc_lines(pages, body)
     title_idx = _title_lines(lines, pages, body)
@@ -256,19 +317,23 @@ def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
     for dl in lines:
         dl.in_figure = graphics[dl.page].contains(dl.line)
     title_key = " ".join(lines[i].line.text for i in title_idx)
+    step()
     heads = find_headings(lines, body, heading_skip, p1_end, title=title_key)
+    step()
     head_at = {c.index: c for c in heads}
     head_lines = {c.index + k for c in heads for k in range(c.count)}
     caps = find_captions(lines, body, head_lines | skip)
     cap_at = {c.index: c for c in caps}
     blocked = head_lines | skip | {c.index + k for c in caps for k in range(c.count)}
-    table_of: dict[int, list[list[str]]] = {}
+    table_of: dict[int, tuple[list[list[str]], list[int]]] = {}  # rows, page of each row
     in_table: set[int] = set()
+    page_lines_at = page_ranges(lines)
     for cap in caps:
         if cap.label.lower().startswith("tab"):
-            used, rows = table_rows(lines, cap.index, cap.count, blocked | in_table)
+            used, rows, row_pages = table_rows(lines, cap.index, cap.count, blocked | in_table,
+                                               page_lines_at)
             if rows:
-                table_of[cap.index] = rows
+                table_of[cap.index] = (rows, row_pages)
                 in_table.update(used)
 
     md: list[str] = []
@@ -285,9 +350,9 @@ def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
         md.append(text)
         md_pages.append(page)
 
-    def emit_block(block: list[str], page: int) -> None:
-        """Consecutive lines (a Markdown table) after one blank line."""
-        for k, text in enumerate(block):
+    def emit_block(block: list[str], pages: list[int]) -> None:
+        """Consecutive lines (a Markdown table) after one blank line, each on its page."""
+        for k, (text, page) in enumerate(zip(block, pages, strict=True)):
             if k == 0 and md:
                 md.append("")
                 md_pages.append(page)
@@ -336,10 +401,15 @@ def _assemble(pages: list[PageLines], page1_text: str) -> Bundle:
             cap = cap_at[i]
             emit(_caption_md(cap, lines), cap.page)
             if cap.index in table_of:
-                emit_block(markdown_table(table_of[cap.index]), cap.page)
+                rows, row_pages = table_of[cap.index]
+                # Header, separator, then each row on its own page.
+                emit_block(markdown_table(rows), [row_pages[0], *row_pages])
             i += cap.count
             continue
-        if para and _breaks(para, dl, body):
+        if para and (
+            _breaks(para, dl, body)
+            or (dl.page != para[-1].page and len(para) >= MAX_PARAGRAPH_LINES)
+        ):
             flush()
         if not para:
             para_page = dl.page

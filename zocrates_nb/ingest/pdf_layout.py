@@ -405,6 +405,9 @@ def remove_page_furniture(pages: list[PageLines]) -> None:
     usual = sizes[len(sizes) // 2] if sizes else 10.0
     for p in pages:
         kept = []
+        # A running head is printed once per page; a numbered pattern repeated on the page
+        # itself ("S00041", "S00042"… down a table column) is content reaching the edge.
+        on_page = Counter(k for ln in p.lines if "#" in (k := _edge_key(ln.text)))
         for ln in p.lines:
             if ln.bottom < 0 or ln.top > p.height or ln.x1 < 0 or ln.x0 > p.width:
                 continue  # outside the page box (printer stamps, clipped text)
@@ -412,8 +415,9 @@ def remove_page_furniture(pages: list[PageLines]) -> None:
                 text = ln.text
                 if _PAGE_NUMBER.match(text):
                     continue
+                key = _edge_key(text)
                 # Running heads are small; a repeated *large* line is the title on page 1.
-                if counts[_edge_key(text)] >= need and ln.size <= usual + 3.5:
+                if counts[key] >= need and ln.size <= usual + 3.5 and on_page[key] < 3:
                     continue
             kept.append(ln)
         p.lines = kept

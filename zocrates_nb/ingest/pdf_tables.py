@@ -5,7 +5,11 @@ full-width caption) whose cells are set apart by wide gaps (the character reader
 spaces there, or starts a new line). Rows are taken from the caption outwards, below it or
 else above it, until prose, a wide vertical gap or the page edge. Cells are placed in
 columns by their x position. Spanning headers and multi-line cells come out approximate;
-tables with fewer than two rows are not kept.
+tables with fewer than two rows are not kept. A table that runs to the foot of its page
+continues on the next pages while they open with rows (after at most a "(continued)" line)
+and hold no heading or caption of their own;
+a header row repeated at the top of a page is dropped. Each step looks at one page, so a
+table over hundreds of pages costs time in proportion to its rows.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import re
 from zocrates_nb.ingest.pdf_chars import Line
 from zocrates_nb.ingest.pdf_headings import DocLine
 
-_MAX_ROWS = 80
+_MAX_ROWS = 150  # per page
+MAX_TABLE_ROWS = 100_000
 Cell = tuple[float, str]  # x0, text
+Group = tuple[list[int], list[Cell]]  # line indices of one row, its cells
 
 
 def _cells(ln: Line) -> list[Cell]:
@@ -42,8 +48,8 @@ def _rows(lines: list[DocLine], members: list[int]) -> list[tuple[float, list[in
 
 
 def _walk(lines: list[DocLine], rows: list[tuple[float, list[int]]],
-          start_base: float) -> list[tuple[list[int], list[Cell]]]:
-    taken: list[tuple[list[int], list[Cell]]] = []
+          start_base: float) -> list[Group]:
+    taken: list[Group] = []
     last = start_base
     singles = 0
     for base, members in rows:
@@ -91,24 +97,86 @@ def _columns(rows: list[list[Cell]], em: float) -> list[list[str]]:
     return [[r[j] for j in used] for r in out]
 
 
-def table_rows(lines: list[DocLine], index: int, count: int,
-               blocked: set[int]) -> tuple[list[int], list[list[str]]]:
-    """Line indices used and the rows (cells) of the table captioned at `index`."""
+def _page_members(lines: list[DocLine], pages: dict[int, range], page: int, col: int,
+                  blocked: set[int]) -> list[int]:
+    return [
+        i for i in pages.get(page, range(0))
+        if i not in blocked and (col < 0 or lines[i].line.col in (col, -1))
+    ]
+
+
+def page_ranges(lines: list[DocLine]) -> dict[int, range]:
+    """Line indices of each page (lines come page by page)."""
+    out: dict[int, range] = {}
+    start = 0
+    for i in range(1, len(lines) + 1):
+        if i == len(lines) or lines[i].page != lines[start].page:
+            out[lines[start].page] = range(start, i)
+            start = i
+    return out
+
+
+def table_rows(lines: list[DocLine], index: int, count: int, blocked: set[int],
+               pages: dict[int, range] | None = None
+               ) -> tuple[list[int], list[list[str]], list[int]]:
+    """Line indices used, the rows (cells) and each row's page of the table captioned at
+    `index`; `pages` is `page_ranges(lines)` (computed when not given)."""
+    pages = pages if pages is not None else page_ranges(lines)
     cap = lines[index]
     col = cap.line.col
-    members = [
-        i for i, dl in enumerate(lines)
-        if dl.page == cap.page and i not in blocked and (col < 0 or dl.line.col in (col, -1))
-    ]
+    members = _page_members(lines, pages, cap.page, col, blocked)
     top = cap.line.base
     bottom = lines[index + count - 1].line.base
     rows = _rows(lines, members)
-    below = _walk(lines, [r for r in rows if r[0] > bottom], bottom)
+    under = [r for r in rows if r[0] > bottom]
+    below = _walk(lines, under, bottom)
     above = _walk(lines, [r for r in reversed(rows) if r[0] < top], top)
     above.reverse()
     groups = below if len(below) >= len(above) else above
     if len(groups) < 2:
-        return [], []
+        return [], [], []
+    if groups is below and len(below) == len(under):  # runs to the foot of the page
+        groups += _continued(lines, pages, cap.page, col, blocked, groups[0][1])
     used = [m for members_, _ in groups for m in members_]
-    table = _columns([cells for _, cells in groups], max(cap.line.size, 4.0))
-    return used, table
+    with_cells = [(members_, cells) for members_, cells in groups if cells]
+    table = _columns([cells for _, cells in with_cells], max(cap.line.size, 4.0))
+    row_pages = [lines[members_[0]].page for members_, _ in with_cells]
+    return used, table, row_pages
+
+
+def _continued(lines: list[DocLine], pages: dict[int, range], page: int, col: int,
+               blocked: set[int], header: list[Cell]) -> list[Group]:
+    """Rows of a table going on over the following pages (see the module docstring).
+
+    A repeated header row is returned with no cells, so its lines count as used but it adds
+    no row."""
+    head_text = [t for _, t in header]
+    out: list[Group] = []
+    total = 0
+    while total < MAX_TABLE_ROWS:
+        page += 1
+        if any(i in blocked for i in pages.get(page, range(0))):
+            break  # a heading or another caption: this page is not more of the table
+        members = _page_members(lines, pages, page, col, blocked)
+        rows = _rows(lines, members)
+        lead = 0  # a "Table 3 (continued)" line or a short running title above the rows
+        while lead < min(2, len(rows)) and len(rows[lead][1]) == 1 and len(
+            lines[rows[lead][1][0]].line.text.split()
+        ) <= 8 and "  " not in lines[rows[lead][1][0]].line.text:
+            lead += 1
+        rest = rows[lead:]
+        if not rest:
+            break
+        taken = _walk(lines, rest, rest[0][0])
+        if len(taken) < 2:
+            break
+        first_text = [t for _, t in taken[0][1]]
+        if first_text == head_text:
+            taken[0] = (taken[0][0], [])
+        for _, members_ in rows[:lead]:
+            out.append((members_, []))  # the "(continued)" line: used, not a row
+        out.extend(taken)
+        total += len(taken)
+        if len(taken) < len(rest):
+            break  # prose after the rows: the table ends on this page
+    return out

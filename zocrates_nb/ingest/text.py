@@ -12,6 +12,10 @@ from statistics import median
 
 from zocrates_nb.ingest.bundle import Bundle, ConversionError
 from zocrates_nb.ingest.toc import TocInfo, make_bundle, normalize_text, split_number
+from zocrates_nb.library.encoding import DecodedText, decode_text
+
+# Text, Markdown and HTML files are read whole: beyond this they are data dumps, not documents.
+MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 _SETEXT = re.compile(r"^(=+|-+)\s*$")
 _NUMBERED_HEADING = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,2})\.?\s+([A-Z][^\n]{1,80})$")
@@ -22,33 +26,56 @@ _NAMED_HEADING = re.compile(
 )
 
 
-def read_text(path: Path) -> str:
+def read_bytes(path: Path) -> bytes:
+    """A text-like file's bytes, refusing empty files and data dumps with a plain reason."""
+    size = path.stat().st_size
+    if size > MAX_TEXT_BYTES:
+        raise ConversionError(
+            f"text file too large to index ({size / 2**20:,.0f} MB; the limit is "
+            f"{MAX_TEXT_BYTES // 2**20} MB)"
+        )
     data = path.read_bytes()
+    if not data:
+        raise ConversionError("empty file (0 bytes)")
     if not data.strip():
-        raise ConversionError(f"empty file ({len(data)} bytes)")
-    for enc in ("utf-8-sig", "cp1252"):
-        try:
-            return data.decode(enc)
-        except UnicodeDecodeError:
-            continue
-    return data.decode("utf-8", errors="replace")
+        raise ConversionError(f"empty file (only white space, {len(data)} bytes)")
+    return data
+
+
+def read_text(path: Path) -> DecodedText:
+    """Decoded by its byte-order mark, else as UTF-8 (see `library.encoding`)."""
+    decoded = decode_text(read_bytes(path))
+    if not decoded.text.strip():
+        raise ConversionError("no text in the file (only control characters)")
+    return decoded
+
+
+_HYPHENATED = re.compile(r"[A-Za-z]-$")
 
 
 def join_lines(lines: list[str]) -> str:
-    """One paragraph from wrapped lines, re-joining words hyphenated across line ends."""
-    out = ""
+    """One paragraph from wrapped lines, re-joining words hyphenated across line ends.
+
+    Linear in the paragraph's length: only the end of the previous line is looked at (a
+    table run together into one paragraph has thousands of lines).
+    """
+    parts: list[str] = []
     for raw in lines:
         line = raw.strip()
         if not line:
             continue
-        if not out:
-            out = line
-        elif re.search(r"[A-Za-z]-$", out) and re.match(r"[a-z]", line):
+        prev = parts[-1] if parts else ""
+        if prev and _HYPHENATED.search(prev[-2:]) and "a" <= line[0] <= "z":
             # "distri-" + "buted" → "distributed"; "globally-" + "distributed" keeps its hyphen.
-            out = out + line if re.search(r"ly-$", out) else out[:-1] + line
+            if not prev.endswith("ly-"):
+                parts[-1] = prev[:-1]
+            parts.append(line)
+        elif prev:
+            parts.append(" ")
+            parts.append(line)
         else:
-            out = out + " " + line
-    return re.sub(r"[ \t]+", " ", out)
+            parts.append(line)
+    return re.sub(r"[ \t]+", " ", "".join(parts))
 
 
 # ----------------------------------------------------------------------------- markdown
@@ -167,8 +194,14 @@ def text_to_bundle(text: str, converter: str = "plain-text") -> Bundle:
 
 
 def convert_markdown_file(path: Path) -> Bundle:
-    return markdown_to_bundle(read_text(path))
+    decoded = read_text(path)
+    bundle = markdown_to_bundle(decoded.text)
+    bundle.toc.warnings.extend(decoded.warnings)
+    return bundle
 
 
 def convert_text_file(path: Path) -> Bundle:
-    return text_to_bundle(read_text(path))
+    decoded = read_text(path)
+    bundle = text_to_bundle(decoded.text)
+    bundle.toc.warnings.extend(decoded.warnings)
+    return bundle

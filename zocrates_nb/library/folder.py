@@ -4,6 +4,10 @@ For people without Zotero: PDFs, HTML pages, Markdown and text files are found
 recursively (hidden files and folders skipped), and whatever metadata the files carry
 (PDF document info, HTML citation meta tags, Markdown front matter) fills the items.
 Keys are derived from relative paths, so re-reading a folder gives the same keys.
+
+Symbolic links are followed only while they stay inside the folder (see `paths`); a link
+leaving it, a broken link or a special file (FIFO, device) is listed in `Library.skipped`
+with the reason, and each real folder is read once, so a link loop ends.
 """
 
 from __future__ import annotations
@@ -21,7 +25,17 @@ import yaml
 from bs4 import BeautifulSoup
 from pypdf import PdfReader
 
-from zocrates_nb.library.model import Attachment, Collection, Creator, Item, Library, LibraryError
+from zocrates_nb.library.encoding import decode_text
+from zocrates_nb.library.model import (
+    Attachment,
+    Collection,
+    Creator,
+    Item,
+    Library,
+    LibraryError,
+    SkippedPath,
+)
+from zocrates_nb.library.paths import inside, outside_reason, printable, real
 from zocrates_nb.library.zotero_fields import clean_doi, year_of
 
 CONTENT_TYPES = {
@@ -51,7 +65,8 @@ def folder_key(seed: str, used: set[str]) -> str:
     """8 characters from Zotero's key alphabet, stable for a seed, unique within `used`."""
     n = 0
     while True:
-        h = int.from_bytes(hashlib.sha256(f"{seed}#{n}".encode()).digest(), "big")
+        seed_bytes = f"{seed}#{n}".encode("utf-8", "surrogateescape")  # undecodable names
+        h = int.from_bytes(hashlib.sha256(seed_bytes).digest(), "big")
         key = "".join(KEY_CHARS[(h >> (5 * i)) % len(KEY_CHARS)] for i in range(8))
         if key not in used:
             used.add(key)
@@ -180,7 +195,7 @@ def html_metadata(path: Path) -> FileMetadata:
 
 
 def markdown_metadata(path: Path) -> FileMetadata:
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = decode_text(path.read_bytes()).text
     meta = FileMetadata()
     front: dict[str, Any] = {}
     m = _FRONT_MATTER.match(text)
@@ -225,15 +240,70 @@ def file_metadata(path: Path) -> FileMetadata:
     return FileMetadata()
 
 
-def _document_files(folder: Path) -> list[Path]:
-    """Supported files under `folder`, hidden files and folders skipped, in a stable order."""
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith(".") and Path(name).suffix.lower() in CONTENT_TYPES:
-                found.append(Path(root) / name)
-    return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
+def _document_files(folder: Path) -> tuple[list[tuple[Path, Path]], list[SkippedPath]]:
+    """(path as found, real path) of the supported files under `folder` in a stable order,
+    and what was passed over. Hidden files and folders are skipped; links are followed
+    while they stay inside `folder`; a real folder or file is taken once."""
+    root = real(folder)
+    found: list[tuple[Path, Path]] = []
+    skipped: list[SkippedPath] = []
+    seen_dirs = {root}
+    stack = [folder]
+    linked: list[Path] = []  # folders reached through links: read after the real ones
+    while stack or linked:
+        if not stack:
+            link = linked.pop(0)
+            if real(link) not in seen_dirs:  # else a loop, or a folder already read
+                seen_dirs.add(real(link))
+                stack.append(link)
+            continue
+        directory = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as e:
+            reason = "permission denied" if isinstance(e, PermissionError) else "unreadable"
+            skipped.append(SkippedPath(printable(directory), f"folder cannot be read: {reason}"))
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            target = real(path)
+            is_link = entry.is_symlink()
+            if is_link and not inside(target, root):
+                reason = outside_reason(target, "the library folder")
+                skipped.append(SkippedPath(printable(path), reason))
+                continue
+            try:
+                is_dir = entry.is_dir()
+                is_file = entry.is_file()
+            except OSError:
+                is_dir = is_file = False
+            if is_dir:
+                if is_link:
+                    linked.append(path)
+                elif target not in seen_dirs:
+                    seen_dirs.add(target)
+                    stack.append(path)
+            elif Path(entry.name).suffix.lower() not in CONTENT_TYPES:
+                continue
+            elif is_file:
+                found.append((path, target))
+            elif is_link and not os.path.exists(path):
+                skipped.append(SkippedPath(printable(path), "a broken symbolic link"))
+            else:
+                skipped.append(SkippedPath(
+                    printable(path), "not a regular file (a pipe, socket or device): not read"
+                ))
+    found.sort(key=lambda pair: (pair[0].relative_to(folder).as_posix(), pair[0].is_symlink()))
+    # One item per real file: a link to a file found directly too adds nothing.
+    by_target: dict[Path, tuple[Path, Path]] = {}
+    for path, target in found:
+        kept = by_target.get(target)
+        if kept is None or (kept[0].is_symlink() and not path.is_symlink()):
+            by_target[target] = (path, target)
+    unique = set(by_target.values())
+    return [pair for pair in found if pair in unique], skipped
 
 
 def read_folder(folder: Path) -> Library:
@@ -252,23 +322,28 @@ def read_folder(folder: Path) -> Library:
             if rel not in collection_keys:
                 key = folder_key(f"collection:{rel}", used)
                 collection_keys[rel] = key
-                library.collections[key] = Collection(key, rel_dir.parts[i], parent)
+                library.collections[key] = Collection(key, printable(rel_dir.parts[i]), parent)
             parent = collection_keys[rel]
         return parent
 
-    for path in _document_files(folder):
-        rel = path.relative_to(folder)
+    files, library.skipped = _document_files(folder)
+    for found, path in files:  # as found under the folder, and its real location
+        rel = found.relative_to(folder)
         rel_posix = rel.as_posix()
-        st = path.stat()
+        try:
+            st = path.stat()
+        except OSError:
+            library.skipped.append(SkippedPath(printable(found), "cannot be read"))
+            continue
         version = f"{st.st_mtime_ns}:{st.st_size}"
         meta = file_metadata(path)
         coll = collection_for(rel.parent) if rel.parent.parts else None
         item_key = folder_key(f"item:{rel_posix}", used)
-        suffix = path.suffix.lower()
+        suffix = found.suffix.lower()
         item = Item(
             key=item_key,
             item_type="webpage" if suffix in (".html", ".htm", ".xhtml") else "document",
-            title=meta.title.strip() or path.stem,
+            title=meta.title.strip() or " ".join(printable(found.stem).split()),
             creators=meta.creators,
             date=meta.date,
             year=year_of(meta.date) if meta.date else None,
@@ -279,17 +354,17 @@ def read_folder(folder: Path) -> Library:
             tags=meta.tags,
             collections=[coll] if coll else [],
             version=version,
-            fields={"path": rel_posix},
+            fields={"path": printable(rel_posix)},
         )
         item.attachments.append(
             Attachment(
                 key=folder_key(f"attachment:{rel_posix}", used),
                 parent_key=item_key,
-                title=path.name,
+                title=printable(found.name),
                 content_type=CONTENT_TYPES[suffix],
                 link_mode="linked_file",
                 path=path,
-                filename=path.name,
+                filename=printable(found.name),
                 version=version,
             )
         )

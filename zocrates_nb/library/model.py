@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zocrates_nb.errors import ZocratesError
+
 # Zotero's attachment link modes, by name (Zotero stores 0..4).
 LINK_MODES = ("imported_file", "imported_url", "linked_file", "linked_url", "embedded_image")
 
@@ -89,6 +91,15 @@ class Item:
         return [c.name for c in people]
 
 
+@dataclass(frozen=True)
+class SkippedPath:
+    """Something a library reader found but will not read (a link leaving the library
+    folder, a special file): not a document, but the index report names it."""
+
+    path: str  # for display (odd characters made printable)
+    reason: str
+
+
 @dataclass
 class Library:
     """Items, standalone notes/attachments and collections of one library."""
@@ -98,6 +109,7 @@ class Library:
     collections: dict[str, Collection] = field(default_factory=dict)
     standalone_notes: list[Note] = field(default_factory=list)
     standalone_attachments: list[Attachment] = field(default_factory=list)
+    skipped: list[SkippedPath] = field(default_factory=list)
 
     def attachments(self) -> Iterator[Attachment]:
         for item in self.items.values():
@@ -144,5 +156,5 @@ class Library:
         ]
 
 
-class LibraryError(Exception):
+class LibraryError(ZocratesError):
     """A library cannot be opened or read; the message says what to do about it."""

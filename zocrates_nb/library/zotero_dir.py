@@ -31,6 +31,7 @@ from zocrates_nb.library.model import (
     LibraryError,
     Note,
 )
+from zocrates_nb.library.paths import inside, outside_reason, printable, real
 from zocrates_nb.library.zotero_fields import build_item, change_marker, note_title
 
 DB_NAME = "zotero.sqlite"
@@ -407,11 +408,16 @@ class _Reader:
         file: Path | None = None
         skip: str | None = None
         filename = ""
+        # Where the file must stay once links are resolved: Zotero's storage folder, or the
+        # Linked Attachment Base Directory. A linked file with an absolute path is wherever
+        # the user put it (Zotero opens it there too), so only its link chain is resolved.
+        root: tuple[Path, str] | None = None
         if link_mode == "linked_url":
             skip = LINK_ONLY_REASON
         elif path_value.startswith("storage:"):
             filename = path_value[len("storage:") :]
             file = storage / filename
+            root = (real(self.data_dir / "storage"), "Zotero's storage folder")
         elif path_value.startswith("attachments:"):
             rel = path_value[len("attachments:") :]
             filename = Path(rel).name
@@ -422,13 +428,25 @@ class _Reader:
                 )
             else:
                 file = self.base_dir / rel
+                root = (real(self.base_dir), "the Linked Attachment Base Directory")
         elif path_value:
             file = Path(path_value)
             filename = file.name
         else:
             skip = "file not found: no file recorded for this attachment"
-        if file is not None and not file.is_file():
-            skip, file = f"file not found: {file}", None
+        if file is not None:
+            target = real(file)
+            if root is not None and not inside(target, root[0]):
+                skip, file = outside_reason(target, root[1]), None
+            elif target.is_dir():
+                skip, file = f"a folder, not a file: {printable(file)}", None
+            elif target.exists() and not target.is_file():
+                skip = f"not a regular file (a pipe, socket or device): {printable(file)}"
+                file = None
+            elif not target.is_file():
+                skip, file = f"file not found: {printable(file)}", None
+            else:
+                file = target  # read what was checked, even if the link changes later
         version = change_marker(row.version, row.date_modified)
         if file is not None:
             st = file.stat()
@@ -437,7 +455,7 @@ class _Reader:
         return Attachment(
             key=row.key,
             parent_key=None,
-            title=fields.get("title", "") or filename,
+            title=fields.get("title", "") or printable(filename),
             content_type=content_type,
             link_mode=link_mode,
             path=file,

@@ -3,21 +3,24 @@
 - `RunState` (state.py): seen chunks/assets, evidence, budgets; JSON round-trip for checkpoints.
 - `Toolkit` (tools.py): search_corpus, get_document_toc, read_document, conclude_search,
   request_search_extension, with the budget guard, dedup and scope enforcement inside.
-- `make_scope` (scope.py): library, selection or collection scope bound to an index.
+- `bind`, `allowed_keys` (scope.py): a run state for a `turn.Scope`, bound to an index.
 - `Reranker`, `rerank_evidence` (rerank.py) and `format_evidence` (evidence.py): the evidence
   as the synthesizer gets it.
+- `search_titles` (titles.py): items and collections by title, for scope pickers;
+  `library_lexicon` (lexicon.py): whether a word occurs in the library.
 """
 
 from zocrates_nb.retrieval.evidence import format_authors, format_evidence
+from zocrates_nb.retrieval.lexicon import library_lexicon
 from zocrates_nb.retrieval.rerank import FALLBACK_METHOD, Reranker, rerank_evidence, rerank_state
-from zocrates_nb.retrieval.scope import make_scope
+from zocrates_nb.retrieval.scope import allowed_keys, bind, collection_names
 from zocrates_nb.retrieval.state import (
     CompletionReport,
     Evidence,
     ExtensionRequest,
     RunState,
-    Scope,
 )
+from zocrates_nb.retrieval.titles import TitleMatch, search_titles
 from zocrates_nb.retrieval.tools import RETRIEVAL_TOOLS, Toolkit, auto_report, budget_notice
 
 __all__ = [
@@ -28,13 +31,17 @@ __all__ = [
     "ExtensionRequest",
     "Reranker",
     "RunState",
-    "Scope",
+    "TitleMatch",
     "Toolkit",
+    "allowed_keys",
     "auto_report",
+    "bind",
     "budget_notice",
+    "collection_names",
     "format_authors",
     "format_evidence",
-    "make_scope",
+    "library_lexicon",
     "rerank_evidence",
     "rerank_state",
+    "search_titles",
 ]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from zocrates_nb.config import RetrievalSettings
 from zocrates_nb.retrieval.state import Evidence, RunState
+from zocrates_nb.text import split_sentences, terms
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
@@ -123,54 +124,15 @@ class FusionWeights:
     bm25_rank: float = 0.5  # the index's BM25 rank, where the passage came from a search
 
 
-_SENT = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[A-Z0-9(\[])")
-_WORD = re.compile(r"[^\W_]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "their",
-        "this",
-        "to",
-        "was",
-        "were",
-        "which",
-        "with",
-        "not",
-    ]
-)
 MAX_WINDOWS = 12  # per passage: long sections are read whole, but scored on their start
 MAX_SENTENCES = 60
 
 
-def sentences(text: str, min_words: int = 4, max_words: int = 80) -> list[str]:
-    """Sentences of a passage (long ones cut), for the best-sentence signal."""
+def sentence_pieces(text: str, min_words: int = 4, max_words: int = 80) -> list[str]:
+    """The passage's sentences for the best-sentence signal: long ones cut, short ones dropped."""
     out: list[str] = []
-    for part in _SENT.split(" ".join(text.split())):
-        words = part.split()
+    for sentence in split_sentences(text):
+        words = sentence.split()
         for i in range(0, len(words), max_words):
             piece = words[i : i + max_words]
             if len(piece) >= min_words:
@@ -186,21 +148,16 @@ def windows(text: str, size: int = 200, stride: int = 150) -> list[str]:
     return [" ".join(words[i : i + size]) for i in starts][:MAX_WINDOWS]
 
 
-def _terms(text: str) -> list[str]:
-    """Lower-cased words cut to 6 characters: a crude, language-neutral stemmer."""
-    return [w[:6] for w in _WORD.findall(text.lower()) if w not in _STOP]
-
-
 def pool_bm25(query: str, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
     """BM25 of the query over the candidates, with document frequencies from the candidates:
     words every candidate shares (the topic) weigh little, the discriminating ones a lot."""
-    docs = [_terms(t) for t in texts]
+    docs = [terms(t) for t in texts]
     n = len(docs)
     if not n:
         return []
     avg = max(sum(map(len, docs)) / n, 1.0)
     df = Counter(w for d in docs for w in set(d))
-    q = set(_terms(query))
+    q = set(terms(query))
     out = []
     for d in docs:
         tf = Counter(d)
@@ -269,7 +226,7 @@ def fallback_scores(
         for win in windows(t):
             pieces.append(f"{heads[i]}\n{win}" if heads[i] else win)
             owners.append((i, "passage"))
-        for sent in sentences(t):
+        for sent in sentence_pieces(t):
             pieces.append(sent)
             owners.append((i, "sentence"))
     vectors = embed(pieces)

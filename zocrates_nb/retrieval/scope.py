@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from zocrates_nb.retrieval.state import Scope
+from zocrates_nb.config import RetrievalSettings
+from zocrates_nb.retrieval.state import RunState
+from zocrates_nb.turn import Scope
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Index
@@ -22,36 +24,50 @@ ACTIVE_WORDS = {"active", "selected", "selection", "current", "this", "these"}
 _KEY = re.compile(r"^[A-Za-z0-9]{2,32}$")
 
 
-def make_scope(
-    index: Index,
-    *,
-    items: list[str] | None = None,
-    collections: list[str] | None = None,
-    active: list[str] | None = None,
-) -> Scope:
-    """A scope bound to an index: selection (items), collection(s), or the whole library.
+def allowed_keys(index: Index, scope: Scope) -> list[str]:
+    """The parent item keys a selection or collection may read ([] for the whole library).
 
     Items and collections together mean the items of those collections that are selected.
-    `active` names items selected in Zotero without restricting a library-wide run (they are
-    what `item_key="active"` searches). Unknown collections raise ValueError (from the index)
-    naming the known ones.
+    Unknown collections raise ValueError (from the index) naming the known ones.
     """
-    items = [k for k in (items or []) if k]
-    collections = [c for c in (collections or []) if c]
-    if not items and not collections:
-        return Scope(kind="library", item_keys=[k for k in (active or []) if k])
+    items = [k for k in scope.items if k]
+    collections = [c for c in scope.collections if c]
     allowed: set[str] | None = None
     if collections:
         allowed = set(index.collection_item_keys(collections))
     if items:
         parents = {parent_key(index, k) or k for k in items}
         allowed = parents if allowed is None else allowed & parents
-    return Scope(
-        kind="selection" if items else "collection",
-        item_keys=list(items),
-        collections=list(collections),
-        allowed_keys=sorted(allowed or set()),
+    return sorted(allowed or set())
+
+
+def bind(
+    index: Index,
+    scope: Scope | None = None,
+    settings: RetrievalSettings | None = None,
+    *,
+    goal: str = "",
+    active: list[str] | None = None,
+) -> RunState:
+    """A fresh run state for `scope`, bound to `index` (its allowed keys resolved).
+
+    `active` names items selected in Zotero without restricting a library-wide run (they are
+    what `item_key="active"` searches).
+    """
+    scope = scope or Scope()
+    return RunState.new(
+        settings,
+        goal=goal,
+        scope=scope,
+        allowed_keys=allowed_keys(index, scope),
+        active_keys=[k for k in (active or []) if k] if scope.kind == "library" else None,
     )
+
+
+def collection_names(index: Index, collections: list[str]) -> list[str]:
+    """Collections as a person reads them: a key becomes its 'Parent/Child' path, a name stays."""
+    paths = index.collection_paths()
+    return [paths.get(c, c) for c in collections]
 
 
 def parent_key(index: Index, key: str) -> str | None:
@@ -99,20 +115,21 @@ class KeyCheck:
 class ScopeGuard:
     """Answers "may this run read that key?" for one run's scope."""
 
-    def __init__(self, index: Index, scope: Scope) -> None:
+    def __init__(self, index: Index, state: RunState) -> None:
         self.index = index
-        self.scope = scope
-        self.allowed = set(scope.allowed_keys)
+        self.state = state
+        self.allowed = set(state.allowed_keys)
 
     @property
     def restricted(self) -> bool:
-        return self.scope.kind != "library"
+        return self.state.restricted
 
     def describe(self) -> str:
-        if self.scope.kind == "selection":
+        kind = self.state.scope.kind
+        if kind == "selection":
             return f"the {len(self.allowed)} selected item(s)"
-        if self.scope.kind == "collection":
-            return f"collection(s) {', '.join(self.scope.collections)}"
+        if kind == "collection":
+            return f"collection(s) {', '.join(self.state.scope.collections)}"
         return "the whole library"
 
     def canonical(self, key: str) -> str | None:
@@ -145,7 +162,7 @@ class ScopeGuard:
         return sorted(self.allowed) if self.restricted else None
 
     def active_keys(self) -> list[str]:
-        return [k for k in (self.canonical(x) for x in self.scope.item_keys) if k]
+        return [k for k in (self.canonical(x) for x in self.state.active_keys) if k]
 
     def refusal(self, keys: list[str]) -> dict[str, Any]:
         return {

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from zocrates_nb.config import RetrievalSettings
+from zocrates_nb.turn import Scope
 
 # An extension adds these on top of the current ceilings (10→15→20, 7500→11250→15000, 15→20→25).
 EXTENSION_CALLS = 5
@@ -67,21 +68,16 @@ class ExtensionRequest(_Model):
     pass_number: int  # extension_count + 1 when requested: which pass asked for it
 
 
-class Scope(_Model):
-    """What a run may read. `library`: everything indexed; otherwise only `allowed_keys`."""
-
-    kind: Literal["library", "selection", "collection"] = "library"
-    item_keys: list[str] = Field(default_factory=list)  # active (selected) parent item keys
-    collections: list[str] = Field(default_factory=list)  # collection names or keys, as given
-    # Parent item keys the run may read; filled when the scope is bound to an index.
-    allowed_keys: list[str] = Field(default_factory=list)
-
-
 class RunState(_Model):
     """Everything one search run carries between tool calls."""
 
     goal: str = ""  # the standalone search goal the run serves
-    scope: Scope = Field(default_factory=Scope)
+    scope: Scope = Field(default_factory=Scope)  # what the question asked to search
+    # Bound to an index when the run starts: the parent item keys a selection or collection
+    # run may read, and the keys `item_key="active"` means (the selection, or items selected
+    # in Zotero during a library-wide run).
+    allowed_keys: list[str] = Field(default_factory=list)
+    active_keys: list[str] = Field(default_factory=list)
     seen_chunk_ids: list[str] = Field(default_factory=list)
     seen_assets: list[str] = Field(default_factory=list)  # "{key}:{asset}" / "{key}:full"
     evidence: list[Evidence] = Field(default_factory=list)
@@ -102,15 +98,44 @@ class RunState(_Model):
         *,
         goal: str = "",
         scope: Scope | None = None,
+        allowed_keys: list[str] | None = None,
+        active_keys: list[str] | None = None,
     ) -> RunState:
         s = settings or RetrievalSettings()
+        scope = scope or Scope()
         return cls(
             goal=goal,
-            scope=scope or Scope(),
+            scope=scope,
+            allowed_keys=list(allowed_keys or []),
+            active_keys=list(active_keys if active_keys is not None else scope.items),
             budget=s.budget,
             word_ceiling=s.word_ceiling,
             max_rerank_chunks=s.max_rerank_chunks,
         )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _first_release_scope(cls, data: Any) -> Any:
+        """A snapshot written by the first release kept a second scope type
+        (`{kind, item_keys, collections, allowed_keys}`); read it into today's fields."""
+        scope = data.get("scope") if isinstance(data, dict) else None
+        if not isinstance(scope, dict) or "kind" not in scope:
+            return data
+        keys = list(scope.get("item_keys") or [])
+        return {
+            **data,
+            "scope": {
+                "items": keys if scope["kind"] == "selection" else [],
+                "collections": list(scope.get("collections") or []),
+            },
+            "allowed_keys": list(scope.get("allowed_keys") or []),
+            "active_keys": keys,
+        }
+
+    @property
+    def restricted(self) -> bool:
+        """Only `allowed_keys` may be read (a selection or collection run)."""
+        return self.scope.kind != "library"
 
     # ------------------------------------------------------------------ persistence
     def to_json(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.index.model import CHUNK_TYPES, Chunk, Hit, SearchFilter
@@ -34,6 +34,11 @@ log = logging.getLogger(__name__)
 RETRIEVAL_TOOLS = ("search_corpus", "get_document_toc", "read_document")
 SURVEY_LIMIT = 10  # frontmatter survey: at most this many papers
 MAX_SEARCH_LIMIT = 25
+# What one read returns at most: a table's first rows up to TABLE_READ_WORDS (a 120-page
+# table is searched, or read page by page, not swallowed whole), anything else up to the
+# run's word ceiling and never more than READ_MAX_WORDS beyond it.
+TABLE_READ_WORDS = 1_500
+READ_MAX_WORDS = 7_500
 _KIND_PRIORITY = {"pdf": 0, "html": 1, "markdown": 2, "text": 3}
 _CHUNK_TYPE_ALIASES = {
     "front": "frontmatter",
@@ -95,7 +100,7 @@ class Toolkit:
     def __init__(self, index: Index, state: RunState) -> None:
         self.index = index
         self.state = state
-        self.guard = ScopeGuard(index, state.scope)
+        self.guard = ScopeGuard(index, state)
         self._bundles: dict[str, Bundle] = {}
 
     # ================================================================== guard
@@ -428,7 +433,7 @@ class Toolkit:
             if assets and st.words >= st.word_ceiling:
                 skipped.append(ref.id)
                 continue
-            assets.append(self._read_asset(doc, bundle, ref))
+            assets.append(self._read_asset(doc, bundle, ref, notices))
         if read_full and not skipped:
             st.mark_asset(full_key)
         if already and not todo:
@@ -481,9 +486,32 @@ class Toolkit:
                     refs.append(ref)
         return refs
 
-    def _read_asset(self, doc: ResolvedDocument, bundle: Bundle, ref: AssetRef) -> dict[str, Any]:
+    def _read_asset(
+        self, doc: ResolvedDocument, bundle: Bundle, ref: AssetRef, notices: list[str]
+    ) -> dict[str, Any]:
         st = self.state
         toc = bundle.toc
+        csv = ref.csv
+        if ref.text is None and ref.line_start is not None and ref.line_end is not None:
+            table = ref.kind == "table"
+            limit = TABLE_READ_WORDS if table else max(st.word_ceiling, READ_MAX_WORDS)
+            cut = _cut_to_words(bundle, ref.line_start, ref.line_end, limit, rows=table)
+            if cut is not None:
+                end, words, shown_rows, total_rows = cut
+                if table and csv is not None:
+                    csv = "".join(csv.splitlines(keepends=True)[: shown_rows + 1])
+                    notices.append(
+                        f"[{ref.label or ref.id} is long ({total_rows:,} rows, ~{words:,} "
+                        f"words): showing rows 1–{shown_rows:,}. Find particular rows with "
+                        "search_corpus, or read one page of it with page=N.]"
+                    )
+                else:
+                    notices.append(
+                        f"[{ref.heading or ref.id} is long (~{words:,} words): showing its "
+                        f"first ~{limit:,} words. Read its subsections or pages (page=N) for "
+                        "the rest.]"
+                    )
+                ref = replace(ref, line_end=end, csv=csv)
         if ref.text is not None:  # the abstract lives only in metadata
             text = ref.text
             seen = [
@@ -495,7 +523,7 @@ class Toolkit:
         else:
             assert ref.line_start is not None and ref.line_end is not None
             a, b = ref.line_start, ref.line_end
-            text = bundle.text(a, b).strip()
+            text = _words_at_most(bundle.text(a, b).strip(), max(st.word_ceiling, READ_MAX_WORDS))
             seen = self.index.chunks_intersecting(doc.doc_key, a, b)
             if ref.kind in ("section", "page"):  # passages this read now holds in full
                 st.drop_evidence(
@@ -617,6 +645,37 @@ class Toolkit:
         if self.state.report is None:
             self.state.report = auto_report(self.state)
         return self.state.report
+
+
+def _cut_to_words(
+    bundle: Bundle, start: int, end: int, limit: int, *, rows: bool
+) -> tuple[int, int, int, int] | None:
+    """Where to end a read of lines start..end so it holds about `limit` words: (last line,
+    words in the whole asset, table rows shown, table rows in all); None when it fits."""
+    lines = bundle.lines[start - 1 : end]
+    counts = [len(line.split()) for line in lines]
+    total = sum(counts)
+    if total <= limit:
+        return None
+    used, last = 0, start
+    for k, n in enumerate(counts):
+        if used + n > limit and k > 0:
+            break
+        used += n
+        last = start + k
+    if not rows:
+        return last, total, 0, 0
+    table = [line for line in lines if line.lstrip().startswith("|")]
+    shown = sum(1 for line in lines[: last - start + 1] if line.lstrip().startswith("|"))
+    return last, total, max(shown - 2, 0), max(len(table) - 2, 0)  # minus header, separator
+
+
+def _words_at_most(text: str, limit: int) -> str:
+    """A single line longer than a read may be (a 1 MB line) is cut at a word."""
+    words = text.split(" ")
+    if len(words) <= limit:
+        return text
+    return " ".join(words[:limit]) + " …"
 
 
 def _as_list(value: list[str] | str | None) -> list[str]:

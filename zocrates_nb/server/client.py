@@ -1,32 +1,37 @@
-"""A client of the HTTP API: what `zocrates-nb ask/chat/resume --server URL` drive.
+"""A client of the HTTP API: what `zocrates-nb ask|chat|resume|sessions --server URL` drive.
 
-It yields the same typed events as `App.ask`, parsed from the server's SSE stream, so a caller
-handles a remote turn exactly like a local one. It imports nothing of Jupyter.
+It satisfies the CLI's `Client` protocol as `App` does: `ask`/`resume` stream the same typed
+events (parsed from the server's SSE with `httpx.AsyncClient`), the look-ups return the same
+records (`SessionSummary`, `TurnResult`), and refusals raise `ServerError`, a `ZocratesError`
+with the server's plain message. It imports nothing of Jupyter.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from zocrates_nb.errors import ZocratesError
 from zocrates_nb.events import Event, event_from_json
-from zocrates_nb.server.sse import parse_sse
+from zocrates_nb.server.schema import SessionDetail, SessionList
+from zocrates_nb.server.sse import aparse_sse
+from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult
 
 SESSION_HEADER = "X-Zocrates-Session"
 
 
-class ServerError(RuntimeError):
-    """The server refused a request; `status` is the HTTP status (409: checkpoint pending…)."""
+class ServerError(ZocratesError):
+    """The server refused a request; `status` is the HTTP status (0: unreachable)."""
 
     def __init__(self, status: int, message: str) -> None:
         self.status = status
         self.message = message
-        super().__init__(f"server answered {status}: {message}")
+        super().__init__(message)
 
 
 class RemoteClient:
@@ -36,11 +41,9 @@ class RemoteClient:
     def __init__(self, url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
         self.base = url.rstrip("/") + "/zocrates/"
         token = token if token is not None else os.environ.get("JUPYTER_TOKEN")
-        headers = {"Authorization": f"token {token}"} if token else {}
-        # No read timeout on streams: a search may think for minutes between events.
-        self._http = httpx.Client(
-            headers=headers, timeout=httpx.Timeout(timeout, read=None), trust_env=False
-        )
+        self._headers = {"Authorization": f"token {token}"} if token else {}
+        self._timeout = timeout
+        self._http = httpx.Client(headers=self._headers, timeout=timeout, trust_env=False)
         self.last_session_id: str | None = None
 
     def close(self) -> None:
@@ -52,89 +55,86 @@ class RemoteClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- requests -------------------------------------------------------------------------
-    def _check(self, response: httpx.Response) -> None:
-        if response.status_code == 200:
-            return
-        response.read()
-        try:
-            message = str(response.json().get("message") or response.reason_phrase)
-        except (ValueError, AttributeError):
-            message = response.text[:500] or response.reason_phrase
-        if response.status_code == 403:
-            message = f"{message}: the server wants its Jupyter token (--token or $JUPYTER_TOKEN)"
-        raise ServerError(response.status_code, message)
+    # --- turns ------------------------------------------------------------------------------
+    async def ask(
+        self,
+        prompt: str,
+        options: AskOptions | None = None,
+        *,
+        session_id: str | None = None,
+        **option_kwargs: Any,
+    ) -> AsyncIterator[Event]:
+        """Stream one turn (in a new session unless `session_id` names one)."""
+        opts = AskOptions.of(options, **option_kwargs)
+        body = {"prompt": prompt, "session_id": session_id,
+                **opts.model_dump(exclude_defaults=True)}  # fmt: skip
+        async for event in self._stream("chat", {k: v for k, v in body.items() if v is not None}):
+            yield event
 
-    def _get(self, path: str) -> Any:
-        try:
-            response = self._http.get(self.base + path)
-        except httpx.HTTPError as e:
-            raise ServerError(0, f"cannot reach {self.base}: {e}") from e
-        self._check(response)
-        return response.json()
+    async def resume(
+        self, session_id: str, interrupt_id: str | None, action: str, guidance: str = ""
+    ) -> AsyncIterator[Event]:
+        """Answer the session's pending checkpoint (looked up when `interrupt_id` is None)."""
+        if interrupt_id is None:
+            interrupt_id = self.session(session_id).pending_checkpoint
+            if not interrupt_id:
+                raise ServerError(409, f"session {session_id} has no pending checkpoint")
+        self.last_session_id = session_id
+        body = {"session_id": session_id, "interrupt_id": interrupt_id, "action": action,
+                "guidance": guidance}  # fmt: skip
+        async for event in self._stream("chat/resume", body):
+            yield event
 
-    def _stream(self, path: str, body: dict[str, Any]) -> Iterator[Event]:
+    async def _stream(self, path: str, body: dict[str, Any]) -> AsyncIterator[Event]:
+        # No read timeout on streams: a search may think for minutes between events.
+        timeout = httpx.Timeout(self._timeout, read=None)
         try:
-            with self._http.stream("POST", self.base + path, json=body) as response:
-                self._check(response)
+            async with (
+                httpx.AsyncClient(headers=self._headers, timeout=timeout, trust_env=False) as http,
+                http.stream("POST", self.base + path, json=body) as response,
+            ):
+                if response.status_code != 200:
+                    await response.aread()
+                    raise _refusal(response)
                 self.last_session_id = response.headers.get(SESSION_HEADER)
-                for message in parse_sse(response.iter_lines()):
+                async for message in aparse_sse(response.aiter_lines()):
                     event = event_from_json(json.loads(message.data))
                     self.last_session_id = event.session_id or self.last_session_id
                     yield event
         except httpx.HTTPError as e:
-            raise ServerError(0, f"connection to {self.base} failed: {e}") from e
+            raise ServerError(0, f"connection to {self.base} failed: {e}") from None
 
-    # --- the API ----------------------------------------------------------------------------
-    def ask(
-        self,
-        prompt: str,
-        *,
-        session_id: str | None = None,
-        items: Sequence[str] | None = None,
-        collections: Sequence[str] | None = None,
-        **options: Any,
-    ) -> Iterator[Event]:
-        """Stream one turn. `options`: `mode`, `hitl`, `budget`, `word_ceiling` (see the
-        OpenAPI document)."""
-        body: dict[str, Any] = {"prompt": prompt}
-        if session_id:
-            body["session_id"] = session_id
-        if items:
-            body["items"] = list(items)
-        if collections:
-            body["collections"] = list(collections)
-        body.update({k: v for k, v in options.items() if v is not None})
-        return self._stream("chat", body)
+    # --- look-ups ---------------------------------------------------------------------------
+    def sessions(self, limit: int = 50) -> list[SessionSummary]:
+        return SessionList.model_validate(self._fetch("sessions")).sessions[:limit]
 
-    def resume(
-        self,
-        session_id: str,
-        action: str,
-        *,
-        guidance: str = "",
-        interrupt_id: str | None = None,
-    ) -> Iterator[Event]:
-        """Answer the session's pending checkpoint (its interrupt id is looked up if not given)."""
-        if interrupt_id is None:
-            pending = self.session(session_id).get("pending_checkpoint")
-            if not pending:
-                raise ServerError(409, f"session {session_id} has no pending checkpoint")
-            interrupt_id = str(pending["interrupt_id"])
-        body = {"session_id": session_id, "interrupt_id": interrupt_id, "action": action,
-                "guidance": guidance}
-        return self._stream("chat/resume", body)
+    def session(self, session_id: str) -> SessionSummary:
+        return self.detail(session_id).summary()
 
-    def sessions(self) -> list[dict[str, Any]]:
-        data: list[dict[str, Any]] = self._get("sessions")["sessions"]
-        return data
+    def detail(self, session_id: str) -> SessionDetail:
+        """The session with its turns, as the server shows it."""
+        return SessionDetail.model_validate(self._fetch(f"sessions/{quote(session_id, safe='')}"))
 
-    def session(self, session_id: str) -> dict[str, Any]:
-        data: dict[str, Any] = self._get(f"sessions/{quote(session_id, safe='')}")
-        return data
+    def turn(self, turn_id: str, *, session_id: str | None = None) -> TurnResult:
+        """One turn as stored (in `session_id`, by default the last session streamed)."""
+        sid = quote(session_id or self.last_session_id or "", safe="")
+        return TurnResult.model_validate(self._fetch(f"sessions/{sid}/turns/{quote(turn_id)}"))
 
-    def turn(self, session_id: str, turn_id: str) -> dict[str, Any]:
-        """One turn as stored: answer, sources, evidence (text, cited, support), usage."""
-        sid, tid = quote(session_id, safe=""), quote(turn_id, safe="")
-        data: dict[str, Any] = self._get(f"sessions/{sid}/turns/{tid}")
-        return data
+    def _fetch(self, path: str) -> Any:
+        try:
+            response = self._http.get(self.base + path)
+        except httpx.HTTPError as e:
+            raise ServerError(0, f"cannot reach {self.base}: {e}") from None
+        if response.status_code != 200:
+            raise _refusal(response)
+        return response.json()
+
+
+def _refusal(response: httpx.Response) -> ServerError:
+    try:
+        message = str(response.json().get("message") or response.reason_phrase)
+    except (ValueError, AttributeError):
+        message = response.text[:500] or response.reason_phrase
+    if response.status_code == 403:
+        message = f"{message}: the server wants its Jupyter token (--token or $JUPYTER_TOKEN)"
+    return ServerError(response.status_code, message)

@@ -14,11 +14,13 @@ from pydantic import BaseModel, ValidationError
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from zocrates_nb.app.describe import describe_error
+from zocrates_nb.errors import explain
 from zocrates_nb.events import ErrorEvent
 from zocrates_nb.server import service
 from zocrates_nb.server.relay import TurnRun
 from zocrates_nb.server.runtime import Runtime
-from zocrates_nb.server.schema import ChatRequest, ResumeRequest, explain
+from zocrates_nb.server.schema import ChatRequest, ResumeRequest
 from zocrates_nb.server.sse import KEEPALIVE, format_event
 
 SESSION_HEADER = "X-Zocrates-Session"
@@ -106,7 +108,8 @@ class _StreamHandler(ZocratesHandler):
             while True:
                 if isinstance(item, BaseException):
                     self.log.error("zocrates: turn failed", exc_info=item)
-                    item = ErrorEvent(session_id=session_id, message=service.describe(item))
+                    item = ErrorEvent(session_id=session_id,
+                                      message=describe_error(item, doing="The turn"))
                 if item is not None:
                     seq += 1
                     self.write(format_event(item, seq))

@@ -20,7 +20,7 @@ from zocrates_nb.server.schema import (
     ResumeRequest,
     SessionDetail,
     SessionList,
-    TurnDetail,
+    TurnResult,
 )
 
 PATH = Path(__file__).with_name("openapi.json")
@@ -77,7 +77,7 @@ def build() -> dict[str, Any]:
             (ResumeRequest, "validation"),
             (SessionList, "serialization"),
             (SessionDetail, "serialization"),
-            (TurnDetail, "serialization"),
+            (TurnResult, "serialization"),
             (ErrorReply, "serialization"),
         ],
         ref_template=_REF,
@@ -171,7 +171,7 @@ def build() -> dict[str, Any]:
                         for name in ("session_id", "turn_id")
                     ],
                     "responses": {
-                        "200": _json("TurnDetail", "The turn."),
+                        "200": _json("TurnResult", "The turn."),
                         "403": _error("Missing or invalid Jupyter token."),
                         "404": _error("Unknown session or turn."),
                     },

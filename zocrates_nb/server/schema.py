@@ -1,7 +1,8 @@
 """Request and response bodies of the HTTP API.
 
 The same pydantic models validate requests (strictly: JSON types as written, no unknown keys) and
-generate the OpenAPI document, so the published schema and the server cannot drift apart.
+generate the OpenAPI document, so the published schema and the server cannot drift apart. A
+question's options are `AskOptions` itself and a turn is `TurnResult` itself (zocrates_nb/turn.py).
 """
 
 from __future__ import annotations
@@ -9,39 +10,34 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from zocrates_nb.sessions.records import HistoryTurn, TurnStatus
+from zocrates_nb.errors import explain
+from zocrates_nb.events import CheckpointEvent
+from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult
 
 Action = Literal["extend_budget", "synthesize"]
 
-
-class _Body(BaseModel):
-    # python-re: the same regex dialect as JSON-Schema tools written in Python (hypothesis).
-    model_config = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
+_STRICT = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
+# python-re: the same regex dialect as JSON-Schema tools written in Python (hypothesis).
 
 
-class ChatRequest(_Body):
-    """A new question, in a new session unless `session_id` names one."""
+class ChatRequest(AskOptions):
+    """A new question, in a new session unless `session_id` names one, with its options."""
+
+    model_config = _STRICT
 
     prompt: str = Field(min_length=1, pattern=r"\S", description="The question or message.")
     session_id: str | None = Field(None, description="Continue this session (default: a new one).")
-    items: list[str] | None = Field(None, description="Zotero item or attachment keys in scope.")
-    collections: list[str] | None = Field(None, description="Collection names or keys in scope.")
-    model: str | None = Field(
-        None, min_length=1, description="A model string for this turn (default: the config's)."
-    )
-    hitl: bool = Field(True, description="Pause at deep-research checkpoints (false: never).")
-    budget: int | None = Field(
-        None, ge=1, le=100, description="Retrieval tool calls for this turn's search run."
-    )
-    word_ceiling: int | None = Field(
-        None, ge=100, le=200_000, description="Evidence words for this turn's search run."
-    )
+
+    def options(self) -> AskOptions:
+        return AskOptions.of(self)
 
 
-class ResumeRequest(_Body):
+class ResumeRequest(BaseModel):
     """The researcher's decision at a checkpoint."""
+
+    model_config = _STRICT
 
     session_id: str
     interrupt_id: str = Field(description="The `interrupt_id` of the pending checkpoint.")
@@ -56,17 +52,6 @@ class ErrorReply(BaseModel):
     reason: str | None = None
 
 
-class SessionSummary(BaseModel):
-    session_id: str
-    title: str
-    turns: int
-    created: datetime
-    updated: datetime
-    pending_checkpoint: str | None = Field(
-        None, description="The interrupt id of the checkpoint awaiting a decision, if any."
-    )
-
-
 class SessionList(BaseModel):
     sessions: list[SessionSummary]
 
@@ -79,48 +64,33 @@ class SessionDetail(BaseModel):
     title: str
     created: datetime
     updated: datetime
-    turns: list[HistoryTurn]
+    turns: list[TurnResult]
     messages: list[dict[str, Any]] = Field(description="The turns as chat bubbles, in order.")
-    pending_checkpoint: dict[str, Any] | None = Field(
+    pending_checkpoint: CheckpointEvent | None = Field(
         None, description="The pending `CheckpointEvent` (with `interrupt_id`), or null."
     )
 
-
-class TurnDetail(BaseModel):
-    """One turn as stored: answer, sources, the evidence with its text and support, usage."""
-
-    model_config = ConfigDict(extra="allow")
-
-    turn_id: str
-    session_id: str
-    index: int
-    prompt: str
-    status: TurnStatus
-    answer: str
-    evidence: list[dict[str, Any]] = Field(default_factory=list)
-    usage: dict[str, Any] = Field(default_factory=dict)
-    checkpoint: dict[str, Any] | None = None
-
-
-def explain(err: ValidationError) -> str:
-    """A one-line message naming each bad field."""
-    parts = []
-    for e in err.errors(include_url=False):
-        where = ".".join(str(p) for p in e["loc"]) or "body"
-        parts.append(f"{where}: {e['msg']}")
-    return "; ".join(parts)
+    def summary(self) -> SessionSummary:
+        return SessionSummary(
+            session_id=self.session_id,
+            title=self.title,
+            turns=len(self.turns),
+            created=self.created,
+            updated=self.updated,
+            pending_checkpoint=self.pending_checkpoint.interrupt_id
+            if self.pending_checkpoint
+            else None,
+        )
 
 
 __all__ = [
     "Action",
     "ChatRequest",
     "ErrorReply",
-    "HistoryTurn",
     "ResumeRequest",
     "SessionDetail",
     "SessionList",
     "SessionSummary",
-    "TurnDetail",
-    "TurnStatus",
+    "TurnResult",
     "explain",
 ]

@@ -7,7 +7,7 @@ data is the `CheckpointEvent` JSON unchanged, so every `data:` line parses with
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 
 from zocrates_nb.events import Event
@@ -32,27 +32,54 @@ class SseMessage:
     id: str | None = None
 
 
-def parse_sse(lines: Iterable[str]) -> Iterator[SseMessage]:
-    """Parse an event stream line by line (the subset of the SSE spec servers here emit, plus
-    multi-line data and comments, as the spec requires)."""
-    event, last_id = "message", None
-    data: list[str] = []
-    for raw in lines:
+class _Parser:
+    """The subset of the SSE spec servers here emit, plus multi-line data and comments, as the
+    spec requires; fed line by line."""
+
+    def __init__(self) -> None:
+        self.event = "message"
+        self.last_id: str | None = None
+        self.data: list[str] = []
+
+    def feed(self, raw: str) -> SseMessage | None:
         line = raw.rstrip("\r\n")
         if not line:
-            if data:
-                yield SseMessage(event=event, data="\n".join(data), id=last_id)
-            event, data = "message", []
-            continue
+            return self.end()
         if line.startswith(":"):
-            continue
+            return None
         field, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if field == "event":
-            event = value
+            self.event = value
         elif field == "data":
-            data.append(value)
+            self.data.append(value)
         elif field == "id":
-            last_id = value
-    if data:
-        yield SseMessage(event=event, data="\n".join(data), id=last_id)
+            self.last_id = value
+        return None
+
+    def end(self) -> SseMessage | None:
+        message = None
+        if self.data:
+            message = SseMessage(event=self.event, data="\n".join(self.data), id=self.last_id)
+        self.event, self.data = "message", []
+        return message
+
+
+def parse_sse(lines: Iterable[str]) -> Iterator[SseMessage]:
+    """Parse an event stream line by line."""
+    parser = _Parser()
+    for raw in lines:
+        if (message := parser.feed(raw)) is not None:
+            yield message
+    if (message := parser.end()) is not None:
+        yield message
+
+
+async def aparse_sse(lines: AsyncIterable[str]) -> AsyncIterator[SseMessage]:
+    """`parse_sse` over a stream that arrives asynchronously."""
+    parser = _Parser()
+    async for raw in lines:
+        if (message := parser.feed(raw)) is not None:
+            yield message
+    if (message := parser.end()) is not None:
+        yield message

@@ -1,5 +1,6 @@
-"""The session store (`sessions.db`): sessions, coordinator messages, turns, per-session state,
-and post-turn compaction. Knows nothing of agent behaviour."""
+"""The session store (`sessions.db`): sessions, coordinator messages, turns (`turn.TurnResult`),
+per-session state, numbered migrations and post-turn compaction. Knows nothing of agent
+behaviour."""
 
 from zocrates_nb.sessions.claims import LEASE_SECONDS, RENEW_SECONDS, claim_holds
 from zocrates_nb.sessions.compaction import (
@@ -16,13 +17,11 @@ from zocrates_nb.sessions.compaction import (
     summary_message,
     summary_of,
 )
+from zocrates_nb.sessions.migrations import SCHEMA_VERSION, NewerSessionStore
 from zocrates_nb.sessions.records import (
     COMPLETED_STATUSES,
-    HistoryTurn,
     MessageBlock,
     SessionRecord,
-    TurnRecord,
-    TurnStatus,
 )
 from zocrates_nb.sessions.state import (
     MAX_AUDIT_TURNS,
@@ -33,7 +32,6 @@ from zocrates_nb.sessions.state import (
     CheckpointClaim,
     CheckpointSnapshot,
     CompactionInfo,
-    Scope,
     SessionState,
 )
 from zocrates_nb.sessions.store import (
@@ -52,6 +50,7 @@ __all__ = [
     "MAX_AUDIT_TURNS",
     "MAX_CACHED_OUTLINES",
     "RENEW_SECONDS",
+    "SCHEMA_VERSION",
     "SUMMARY_PREFIX",
     "ActiveItem",
     "AuditRecord",
@@ -62,17 +61,14 @@ __all__ = [
     "CheckpointSnapshot",
     "CompactionInfo",
     "CompactionResult",
-    "HistoryTurn",
     "MessageBlock",
+    "NewerSessionStore",
     "NoPendingCheckpoint",
-    "Scope",
     "SessionNotFound",
     "SessionRecord",
     "SessionState",
     "SessionStore",
     "Summarizer",
-    "TurnRecord",
-    "TurnStatus",
     "claim_holds",
     "compact",
     "estimate_tokens",

@@ -1,15 +1,15 @@
-"""Typed rows of `sessions.db`, as the store hands them out."""
+"""Typed rows of `sessions.db`, as the store hands them out (a turn is a `turn.TurnResult`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic_ai.messages import ModelMessage
 
-TurnStatus = Literal["running", "answered", "checkpoint", "error", "cancelled"]
-TURN_STATUSES: tuple[TurnStatus, ...] = ("running", "answered", "checkpoint", "error", "cancelled")
+from zocrates_nb.turn import TURN_STATUSES, TurnStatus
+
 COMPLETED_STATUSES: frozenset[str] = frozenset({"answered", "error", "cancelled"})
 TITLE_CHARS = 80
 
@@ -34,64 +34,6 @@ class SessionRecord:
 
 
 @dataclass(frozen=True)
-class TurnRecord:
-    """One question and what became of it.
-
-    `payload` conventions (set by the agent layer, read by `history`): `cited_sources`,
-    `other_sources`, `citations`, `evidence`, `checkpoint` (the CheckpointEvent payload),
-    `usage`, `timings`, `error`, `model`.
-    """
-
-    turn_id: str
-    session_id: str
-    index: int
-    prompt: str
-    scope: dict[str, Any]
-    status: TurnStatus
-    answer: str
-    payload: dict[str, Any]
-    created: datetime
-    updated: datetime
-
-
-@dataclass(frozen=True)
-class HistoryTurn:
-    """A turn ready for display: the user's prompt and the assistant's side of it."""
-
-    turn_id: str
-    index: int
-    prompt: str
-    status: TurnStatus
-    answer: str
-    cited_sources: list[dict[str, Any]] = field(default_factory=list)
-    other_sources: list[dict[str, Any]] = field(default_factory=list)
-    citations: list[dict[str, Any]] = field(default_factory=list)
-    checkpoint: dict[str, Any] | None = None  # set only while this turn's checkpoint is pending
-    error: str | None = None
-    scope: dict[str, Any] = field(default_factory=dict)
-    created: datetime | None = None
-
-    def as_messages(self) -> list[dict[str, Any]]:
-        """Chat bubbles: a user message, then the assistant's (when there is one)."""
-        out: list[dict[str, Any]] = [{"role": "user", "text": self.prompt, "turn_id": self.turn_id}]
-        if self.answer or self.status != "running":
-            out.append(
-                {
-                    "role": "assistant",
-                    "text": self.answer,
-                    "turn_id": self.turn_id,
-                    "status": self.status,
-                    "cited_sources": self.cited_sources,
-                    "other_sources": self.other_sources,
-                    "citations": self.citations,
-                    "checkpoint": self.checkpoint,
-                    "error": self.error,
-                }
-            )
-        return out
-
-
-@dataclass(frozen=True)
 class MessageBlock:
     """Coordinator messages appended together (one turn's run, or one compaction summary)."""
 
@@ -99,3 +41,14 @@ class MessageBlock:
     turn_id: str | None
     kind: Literal["turn", "summary"]
     messages: list[ModelMessage]
+
+
+__all__ = [
+    "COMPLETED_STATUSES",
+    "TURN_STATUSES",
+    "MessageBlock",
+    "SessionRecord",
+    "TurnStatus",
+    "make_title",
+    "to_datetime",
+]

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from zocrates_nb.turn import Scope
+
 MAX_AUDIT_TURNS = 5
 MAX_CACHED_OUTLINES = 10
 
@@ -30,40 +32,17 @@ class ActiveItem(_Doc):
     children: list[dict[str, Any]] = Field(default_factory=list)
 
 
-class Scope(_Doc):
-    """What a question is asked about: item keys, collections, or the whole library."""
-
-    items: list[str] = Field(default_factory=list)
-    collections: list[str] = Field(default_factory=list)
-    library: bool = False
-
-    @property
-    def is_library(self) -> bool:
-        """True when nothing narrower than the whole library is selected."""
-        return self.library or not (self.items or self.collections)
-
-
 class AuditRecord(_Doc):
-    """What one turn searched, found, cited and cost; kept for the last MAX_AUDIT_TURNS turns.
-
-    Fields beyond these are kept (extra="allow") so the pipeline can record more without a
-    schema change here.
-    """
-
-    model_config = ConfigDict(extra="allow")
+    """What one turn's search was about and what it concluded, for the next turn's continuity
+    (kept for the last MAX_AUDIT_TURNS turns). What it found, cited and cost is in the turn's
+    `TurnResult`."""
 
     turn_id: str
     user_query: str = ""
     search_goal: str = ""
     active_items: list[ActiveItem] = Field(default_factory=list)
     scope: Scope = Field(default_factory=Scope)
-    evidence: list[dict[str, Any]] = Field(default_factory=list)
-    cited_chunk_ids: list[str] = Field(default_factory=list)
-    report: dict[str, Any] = Field(default_factory=dict)
-    sources: list[dict[str, Any]] = Field(default_factory=list)
-    usage: dict[str, Any] = Field(default_factory=dict)
-    cost_usd: float | None = None
-    timings: dict[str, float] = Field(default_factory=dict)
+    report: dict[str, Any] = Field(default_factory=dict)  # the search's CompletionReport
     created: float = Field(default_factory=time.time)
     updated: float = Field(default_factory=time.time)
 

@@ -7,7 +7,7 @@ two writers serialise instead of overwriting each other.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import sqlite3
 import threading
@@ -16,69 +16,32 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import pydantic_core
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from zocrates_nb.errors import ZocratesError
 from zocrates_nb.sessions.claims import LEASE_SECONDS, claim_holds, describe_claim, new_claim
+from zocrates_nb.sessions.migrations import migrate, result_json
 from zocrates_nb.sessions.records import (
     TURN_STATUSES,
-    HistoryTurn,
     MessageBlock,
     SessionRecord,
-    TurnRecord,
     TurnStatus,
     make_title,
     to_datetime,
 )
-from zocrates_nb.sessions.state import CheckpointClaim, CheckpointSnapshot, Scope, SessionState
+from zocrates_nb.sessions.state import CheckpointClaim, CheckpointSnapshot, SessionState
+from zocrates_nb.turn import AskOptions, TurnResult
 
 DB_FILE = "sessions.db"
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    title TEXT NOT NULL DEFAULT '',
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS messages (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    turn_id TEXT,
-    kind TEXT NOT NULL DEFAULT 'turn',
-    data TEXT NOT NULL,
-    created REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_by_session ON messages(session_id, seq);
-CREATE TABLE IF NOT EXISTS turns (
-    turn_id TEXT PRIMARY KEY,
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    idx INTEGER NOT NULL,
-    prompt TEXT NOT NULL,
-    scope TEXT NOT NULL DEFAULT '{}',
-    status TEXT NOT NULL,
-    answer TEXT NOT NULL DEFAULT '',
-    payload TEXT NOT NULL DEFAULT '{}',
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    UNIQUE (session_id, idx)
-);
-CREATE TABLE IF NOT EXISTS state (
-    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
-    data TEXT NOT NULL,
-    version INTEGER NOT NULL DEFAULT 0
-);
-"""
 
 
-class SessionNotFound(LookupError):
+class SessionNotFound(ZocratesError, LookupError):
     """No session (or turn) with that id."""
 
 
-class CheckpointPending(RuntimeError):
+class CheckpointPending(ZocratesError, RuntimeError):
     """A checkpoint awaits the researcher's decision; resume or synthesize before a new question.
 
     Surfaces map it to a conflict (HTTP 409).
@@ -94,7 +57,7 @@ class CheckpointPending(RuntimeError):
         )
 
 
-class NoPendingCheckpoint(LookupError):
+class NoPendingCheckpoint(ZocratesError, LookupError):
     """`resume` was called on a session (or interrupt id) with no checkpoint waiting.
 
     Surfaces map it to a conflict (HTTP 409).
@@ -121,10 +84,6 @@ class CheckpointClaimed(NoPendingCheckpoint):
         )
 
 
-def _dumps(obj: Any) -> str:
-    return pydantic_core.to_json(obj).decode()
-
-
 class SessionStore:
     """The session store. One instance per process is enough; it is safe across threads."""
 
@@ -136,11 +95,7 @@ class SessionStore:
         self._local = threading.local()
         conn = self._conn()
         conn.execute("PRAGMA journal_mode=WAL")
-        with self._tx() as c:
-            # Statement by statement: executescript would commit mid-transaction.
-            for stmt in filter(str.strip, _SCHEMA.split(";")):
-                c.execute(stmt)
-            c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self.schema_version = migrate(self._tx, self.path)
 
     @classmethod
     def open(cls, home: str | Path) -> SessionStore:
@@ -345,14 +300,12 @@ class SessionStore:
         self,
         session_id: str,
         prompt: str,
-        scope: Scope | dict[str, Any] | None = None,
+        options: AskOptions | None = None,
         *,
         turn_id: str | None = None,
-    ) -> TurnRecord:
+    ) -> TurnResult:
         """Open a turn (status running). Refuses with CheckpointPending while a checkpoint waits;
         the first turn names the session."""
-        tid = turn_id or uuid.uuid4().hex
-        scope_json = _dumps(scope.model_dump() if isinstance(scope, Scope) else scope or {})
         now = time.time()
         with self._tx() as c:
             self._require(c, session_id)
@@ -362,90 +315,74 @@ class SessionStore:
             idx = c.execute(
                 "SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
+            result = TurnResult(
+                turn_id=turn_id or uuid.uuid4().hex,
+                session_id=session_id,
+                index=idx,
+                prompt=prompt,
+                options=options or AskOptions(),
+            )
             c.execute(
-                "INSERT INTO turns (turn_id, session_id, idx, prompt, scope, status, created, "
-                "updated) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-                (tid, session_id, idx, prompt, scope_json, now, now),
+                "INSERT INTO turns (turn_id, session_id, idx, status, result, created, updated) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (result.turn_id, session_id, idx, result.status, result_json(result), now, now),
             )
             c.execute(
                 "UPDATE sessions SET title = ? WHERE id = ? AND title = ''",
                 (make_title(prompt), session_id),
             )
             self._touch(c, session_id, now)
-        return self.get_turn(tid)
+        return self.get_turn(result.turn_id)
 
-    def update_turn(
-        self,
-        turn_id: str,
-        *,
-        status: TurnStatus | None = None,
-        answer: str | None = None,
-        payload: dict[str, Any] | None = None,
-    ) -> TurnRecord:
-        """Change a turn's status/answer; `payload` keys are merged into the stored payload."""
+    def save_turn(self, result: TurnResult) -> TurnResult:
+        """Store a turn's record as it is now (the turn must exist)."""
+        with self._tx() as c:
+            self._write_turn(c, result, time.time())
+        return self.get_turn(result.turn_id)
+
+    def update_turn(self, turn_id: str, **changes: Any) -> TurnResult:
+        """Change fields of a stored turn (`status="error", error="…"`), validated."""
+        status = changes.get("status")
         if status is not None and status not in TURN_STATUSES:
             raise ValueError(f"unknown turn status {status!r}; expected one of {TURN_STATUSES}")
-        now = time.time()
         with self._tx() as c:
-            row = c.execute(
-                "SELECT session_id, payload FROM turns WHERE turn_id = ?", (turn_id,)
-            ).fetchone()
-            if row is None:
-                raise SessionNotFound(f"no turn {turn_id!r}")
-            merged = json.loads(row["payload"])
-            if payload:
-                merged.update(json.loads(_dumps(payload)))
-            c.execute(
-                "UPDATE turns SET status = COALESCE(?, status), answer = COALESCE(?, answer), "
-                "payload = ?, updated = ? WHERE turn_id = ?",
-                (status, answer, _dumps(merged), now, turn_id),
-            )
-            self._touch(c, row["session_id"], now)
+            current = self._read_turn(c, turn_id)
+            result = TurnResult.model_validate({**dict(current), **changes})
+            self._write_turn(c, result, time.time())
         return self.get_turn(turn_id)
 
-    def get_turn(self, turn_id: str) -> TurnRecord:
-        q = "SELECT * FROM turns WHERE turn_id = ?"
-        row = self._conn().execute(q, (turn_id,)).fetchone()
+    def get_turn(self, turn_id: str) -> TurnResult:
+        with self._read() as c:
+            return self._read_turn(c, turn_id)
+
+    def turns(self, session_id: str) -> list[TurnResult]:
+        """A session's turns in order (a paused turn carries its checkpoint)."""
+        q = "SELECT * FROM turns WHERE session_id = ? ORDER BY idx"
+        return [_turn(r) for r in self._conn().execute(q, (session_id,)).fetchall()]
+
+    @staticmethod
+    def _read_turn(c: sqlite3.Connection, turn_id: str) -> TurnResult:
+        row = c.execute("SELECT * FROM turns WHERE turn_id = ?", (turn_id,)).fetchone()
         if row is None:
             raise SessionNotFound(f"no turn {turn_id!r}")
         return _turn(row)
 
-    def turns(self, session_id: str) -> list[TurnRecord]:
-        q = "SELECT * FROM turns WHERE session_id = ? ORDER BY idx"
-        return [_turn(r) for r in self._conn().execute(q, (session_id,)).fetchall()]
-
-    def history(self, session_id: str) -> list[HistoryTurn]:
-        """Display-ready turns in order, with the pending checkpoint attached to its turn."""
-        with self._read() as c:
-            self._require(c, session_id)
-            rows = c.execute(
-                "SELECT * FROM turns WHERE session_id = ? ORDER BY idx", (session_id,)
-            ).fetchall()
-            state = self._load_state(c, session_id)
-        pending = state.checkpoint
-        out = []
-        for t in map(_turn, rows):
-            p = t.payload
-            checkpoint = None
-            if pending is not None and pending.turn_id == t.turn_id:
-                checkpoint = p.get("checkpoint") or {"interrupt_id": pending.interrupt_id}
-            out.append(
-                HistoryTurn(
-                    turn_id=t.turn_id,
-                    index=t.index,
-                    prompt=t.prompt,
-                    status=t.status,
-                    answer=t.answer,
-                    cited_sources=list(p.get("cited_sources") or []),
-                    other_sources=list(p.get("other_sources") or []),
-                    citations=list(p.get("citations") or []),
-                    checkpoint=checkpoint,
-                    error=p.get("error"),
-                    scope=t.scope,
-                    created=t.created,
-                )
+    def _write_turn(self, c: sqlite3.Connection, result: TurnResult, now: float) -> None:
+        done = c.execute(
+            "UPDATE turns SET status = ?, result = ?, updated = ? "
+            "WHERE turn_id = ? AND session_id = ?",
+            (result.status, result_json(result), now, result.turn_id, result.session_id),
+        )
+        if not done.rowcount:
+            raise SessionNotFound(
+                f"no turn {result.turn_id!r} in session {result.session_id!r}"
             )
-        return out
+        self._touch(c, result.session_id, now)
+
+    def _set_status(self, c: sqlite3.Connection, turn_id: str, status: TurnStatus,
+                    now: float) -> None:
+        result = self._read_turn(c, turn_id)
+        self._write_turn(c, result.model_copy(update={"status": status}), now)
 
     # --- state ------------------------------------------------------------------------------
     @staticmethod
@@ -498,10 +435,11 @@ class SessionStore:
         session_id: str,
         snapshot: CheckpointSnapshot,
         *,
-        turn_payload: dict[str, Any],
+        turn: TurnResult,
         claim: str | None = None,
     ) -> None:
-        """Pause a turn: store the snapshot and mark the turn `checkpoint`, in one transaction.
+        """Pause a turn: store the snapshot and the turn's record (status `checkpoint`, its
+        `checkpoint` set) in one transaction.
 
         A resumed run passes its claim token: the new snapshot replaces the one it holds (and
         ends the claim); CheckpointClaimed or NoPendingCheckpoint if it no longer holds it.
@@ -516,24 +454,16 @@ class SessionStore:
                 state.checkpoint = snapshot.model_copy(update={"claim": None})
 
             self._apply_state(c, session_id, put)
-            row = c.execute(
-                "SELECT payload FROM turns WHERE turn_id = ? AND session_id = ?",
-                (snapshot.turn_id, session_id),
-            ).fetchone()
-            if row is None:
+            paused = turn.model_copy(update={"status": "checkpoint"})
+            if paused.turn_id != snapshot.turn_id or paused.session_id != session_id:
                 raise SessionNotFound(f"no turn {snapshot.turn_id!r} in session {session_id!r}")
-            merged = {**json.loads(row["payload"]), **json.loads(_dumps(turn_payload))}
-            c.execute(
-                "UPDATE turns SET status = 'checkpoint', payload = ?, updated = ? "
-                "WHERE turn_id = ?",
-                (_dumps(merged), now, snapshot.turn_id),
-            )
-            self._touch(c, session_id, now)
+            self._write_turn(c, paused, now)
 
     def clear_checkpoint(
         self, session_id: str, *, claim: str | None = None
     ) -> CheckpointSnapshot | None:
-        """Remove the pending snapshot (after synthesis); returns what was there.
+        """Remove the pending snapshot (after synthesis) and the checkpoint from its turn's
+        record; returns what was there.
 
         With a claim token, only the claim's holder may clear it (CheckpointClaimed or
         NoPendingCheckpoint otherwise).
@@ -548,7 +478,12 @@ class SessionStore:
                 state.checkpoint = None
 
             self._apply_state(c, session_id, take)
-            self._touch(c, session_id, time.time())
+            now = time.time()
+            if taken is not None:  # the turn's record shows a checkpoint only while it waits
+                with contextlib.suppress(SessionNotFound):
+                    turn = self._read_turn(c, taken.turn_id)
+                    self._write_turn(c, turn.model_copy(update={"checkpoint": None}), now)
+            self._touch(c, session_id, now)
         return taken
 
     def claim_checkpoint(
@@ -612,7 +547,7 @@ class SessionStore:
         session_id: str,
         snap: CheckpointSnapshot,
         claim: CheckpointClaim | None,
-        status: str,
+        status: TurnStatus,
         now: float,
     ) -> CheckpointSnapshot:
         """Store the snapshot with `claim` and set its turn's status (inside a transaction)."""
@@ -622,11 +557,7 @@ class SessionStore:
             s.checkpoint = updated
 
         self._apply_state(c, session_id, put)
-        c.execute(
-            "UPDATE turns SET status = ?, updated = ? WHERE turn_id = ?",
-            (status, now, snap.turn_id),
-        )
-        self._touch(c, session_id, now)
+        self._set_status(c, snap.turn_id, status, now)
         return updated
 
     def _held_by(
@@ -662,16 +593,7 @@ def _session(row: sqlite3.Row) -> SessionRecord:
     )
 
 
-def _turn(row: sqlite3.Row) -> TurnRecord:
-    return TurnRecord(
-        turn_id=row["turn_id"],
-        session_id=row["session_id"],
-        index=int(row["idx"]),
-        prompt=row["prompt"],
-        scope=json.loads(row["scope"]),
-        status=cast(TurnStatus, row["status"]),
-        answer=row["answer"],
-        payload=json.loads(row["payload"]),
-        created=to_datetime(row["created"]),
-        updated=to_datetime(row["updated"]),
+def _turn(row: sqlite3.Row) -> TurnResult:
+    return TurnResult.model_validate_json(row["result"]).model_copy(
+        update={"created": to_datetime(row["created"]), "updated": to_datetime(row["updated"])}
     )

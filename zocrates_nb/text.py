@@ -1,16 +1,24 @@
-"""Plain-text helpers shared by the offline engine and citation checks: sentences, terms, entities.
+"""Plain-text helpers for every layer that reads paper text: one stopword list, one word
+tokenizer, one stemmer, one sentence splitter (reranking, the offline engine, citation checks).
 
 Passages come from PDFs converted to Markdown, so sentences cross line breaks, words are split
 by hyphens at line ends, and papers carry their own bracketed reference markers (`[12]`) that
-must never be mistaken for our citations.
+must never be mistaken for our citations. The stemmer is Porter's, as SQLite FTS5's `porter`
+tokenizer applies it, so a term here is the term the lexical index matched.
+
+A base module: it imports nothing of zocrates_nb, so index, retrieval and agents may all use it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
+
+import snowballstemmer
 
 _STOPWORDS_TEXT = """
 a about above after again against all almost also although always am among an
@@ -79,33 +87,29 @@ _ABBREV_RE = re.compile(
 _PLACEHOLDER = "\u2063"  # invisible separator: stands in for abbreviation dots while splitting
 _SPLIT_RE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“(\[]?[A-Z0-9])")
 
+# Snowball's stemmers keep their working string on the object: one per process, behind a lock,
+# with the answers cached (a library's vocabulary is small next to how often words recur).
+_PORTER = snowballstemmer.stemmer("porter")
+_PORTER_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _porter(word: str) -> str:
+    with _PORTER_LOCK:
+        return str(_PORTER.stemWord(word))
+
 
 def stem(word: str) -> str:
-    """A light suffix stripper: enough for 'elections'~'election', 'replicas'~'replica'."""
+    """Porter's stem of a lower-cased word, possessive dropped: 'elections' and 'election' →
+    'elect', as FTS5's `porter` tokenizer stems it."""
     w = word.lower().replace("’", "'")
     if w.endswith("'s"):
         w = w[:-2]
-    for suffix, keep in (
-        ("ies", 3),
-        ("sses", 4),
-        ("ied", 3),
-        ("ing", 4),
-        ("ed", 4),
-        ("es", 4),
-        ("s", 3),
-    ):
-        if w.endswith(suffix) and len(w) - len(suffix) >= keep:
-            if suffix in ("ies", "ied"):
-                return w[: -len(suffix)] + "y"
-            if suffix == "sses":
-                return w[:-2]
-            if suffix == "s" and w.endswith(("ss", "us", "is")):
-                return w
-            return w[: -len(suffix)]
-    return w
+    return _porter(w)
 
 
 def words(text: str) -> list[str]:
+    """The words of a text: letter runs (keeping inner hyphens and apostrophes) and numbers."""
     return _WORD_RE.findall(text)
 
 
@@ -145,7 +149,8 @@ def strip_reference_markers(text: str) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of a passage (PDF-aware), without Markdown headings, table rows or images."""
+    """Sentences of a passage (PDF-aware, abbreviation-aware), without Markdown headings, table
+    rows or images."""
     out: list[str] = []
     for para in re.split(r"\n\s*\n|\n(?=[#|*-] )", clean_passage(text)):
         para = para.strip()
@@ -161,39 +166,6 @@ def split_sentences(text: str) -> list[str]:
             if s:
                 out.append(s)
     return out
-
-
-_FILLER_RE = re.compile(
-    r"(as follows[.:]?$|^(in|the) (this|next|following|remainder of this) (section|paper)|"
-    r"^(table|figure|fig\.)\s*\d+\s*[:.]|\*\*|^this paper is organi[sz]ed)",
-    re.I,
-)
-
-
-def is_prose(sentence: str) -> bool:
-    """A sentence worth quoting: enough words, mostly letters, not a caption stub, a formula,
-    a rhetorical question or a signpost ("The paper is organized as follows.")."""
-    # A sentence ending in "?" asks, one ending in ":" introduces what follows (a formula, a
-    # list) and says nothing quoted alone.
-    if sentence.rstrip().endswith(("?", ":")) or _FILLER_RE.search(sentence.strip()):
-        return False
-    ws = sentence.split()
-    if len(ws) < 6 or len(ws) > 90:
-        return False
-    letters = sum(c.isalpha() for c in sentence)
-    if letters < 0.6 * len(sentence.replace(" ", "")):
-        return False
-    alpha_words = [w for w in ws if re.fullmatch(r"[A-Za-z][A-Za-z'’-]*[,.;:]?", w)]
-    if len(alpha_words) < 0.6 * len(ws):
-        return False
-    # A sentence cut at a page or column break ends on a function word ("… rare; this.").
-    last = ws[-1].rstrip(".!?:;,\"')”’").lower()
-    return last not in _DANGLING and not sentence[:1].islower()
-
-
-_DANGLING_TEXT = """a an the this that these those of to in on for with by and or but as at from
-its their our which whose is are was were be"""
-_DANGLING = frozenset(_DANGLING_TEXT.split())
 
 
 def entities(question: str) -> list[str]:

@@ -1,0 +1,118 @@
+"""The one text module: sentences of PDF prose (abbreviations, initials, line-break hyphens),
+terms stemmed exactly as SQLite FTS5's `porter` tokenizer stems them, and the one stopword list
+that both the offline engine and the reranker's lexical signal use."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from zocrates_nb.retrieval.rerank import pool_bm25, sentence_pieces
+from zocrates_nb.text import STOPWORDS, entities, split_sentences, stem, terms, words
+
+# The lexical index's tokenizer (zocrates_nb/index/lexical.py).
+FTS5_TOKENIZER = "porter unicode61 remove_diacritics 2"
+WORDS = [
+    "elections",
+    "election",
+    "elected",
+    "replicas",
+    "replicated",
+    "replication",
+    "consistency",
+    "consistent",
+    "generalization",
+    "relational",
+    "agreed",
+    "argued",
+    "happily",
+    "controllers",
+    "quorums",
+    "running",
+    "caresses",
+    "ponies",
+    "hopefully",
+    "embeddings",
+    "transformers",
+    "attention",
+    "retrieval",
+    "indexing",
+]
+
+
+def _fts5_stems(words_: list[str]) -> dict[str, str]:
+    """Each word as FTS5's porter tokenizer stores it (one row per word, read via fts5vocab)."""
+    db = sqlite3.connect(":memory:")
+    db.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{FTS5_TOKENIZER}')")
+    db.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(words_, 1))
+    db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    rows = db.execute("SELECT doc, term FROM v").fetchall()
+    return {words_[doc - 1]: term for doc, term in rows}
+
+
+def test_stem_matches_fts5_porter_word_for_word() -> None:
+    fts = _fts5_stems(WORDS)
+    assert {w: stem(w) for w in WORDS} == fts
+    # The stems that make lexical matching work across inflections.
+    assert stem("elections") == stem("election") == stem("elected") == "elect"
+    assert stem("Replicas") == stem("replica")
+    assert stem("Raft's") == stem("raft") == "raft"  # possessive dropped, any case
+
+
+def test_split_sentences_keeps_abbreviations_initials_and_decimals_inside() -> None:
+    text = (
+        "Leaders are elected by majority vote, e.g. in Raft, as shown in Fig. 3 and Eq. 2. "
+        "J. Ousterhout and D. Ongaro measured a 3.5 ms median. Chubby differs, i.e. it uses "
+        "Paxos (cf. Sec. 4). The end!"
+    )
+    assert split_sentences(text) == [
+        "Leaders are elected by majority vote, e.g. in Raft, as shown in Fig. 3 and Eq. 2.",
+        "J. Ousterhout and D. Ongaro measured a 3.5 ms median.",
+        "Chubby differs, i.e. it uses Paxos (cf. Sec. 4).",
+        "The end!",
+    ]
+
+
+def test_split_sentences_undoes_pdf_wrapping_and_skips_headings_and_tables() -> None:
+    text = (
+        "## 3 Leader election\n\n"
+        "Raft uses random-\nized timeouts to elect\na leader. Split votes are rare.\n\n"
+        "| term | votes |\n|---|---|\n| 1 | 3 |\n\n"
+        "![figure](fig1.png)"
+    )
+    assert split_sentences(text) == [
+        "Raft uses randomized timeouts to elect a leader.",
+        "Split votes are rare.",
+    ]
+
+
+def test_one_stopword_list_for_terms_entities_and_the_reranker() -> None:
+    assert {"the", "of", "does", "paper", "which"} <= STOPWORDS
+    assert terms("What does the paper say about leader elections?") == ["leader", "elect"]
+    assert entities("How does the paper compare Raft with ZooKeeper's Zab?") == [
+        "Raft",
+        "ZooKeeper",
+        "Zab",
+    ]
+    assert words("fault-tolerant state machines, 3.5 ms") == [
+        "fault-tolerant",
+        "state",
+        "machines",
+        "3.5",
+        "ms",
+    ]
+    # The reranker's lexical signal: a query of stopwords alone scores nothing; the content word
+    # matches its inflections through the shared stemmer.
+    docs = ["The leader was elected by the majority.", "Attention heads of the transformer."]
+    assert pool_bm25("which of the", docs) == [0.0, 0.0]
+    lead, other = pool_bm25("elections", docs)
+    assert lead > 0 and other == 0
+
+
+def test_reranker_sentences_come_from_the_one_splitter() -> None:
+    text = "Short one. " + "We compare Raft with Paxos, e.g. Multi-Paxos, on five servers."
+    long = " ".join(["word"] * 170) + "."
+    assert sentence_pieces(text) == [
+        "We compare Raft with Paxos, e.g. Multi-Paxos, on five servers."
+    ]
+    pieces = sentence_pieces(long)
+    assert [len(p.split()) for p in pieces] == [80, 80, 10]

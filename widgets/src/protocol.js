@@ -1,0 +1,140 @@
+// Python → front end (PROTOCOL.md): the trait listeners, and the routing of custom messages —
+// `turn_started`, `event`, `history`, `title_results` — to the bubbles and parts they change.
+import { TurnView } from "./turn.js";
+
+/** Subscribe `chat` (ChatView) to the model; `onModel(name, handler)` records each for dispose. */
+export function connect(chat, onModel) {
+  onModel("msg:custom", (msg) => onMessage(chat, msg));
+  onModel("change:busy", () => chat.onBusyChange());
+  onModel("change:sessions", () => chat.header.render());
+  onModel("change:session_id", () => chat.header.render());
+  onModel("change:model_label", () => chat.header.render());
+  onModel("change:scope", () => chat.scopePicker.reset());
+  onModel("change:error", () => {
+    chat.dismissedError = null;
+    chat.renderError();
+    // A refused set_scope is reported through `error`: show the scope Python actually has.
+    if (chat.model.get("error")) chat.scopePicker.reset();
+  });
+}
+
+function onMessage(chat, msg) {
+  if (!msg || typeof msg !== "object") return;
+  switch (msg.kind) {
+    case "event":
+      onEvent(chat, msg.event ?? {});
+      break;
+    case "history":
+      onHistory(chat, msg.turns ?? []);
+      break;
+    case "title_results":
+      chat.scopePicker.onTitleResults(msg);
+      break;
+    case "turn_started": {
+      const turn = turnFor(chat, msg.turn_id, msg.prompt ?? "");
+      if (turn.status === "checkpoint") turn.setStatus("running");
+      else if (turn.status === "pending") turn.setStatus("running");
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+/** Which bubble an event belongs to: its turn, the bubble waiting for an id, or a new one. */
+function turnFor(chat, turnId, prompt = "") {
+  if (turnId && chat.turns.has(turnId)) return chat.turns.get(turnId);
+  if (chat.pendingTurn) return bindPending(chat, turnId);
+  if (!turnId && chat.turnOrder.length) return chat.turnOrder.at(-1);
+  const turn = new TurnView(chat, { turnId, prompt });
+  chat.addTurnElement(turn);
+  return turn;
+}
+
+function bindPending(chat, turnId) {
+  const turn = chat.pendingTurn;
+  chat.pendingTurn = null;
+  turn.setTurnId(turnId);
+  if (turnId) chat.turns.set(turnId, turn);
+  return turn;
+}
+
+function onEvent(chat, event) {
+  const current = chat.model.get("session_id");
+  if (event.session_id && current && event.session_id !== current) return; // another session's turn
+  const turn = turnFor(chat, event.turn_id || "");
+  chat.stickToBottom(() => {
+    switch (event.type) {
+      case "text_delta":
+        if (turn.status === "pending") turn.setStatus("running");
+        turn.appendText(event.text ?? "");
+        break;
+      case "thinking":
+        if (turn.status === "pending") turn.setStatus("running");
+        turn.appendThinking(event.role ?? "", event.text ?? "");
+        break;
+      case "step":
+        if (turn.status === "pending") turn.setStatus("running");
+        turn.addStep(event);
+        break;
+      case "checkpoint":
+        turn.showCheckpoint(event, { pending: true });
+        chat.awaiting = false;
+        break;
+      case "final":
+        turn.showFinal(event);
+        chat.awaiting = false;
+        break;
+      case "error":
+        turn.showError(event.message);
+        chat.awaiting = false;
+        break;
+      default:
+        break;
+    }
+  });
+  chat.updateBusy();
+}
+
+/** Replace the conversation with a session's turns, each shown as its live events would leave it. */
+function onHistory(chat, turns) {
+  chat.popover.close();
+  chat.clearConversation();
+  for (const t of turns) {
+    const turn = new TurnView(chat, { turnId: t.turn_id, prompt: t.prompt ?? "" });
+    turn.historical = (t.status ?? "done") !== "running";
+    chat.addTurnElement(turn);
+    turn.setStatus("running");
+    for (const step of t.steps ?? []) turn.addStep(step, { finished: true });
+    if (t.thinking) turn.appendThinking("", t.thinking);
+    const status = t.status ?? "done";
+    if (status === "done") {
+      turn.showFinal({
+        answer: t.answer ?? "",
+        cited_sources: t.cited_sources ?? [],
+        other_sources: t.other_sources ?? [],
+        citations: t.citations ?? [],
+        seconds: t.seconds ?? 0,
+        model: t.model ?? "",
+      });
+    } else if (status === "checkpoint" && t.checkpoint) {
+      if (t.answer) turn.appendText(t.answer);
+      turn.showCheckpoint(t.checkpoint, { pending: true });
+    } else if (status === "running") {
+      if (Number.isFinite(t.seconds)) turn.startedAt = chat.now() - t.seconds * 1000; // keep the clock honest
+      if (t.answer) turn.appendText(t.answer);
+      // keeps streaming: later events with this turn_id continue this bubble
+    } else if (status === "stopped") {
+      turn.text = t.answer ?? "";
+      turn.showStopped();
+    } else {
+      turn.text = t.answer ?? "";
+      turn.showError(t.error || "This turn failed.");
+    }
+    if (status !== "checkpoint" && t.checkpoint) turn.showCheckpoint(t.checkpoint, { pending: false });
+    if (status !== "running") turn.steps.closeCurrent();
+  }
+  chat.renderEmpty();
+  chat.updateBusy();
+  chat.conversation.scrollTop = chat.conversation.scrollHeight;
+}

@@ -1,0 +1,42 @@
+// The Sources block under an answer: the cited papers with their numbers, and the other papers
+// considered (collapsed).
+import { formatAuthors } from "./dom.js";
+
+/** Replace `slot`'s content with the Sources block (nothing when there are no sources). */
+export function renderSources(h, slot, cited, other) {
+  slot.replaceChildren();
+  if (cited.length === 0 && other.length === 0) return;
+  const row = (source) =>
+    h(
+      "li",
+      { class: "zc-source", "data-item-key": source.item_key ?? "" },
+      source.n != null
+        ? h("span", { class: "zc-source-n", text: (source.numbers?.length ? source.numbers : [source.n]).join(", ") })
+        : null,
+      h(
+        "span",
+        { class: "zc-source-text" },
+        h("span", { class: "zc-source-title", text: source.title || source.item_key || "Untitled" }),
+        h("span", {
+          class: "zc-source-meta",
+          text: [formatAuthors(source.authors), source.year ?? ""].filter(Boolean).join(" · "),
+        }),
+      ),
+    );
+  const citedEl = h(
+    "div",
+    { class: "zc-sources-cited", "data-testid": "sources-cited" },
+    h("div", { class: "zc-sources-heading", text: "Cited" }),
+    cited.length
+      ? h("ol", { class: "zc-source-list" }, cited.map(row))
+      : h("p", { class: "zc-sources-none", text: "No passage was verified as supporting the answer." }),
+  );
+  const otherEl = h(
+    "details",
+    { class: "zc-sources-other", "data-testid": "sources-other" },
+    h("summary", { class: "zc-sources-heading", text: `Other considered (${other.length})` }),
+    h("ul", { class: "zc-source-list" }, other.map(row)),
+  );
+  if (other.length === 0) otherEl.hidden = true;
+  slot.append(h("section", { class: "zc-sources", "aria-label": "Sources" }, citedEl, otherEl));
+}

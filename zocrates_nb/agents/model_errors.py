@@ -1,0 +1,134 @@
+"""A failed model call (or model setup) as one plain sentence the researcher can act on: which
+endpoint, what went wrong, which variable to check; secrets scrubbed, no provider bodies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from zocrates_nb.agents.providers import KEY_ENV
+from zocrates_nb.config import ConfigError
+from zocrates_nb.redaction import redact, safe_url
+
+if TYPE_CHECKING:
+    from zocrates_nb.agents.models import ResolvedModel
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    stack = [exc]
+    while stack:
+        e = stack.pop(0)
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        if isinstance(e, BaseExceptionGroup):
+            stack.extend(e.exceptions)
+        for nxt in (e.__cause__, e.__context__):
+            if nxt is not None:
+                stack.append(nxt)
+
+
+def _url_from(exc: BaseException) -> str:
+    for e in _chain(exc):
+        request = getattr(e, "request", None)
+        url = getattr(request, "url", None)
+        if url is not None:
+            text = str(url)
+            for tail in ("/chat/completions", "/responses", "/messages", "/completions"):
+                if tail in text:
+                    text = text[: text.index(tail)]
+            return safe_url(text)
+    return ""
+
+
+def _status(exc: BaseException) -> int | None:
+    for e in _chain(exc):
+        for attr in ("status_code", "status"):
+            value = getattr(e, attr, None)
+            if isinstance(value, int) and 100 <= value < 600:
+                return value
+    return None
+
+
+def describe_model_error(exc: BaseException, resolved: ResolvedModel | None = None) -> str:
+    """One clear sentence for a failed model call (or model setup), secrets scrubbed.
+
+    E.g. "The model endpoint http://127.0.0.1:9/v1 is unreachable (connection refused)." or
+    "The model endpoint https://api.openai.com/v1 rejected the API key (check OPENAI_API_KEY)."
+    """
+    from pydantic_ai import exceptions as x
+
+    spec = resolved.spec if resolved else None
+    extra = (spec.key_env,) if spec and spec.key_env else ()
+    url = (spec.endpoint if spec else "") or _url_from(exc) or "(unknown)"
+    who = f"The model endpoint {url}"
+    model = (spec.model_string if spec else None) or getattr(exc, "model_name", None) or "model"
+    chain = list(_chain(exc))
+
+    def has(*types: type[BaseException]) -> bool:
+        return any(isinstance(e, types) for e in chain)
+
+    def named(*names: str) -> bool:
+        return any(type(e).__name__ in names for e in chain)
+
+    status = _status(exc)
+    if has(ConfigError):
+        text = next(str(e) for e in chain if isinstance(e, ConfigError))
+    elif (
+        has(x.ModelAuthenticationError)
+        or status in (401, 403)
+        or named("AuthenticationError", "PermissionDeniedError")
+    ):
+        env = spec.key_env if spec else None
+        env = env or _guess_key_env(exc)
+        hint = f"check {env}" if env else "set api_key_env in zocrates_config.json"
+        text = f"{who} rejected the API key ({hint})."
+    elif has(x.ModelRequestTimeout):
+        timeout = next(e.timeout for e in chain if isinstance(e, x.ModelRequestTimeout))
+        text = f"{who} did not finish answering within {timeout:g} s."
+    elif has(x.ModelTimeoutError, TimeoutError) or named(
+        "APITimeoutError", "Timeout", "ConnectTimeout", "ReadTimeout", "PoolTimeout"
+    ):
+        text = f"{who} did not answer in time (timed out)."
+    elif has(x.ModelConnectionError, ConnectionError, OSError) or named(
+        "APIConnectionError", "ConnectError", "RemoteProtocolError"
+    ):
+        refused = has(ConnectionRefusedError) or any(
+            "refused" in str(e).lower() or "connect" in type(e).__name__.lower() for e in chain
+        )
+        text = f"{who} is unreachable" + (" (connection refused)." if refused else ".")
+    elif has(x.ModelNotFoundError) or status == 404:
+        text = (
+            f"{who} does not know the model {model!r} (check the model name and base_url "
+            "in zocrates_config.json)."
+        )
+    elif has(x.ModelContextWindowExceededError):
+        text = f"The conversation is too long for {model}: start a new session or compact it."
+    elif has(x.ModelQuotaExceededError) or status == 402:
+        text = f"{who} reports the account's quota or credits are exhausted."
+    elif has(x.ModelRateLimitError) or status == 429:
+        text = f"{who} is rate-limiting requests; try again shortly."
+    elif has(x.ModelUnavailableError, x.ModelServerError) or (status or 0) >= 500:
+        text = f"{who} failed with a server error (HTTP {status or '5xx'}); try again later."
+    elif has(x.ModelRequestRejectedError) or status is not None:
+        text = f"{who} rejected the request (HTTP {status or 400}) for {model}."
+    elif has(x.UserError):
+        text = (
+            f"The model setup failed: {next(str(e) for e in chain if isinstance(e, x.UserError))}"
+        )
+    else:
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        text = f"The call to {model} failed: {type(exc).__name__}" + (
+            f": {detail}" if detail else ""
+        )
+    return redact(text, extra_env=extra)
+
+
+def _guess_key_env(exc: BaseException) -> str | None:
+    for e in _chain(exc):
+        mod = type(e).__module__.split(".")[0]
+        if mod in ("openai", "anthropic"):
+            return KEY_ENV[mod]
+    return None

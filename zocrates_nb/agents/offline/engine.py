@@ -1,0 +1,92 @@
+"""The embedded offline engine: the coordinator, search and synthesizer policies as pydantic-ai
+`FunctionModel`s (streaming like a real model), and the support score the verifier uses."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import ClassVar
+
+from pydantic_ai import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+
+from zocrates_nb.agents.offline.coordinator import coordinator_compute
+from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+from zocrates_nb.agents.offline.search import OfflineSearch
+from zocrates_nb.agents.offline.support import offline_support
+from zocrates_nb.agents.offline.writer import OfflineSynthesizer
+
+
+def stream_from(
+    compute: Callable[[list[ModelMessage], AgentInfo], ModelResponse],
+) -> Callable[[list[ModelMessage], AgentInfo], AsyncIterator[str | DeltaToolCalls]]:
+    """A `stream_function` that computes the whole response off the event loop, then streams it."""
+
+    async def stream(
+        messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | DeltaToolCalls]:
+        response = await asyncio.to_thread(compute, messages, info)
+        for part in response.parts:
+            if isinstance(part, TextPart):
+                # Stream line by line (and long lines by sentence) so the reader sees it arrive.
+                for piece in re.findall(r"[^\n]*\n|[^\n]+$", part.content):
+                    for sub in re.findall(r".*?(?:[.!?]\s+|$)", piece, flags=re.S):
+                        if sub:
+                            yield sub
+                            await asyncio.sleep(0)
+            elif isinstance(part, ToolCallPart):
+                yield {
+                    0: DeltaToolCall(
+                        name=part.tool_name,
+                        json_args=part.args_as_json_str(),
+                        tool_call_id=part.tool_call_id,
+                    )
+                }
+
+    stream.__name__ = getattr(compute, "__name__", "offline")
+    return stream
+
+
+def function_model(
+    name: str, compute: Callable[[list[ModelMessage], AgentInfo], ModelResponse]
+) -> FunctionModel:
+    return FunctionModel(compute, stream_function=stream_from(compute), model_name=name)
+
+
+class OfflineEngine:
+    """One per process: the embedding model is loaded once and shared by all roles."""
+
+    _instances: ClassVar[dict[str, OfflineEngine]] = {}
+    _lock = threading.Lock()
+
+    def __init__(
+        self, embedding_model: str | None = None, lexicon: Callable[[str], bool] | None = None
+    ) -> None:
+        self.emb = SentenceEmbeddings(embedding_model)
+        self.coordinator = function_model("zocrates-offline:coordinator", coordinator_compute)
+        self.search = function_model("zocrates-offline:search", OfflineSearch(self.emb))
+        self.synthesizer = function_model(
+            "zocrates-offline:synthesizer", OfflineSynthesizer(self.emb, lexicon)
+        )
+
+    @classmethod
+    def shared(cls, embedding_model: str | None = None) -> OfflineEngine:
+        key = embedding_model or ""
+        with cls._lock:
+            eng = cls._instances.get(key)
+            if eng is None:
+                eng = cls._instances[key] = cls(embedding_model)
+            return eng
+
+    def model_for(self, role: str) -> FunctionModel:
+        return {
+            "coordinator": self.coordinator,
+            "search": self.search,
+            "synthesizer": self.synthesizer,
+        }[role]
+
+    def support(self, claim: str, passage: str) -> float:
+        return offline_support(self.emb, claim, passage)

@@ -1,0 +1,37 @@
+"""How well a passage supports a claim, without a language model: the offline verifier's score."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+
+from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+from zocrates_nb.text import (
+    TermStats,
+    clean_passage,
+    split_sentences,
+    strip_reference_markers,
+    terms,
+)
+
+
+def offline_support(emb: SentenceEmbeddings, claim: str, passage: str) -> float:
+    """Probability-like support of `claim` by `passage`: 1.0 for a quote, else the best
+    sentence similarity mapped through a logistic calibrated on MiniLM cosines."""
+    c = re.sub(r"\s+", " ", strip_reference_markers(claim)).strip(" .-*_")
+    c = re.sub(r"_\(§[^)]*\)_", "", c).strip()
+    if not c:
+        return 0.0
+    flat = re.sub(r"\s+", " ", strip_reference_markers(clean_passage(passage))).lower()
+    if c.lower().rstrip(".") in flat:
+        return 1.0
+    sents = [s for s in split_sentences(passage) if len(s.split()) >= 4] or [passage[:2000]]
+    # Windows of two sentences catch claims that merge adjacent sentences.
+    windows = sents + [f"{a} {b}" for a, b in itertools.pairwise(sents)]
+    sims = emb.similarity(c, windows[:400])
+    best = float(sims.max()) if len(sims) else 0.0
+    lex = TermStats([terms(w) for w in windows]).overlap(terms(c), terms(passage))
+    x = 0.75 * best + 0.25 * lex
+    return float(1 / (1 + np.exp(-14 * (x - 0.45))))

@@ -1,0 +1,52 @@
+"""OpenTelemetry for the agents: pydantic-ai's instrumentation switched to match
+`telemetry.otel`, never recording message content."""
+
+from __future__ import annotations
+
+import os
+
+from zocrates_nb.config import Settings
+from zocrates_nb.redaction import safe_url
+
+
+def configure_telemetry(settings: Settings) -> str:
+    """Switch pydantic-ai's OpenTelemetry instrumentation to match `telemetry.otel`.
+
+    Spans carry no message content (no paper text, no prompts). They go to the global tracer
+    provider; if none is set and OTEL_EXPORTER_OTLP_ENDPOINT is, an OTLP exporter is installed.
+    """
+    from pydantic_ai import Agent
+
+    if not settings.telemetry.otel:
+        Agent.instrument_all(False)
+        return "OpenTelemetry instrumentation is off (telemetry.otel is false)"
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    Agent.instrument_all(InstrumentationSettings(include_content=False))
+    note = _ensure_tracer_provider()
+    return f"OpenTelemetry instrumentation is on (content not recorded); {note}"
+
+
+def _ensure_tracer_provider() -> str:
+    from opentelemetry import trace
+
+    current = trace.get_tracer_provider()
+    if type(current).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider"):
+        return "spans go to the application's tracer provider"
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not endpoint:
+        return (
+            "no tracer provider is configured: set OTEL_EXPORTER_OTLP_ENDPOINT (or configure "
+            "OpenTelemetry in the host application) to export spans"
+        )
+    try:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as e:
+        return f"cannot export spans: {e.name or e} is not installed"
+    provider = TracerProvider(resource=Resource.create({"service.name": "zocrates-nb"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return f"spans are exported over OTLP to {safe_url(endpoint)}"

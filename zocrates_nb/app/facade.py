@@ -1,0 +1,358 @@
+"""`App`: zocrates-nb on one data home, the one API every surface uses.
+
+    from zocrates_nb import App
+
+    app = App.open("~/research")          # or $ZOCRATES_HOME, or ~/.zocrates-nb
+    app.index(zotero_dir="~/Zotero")       # or zotero_local=, zotero_web=, folder=, sample=
+    app.search("how does raft elect a leader")[0].title
+    async for event in app.ask("How does Raft elect a leader?"):
+        ...                                # Step, TextDelta, Thinking, then Final/Checkpoint/Error
+    # a turn paused at a CheckpointEvent `cp` (cp.interrupt_id == f"{cp.turn_id}-ext1"):
+    async for event in app.resume(cp.session_id, cp.interrupt_id, "extend_budget"):
+        ...
+    app.history(session_id)                    # [TurnResult, …]
+
+It mirrors the CLI: `zocrates-nb index|status|search|toc|read|convert|ask|resume|sessions|doctor`
+are these methods. A turn ends with exactly one `Final` (its `TurnResult`), `CheckpointEvent` or
+`ErrorEvent`; an error leaves the session usable. A new question while a checkpoint waits raises
+`CheckpointPending` at once; a resume of a checkpoint another resume holds (in any process)
+raises `CheckpointClaimed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import ValidationError
+
+from zocrates_nb.agents.models import ModelRegistry
+from zocrates_nb.agents.offline import OfflineEngine
+from zocrates_nb.agents.runtime import Roles, resolve_roles
+from zocrates_nb.app import library
+from zocrates_nb.app.library import IndexStatus, SearchHit
+from zocrates_nb.app.runner import TurnRunner
+from zocrates_nb.config import Settings, default_home
+from zocrates_nb.errors import UsageError
+from zocrates_nb.events import Event
+from zocrates_nb.retrieval import TitleMatch, library_lexicon, search_titles
+from zocrates_nb.sessions import (
+    RENEW_SECONDS,
+    CheckpointClaimed,
+    NoPendingCheckpoint,
+    SessionNotFound,
+    SessionState,
+    SessionStore,
+    claim_holds,
+)
+from zocrates_nb.turn import AskOptions, Scope, SessionSummary, TurnResult
+
+if TYPE_CHECKING:
+    from zocrates_nb.index import Index, IndexReport
+    from zocrates_nb.ingest.bundle import Bundle
+
+Action = Literal["extend_budget", "synthesize"]
+ACTIONS: tuple[Action, ...] = ("extend_budget", "synthesize")
+
+
+def overrides_from_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`retrieval={"budget": 5}` or `retrieval__budget=5` → {"retrieval.budget": 5}."""
+    out: dict[str, Any] = {}
+
+    def flatten(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                flatten(f"{prefix}.{k}", v)
+        else:
+            out[prefix] = value
+
+    for k, v in kwargs.items():
+        flatten(k.replace("__", "."), v)
+    return out
+
+
+class App:
+    """zocrates-nb on one data home: the index, the session store, the agents."""
+
+    def __init__(
+        self,
+        home: Path,
+        overrides: dict[str, Any] | None = None,
+        *,
+        index: Index | None = None,
+        store: SessionStore | None = None,
+        role_models: dict[str, Any] | None = None,
+    ) -> None:
+        self.home = Path(home).expanduser().resolve()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.registry = ModelRegistry(self.home, overrides)
+        self.registry.settings  # noqa: B018 - validate the configuration now (ConfigError)
+        self._index = index
+        self._own_index = index is None
+        self.store = store or SessionStore.open(self.home)
+        self._engine: OfflineEngine | None = None
+        self._reranker: Any = None
+        self.claim_renew_seconds = RENEW_SECONDS  # heartbeat of a running resume's claim
+        # pydantic-ai models pinned to roles (custom models, scripted models in tests).
+        self.role_models: dict[str, Any] = dict(role_models or {})
+        self._runner = TurnRunner(self)
+
+    @classmethod
+    def open(
+        cls,
+        home: Path | str | os.PathLike[str] | None = None,
+        *,
+        index: Index | None = None,
+        store: SessionStore | None = None,
+        role_models: dict[str, Any] | None = None,
+        **overrides: Any,
+    ) -> App:
+        """Open the app on a data home (default: $ZOCRATES_HOME or ~/.zocrates-nb).
+
+        Keyword overrides beat the config file: `App.open(models={"base": "ollama:qwen3"})`,
+        `App.open(retrieval__budget=5)`.
+        """
+        return cls(
+            Path(home) if home else default_home(),
+            overrides_from_kwargs(overrides),
+            index=index,
+            store=store,
+            role_models=role_models,
+        )
+
+    def close(self) -> None:
+        if self._own_index and self._index is not None:
+            self._index.close()
+            self._index = None
+        self.store.close()
+
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ parts
+    @property
+    def settings(self) -> Settings:
+        """The current settings (an edited config file is picked up here)."""
+        return self.registry.settings
+
+    @property
+    def library_index(self) -> Index:
+        """The search index of this data home (catalogue, BM25, vectors), opened on first use."""
+        if self._index is None:
+            from zocrates_nb.index import Index
+
+            self._index = Index.open(self.home, self.settings)
+        return self._index
+
+    @property
+    def reranker(self) -> Any:
+        from zocrates_nb.retrieval import Reranker
+
+        settings = self.settings.retrieval
+        if self._reranker is None or self._reranker.settings != settings:
+            self._reranker = Reranker(settings=settings, embedder=self.library_index.embedder)
+        return self._reranker
+
+    def engine(self) -> OfflineEngine:
+        """The offline engine (embedding model loaded once per process, shared with the index)."""
+        if self._engine is None:
+            index = self.library_index
+            self._engine = OfflineEngine(index.model_name, lexicon=library_lexicon(index))
+        return self._engine
+
+    def roles(self, model: str | None = None) -> Roles:
+        return resolve_roles(self.registry, self.engine, model, self.role_models)
+
+    # ------------------------------------------------------------------ the library
+    def index(
+        self,
+        *,
+        zotero_dir: Path | str | None = None,
+        zotero_local: bool = False,
+        zotero_web: str | None = None,
+        group: bool = False,
+        folder: Path | str | None = None,
+        sample: bool = False,
+        progress: bool = False,
+    ) -> IndexReport:
+        """Index one library source, incrementally (none given: the auto-detected ~/Zotero).
+
+        `zotero_web` is a Web API library id (a group's when `group`), its key from
+        $ZOTERO_API_KEY; `sample=True` is the built-in sample library.
+        """
+        report = library.index_into(
+            self.library_index,
+            self.home,
+            self.settings,
+            zotero_dir=Path(zotero_dir) if zotero_dir else None,
+            zotero_local=zotero_local,
+            zotero_web=zotero_web,
+            group=group,
+            folder=Path(folder) if folder else None,
+            sample=sample,
+            progress=progress,
+        )
+        self._engine = None  # its vocabulary is the library's
+        return report
+
+    def status(self) -> IndexStatus:
+        """What the index holds: items, documents per status, chunks, sizes."""
+        return library.status(self.library_index)
+
+    def search(
+        self,
+        query: str,
+        *,
+        items: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        chunk_type: str | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Hybrid (BM25 + dense) search, within items or collections when given."""
+        scope = Scope(items=list(items or []), collections=list(collections or []))
+        return library.search(self.library_index, query, scope, chunk_type=chunk_type,
+                              limit=limit)  # fmt: skip
+
+    def toc(self, key: str) -> dict[str, Any]:
+        """A document's outline (parent, attachment or note key), as the search agent sees it."""
+        return library.toc(self.library_index, self.settings, key)
+
+    def read(self, key: str, asset_ids: Sequence[str]) -> dict[str, Any]:
+        """Sections (`s2`), figures (`f1`), tables (`t1`), `abstract`, `full` or pages (`p4`)."""
+        return library.read(self.library_index, self.settings, key, list(asset_ids))
+
+    def convert(self, path: Path | str) -> Bundle:
+        """Convert one file as indexing would; its `.toc` is what the agents navigate."""
+        return library.convert(Path(path))
+
+    def search_titles(self, query: str, limit: int = 10) -> list[TitleMatch]:
+        """Items and collections whose title or name matches `query` (for scope pickers)."""
+        return search_titles(self.library_index, query, limit)
+
+    def doctor(self) -> dict[str, Any]:
+        """Models per role, embedding and rerank models, library and index health, cloud use."""
+        from zocrates_nb.app.doctor import doctor
+
+        return doctor(self)
+
+    # ------------------------------------------------------------------ sessions
+    def new_session(self, title: str = "") -> str:
+        return self.store.create_session(title).id
+
+    def sessions(self, limit: int = 50) -> list[SessionSummary]:
+        """Sessions, most recently updated first."""
+        return [self._summary(s.id, s) for s in self.store.list_sessions(limit)]
+
+    def session(self, session_id: str) -> SessionSummary:
+        return self._summary(session_id)
+
+    def _summary(self, session_id: str, record: Any = None) -> SessionSummary:
+        s = record or self.store.get_session(session_id)
+        pending = self.store.pending_checkpoint(s.id)
+        return SessionSummary(
+            session_id=s.id,
+            title=s.title,
+            turns=s.turns,
+            created=s.created,
+            updated=s.updated,
+            pending_checkpoint=pending.interrupt_id if pending else None,
+        )
+
+    def rename_session(self, session_id: str, title: str) -> None:
+        self.store.rename_session(session_id, title)
+
+    def delete_session(self, session_id: str) -> None:
+        self.store.delete_session(session_id)
+
+    def history(self, session_id: str) -> list[TurnResult]:
+        """The session's turns in order; a paused turn carries its `checkpoint`."""
+        self.store.get_session(session_id)  # SessionNotFound for an unknown id
+        return self.store.turns(session_id)
+
+    def turn(self, turn_id: str, *, session_id: str | None = None) -> TurnResult:
+        """One turn as stored (in `session_id`, when given)."""
+        result = self.store.get_turn(turn_id)
+        if session_id is not None and result.session_id != session_id:
+            raise SessionNotFound(f"no turn {turn_id!r} in session {session_id!r}")
+        return result
+
+    def set_research_profile(self, session_id: str, profile: str | None) -> None:
+        """The researcher's profile (background, focus) the coordinator adapts to."""
+
+        def put(state: SessionState) -> None:
+            state.research_profile = (profile or "").strip() or None
+
+        self.store.update_state(session_id, put)
+
+    # ------------------------------------------------------------------ turns
+    def ask(
+        self,
+        prompt: str,
+        options: AskOptions | None = None,
+        *,
+        session_id: str | None = None,
+        cancel: asyncio.Event | None = None,
+        **option_kwargs: Any,
+    ) -> AsyncIterator[Event]:
+        """Ask a question; returns the turn's event stream.
+
+        Options come as an `AskOptions` or as its keywords (`items=`, `collections=`, `hitl=`,
+        `budget=`, `word_ceiling=`, `model=`). Raises at once `CheckpointPending` when the
+        session has a checkpoint waiting, `SessionNotFound` for an unknown session id, and
+        `UsageError` for an empty question or options out of bounds.
+        """
+        if not prompt or not prompt.strip():
+            raise UsageError("ask needs a question")
+        try:
+            opts = AskOptions.of(options, **option_kwargs)
+        except ValidationError as e:
+            raise UsageError.invalid(e) from None
+        if session_id is None:
+            session_id = self.new_session()
+        else:
+            from zocrates_nb.sessions import CheckpointPending
+
+            pending = self.store.pending_checkpoint(session_id)  # SessionNotFound when unknown
+            if pending is not None:
+                raise CheckpointPending(session_id, pending)
+        return self._runner.ask(session_id, prompt.strip(), opts, cancel)
+
+    def resume(
+        self,
+        session_id: str,
+        interrupt_id: str | None,
+        action: Action | str,
+        guidance: str = "",
+        *,
+        cancel: asyncio.Event | None = None,
+    ) -> AsyncIterator[Event]:
+        """Continue a paused search: `extend_budget` (with optional guidance) or `synthesize`.
+
+        Works in a new process: the run continues from the snapshot in the session store. Raises
+        at once `NoPendingCheckpoint` when nothing (or another interrupt id) waits, and
+        `CheckpointClaimed` while another resume — in this or another process — holds it (a
+        resume that loses that race raises it from the stream, before any event).
+        """
+        if action not in ACTIONS:
+            raise UsageError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
+        snapshot = self.store.pending_checkpoint(session_id)
+        if snapshot is None:
+            raise NoPendingCheckpoint(f"session {session_id} has no checkpoint waiting")
+        if interrupt_id and interrupt_id != snapshot.interrupt_id:
+            raise NoPendingCheckpoint(
+                f"session {session_id} waits at {snapshot.interrupt_id}, not {interrupt_id}"
+            )
+        if claim_holds(snapshot.claim):
+            raise CheckpointClaimed(session_id, snapshot)
+        return self._runner.resume(session_id, snapshot.interrupt_id, action, guidance, cancel)
+
+
+def open_app(home: Path | str | os.PathLike[str] | None = None, **overrides: Any) -> App:
+    """`App.open` as a function (for notebooks)."""
+    return App.open(home, **overrides)

@@ -1,0 +1,178 @@
+"""What the App does with the library and its index, as typed records: index a library, report
+the index's status, search it, show a document's outline or sections, convert one file.
+
+The CLI's `index`, `status`, `search`, `toc`, `read` and `convert` are these calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from zocrates_nb.config import Settings
+from zocrates_nb.errors import UsageError
+from zocrates_nb.turn import Scope
+
+if TYPE_CHECKING:
+    from zocrates_nb.index import Hit, Index, IndexReport
+    from zocrates_nb.ingest.bundle import Bundle
+
+
+class SearchHit(BaseModel):
+    """One passage a search found, with its paper's metadata (higher `score` is better)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chunk_id: str
+    item_key: str
+    attachment_key: str
+    title: str
+    authors: list[str]
+    year: int | None
+    section: str
+    chunk_type: str
+    page: int | None
+    page_end: int | None
+    text: str
+    score: float
+
+    @classmethod
+    def of(cls, hit: Hit) -> SearchHit:
+        c = hit.chunk
+        return cls(
+            chunk_id=c.chunk_id,
+            item_key=c.item_key,
+            attachment_key=c.attachment_key,
+            title=c.title,
+            authors=list(c.authors),
+            year=c.year,
+            section=c.section,
+            chunk_type=c.chunk_type,
+            page=c.page,
+            page_end=c.page_end,
+            text=c.text,
+            score=round(hit.score, 6),
+        )
+
+
+class IndexStatus(BaseModel):
+    """What a data home's index holds (counts and sizes; no model is loaded to tell)."""
+
+    home: str
+    items: int
+    documents: dict[str, int]  # documents per status: done, error, skipped, indexing
+    chunks: int
+    last_indexed: str | None
+    embedding_model: str
+    chroma_mode: str
+    chroma: str
+    sizes: dict[str, int]  # bytes per part
+
+
+def index_into(
+    index: Index,
+    home: Path,
+    settings: Settings,
+    *,
+    zotero_dir: Path | None = None,
+    zotero_local: bool = False,
+    zotero_web: str | None = None,
+    group: bool = False,
+    folder: Path | None = None,
+    sample: bool = False,
+    progress: bool = False,
+) -> IndexReport:
+    """Bring the index in line with one library source (none: the auto-detected ~/Zotero)."""
+    from zocrates_nb.index import index_library
+    from zocrates_nb.library import open_library
+
+    given = [zotero_dir, zotero_local or None, zotero_web, folder, sample or None]
+    if sum(g is not None for g in given) > 1:
+        raise UsageError(
+            "give one library source: a Zotero data directory, Zotero's local API, a Zotero "
+            "Web API library, a folder, or the sample library"
+        )
+    if sample:
+        from zocrates_nb import sample as samples
+
+        library = open_library(folder=samples.build(home / "sample-library"))
+    else:
+        library = open_library(
+            zotero_dir=Path(zotero_dir).expanduser() if zotero_dir else None,
+            zotero_local=zotero_local,
+            zotero_web=zotero_web,
+            group=group,
+            folder=Path(folder).expanduser() if folder else None,
+            download_dir=home / "downloads",
+        )
+    return index_library(library, index, progress=progress, max_pages=settings.index.max_pages)
+
+
+def status(index: Index) -> IndexStatus:
+    return IndexStatus.model_validate(index.status())
+
+
+def search(
+    index: Index,
+    query: str,
+    scope: Scope,
+    *,
+    chunk_type: str | None = None,
+    limit: int = 10,
+) -> list[SearchHit]:
+    """Hybrid search within a scope; unknown collections are a UsageError naming the known."""
+    from zocrates_nb.index import SearchFilter
+
+    keys: set[str] | None = set(scope.items) if scope.items else None
+    if scope.collections:
+        try:
+            in_collections = index.collection_item_keys(list(scope.collections))
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        keys = in_collections if keys is None else keys & in_collections
+    flt = SearchFilter(
+        item_keys=sorted(keys) if keys is not None else None,
+        chunk_types=[chunk_type] if chunk_type else None,
+    )
+    return [SearchHit.of(h) for h in index.search(query, flt, limit=limit)]
+
+
+def toc(index: Index, settings: Settings, key: str) -> dict[str, Any]:
+    """A document's compact outline, exactly as the search agent gets it."""
+    return _succeeded(_toolkit(index, settings).document_toc(key))
+
+
+def read(index: Index, settings: Settings, key: str, asset_ids: list[str]) -> dict[str, Any]:
+    """Sections, figures or tables of a document, exactly as the search agent reads them."""
+    return _succeeded(_toolkit(index, settings).read_document(key, asset_ids))
+
+
+def convert(path: Path) -> Bundle:
+    """Convert one file as indexing would (its Markdown and table of contents)."""
+    from zocrates_nb.ingest import ConversionError, convert_file
+
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    try:
+        return convert_file(path)
+    except ConversionError as e:
+        raise UsageError(f"{path.name}: {e}") from None
+
+
+def _toolkit(index: Index, settings: Settings) -> Any:
+    """The agent's tools with a fresh run state at library scope."""
+    from zocrates_nb.retrieval import RunState, Toolkit
+
+    return Toolkit(index, RunState.new(settings.retrieval))
+
+
+def _succeeded(result: dict[str, Any]) -> dict[str, Any]:
+    if result.get("status") != "success":
+        raise UsageError(str(result.get("message") or result.get("status")))
+    return result
+
+
+__all__ = ["IndexStatus", "SearchHit"]

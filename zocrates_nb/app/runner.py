@@ -1,0 +1,421 @@
+"""The turn state machine: a new question, or a paused search resumed, from its first step to
+exactly one `Final`, `CheckpointEvent` or `ErrorEvent` — and the turn's `TurnResult` in
+sessions.db at every end (answered, paused, failed, cancelled).
+
+A resume holds its checkpoint's claim in the store while it runs (renewed by a heartbeat); the
+claim ends with the turn: a new checkpoint or the answer resolves it, an error or a stop leaves
+the checkpoint waiting again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from zocrates_nb.agents.active import build_active_items, dump_active_items, load_active_items
+from zocrates_nb.agents.citations import sanitize
+from zocrates_nb.agents.coordinator import CoordinatorDeps, coordinator_agent, record_answer
+from zocrates_nb.agents.pipeline import (
+    Outcome,
+    PausedRun,
+    SearchPipeline,
+    dump_messages,
+    load_messages,
+)
+from zocrates_nb.agents.prompts import ActiveItemView
+from zocrates_nb.agents.runtime import Roles, TurnContext, UsageBook
+from zocrates_nb.agents.synthesizer import stream_handler
+from zocrates_nb.app.describe import describe_error
+from zocrates_nb.app.stream import EventQueue, event_stream
+from zocrates_nb.events import ErrorEvent, Event, Final
+from zocrates_nb.retrieval import RunState, allowed_keys, collection_names
+from zocrates_nb.sessions import (
+    CheckpointPending,
+    CheckpointSnapshot,
+    maybe_compact,
+    offline_summarize,
+)
+from zocrates_nb.sessions.state import ActiveItem, SessionState
+from zocrates_nb.turn import AskOptions, CheckpointInfo, TurnResult
+
+if TYPE_CHECKING:
+    from zocrates_nb.app.facade import App
+
+log = logging.getLogger("zocrates_nb.app")
+
+CANCELLED = "The turn was cancelled."
+
+
+class TurnRunner:
+    """Runs the turns of one App (its store, index, settings and models)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.store = app.store
+
+    # ------------------------------------------------------------------ a new question
+    def ask(
+        self, session_id: str, prompt: str, options: AskOptions, cancel: asyncio.Event | None
+    ) -> AsyncIterator[Event]:
+        return event_stream(lambda q: self._ask(q, session_id, prompt, options), cancel)
+
+    async def _ask(
+        self, queue: EventQueue, session_id: str, prompt: str, options: AskOptions
+    ) -> None:
+        app, store = self.app, self.store
+        result: TurnResult | None = None
+        turn: TurnContext | None = None
+        roles: Roles | None = None
+        t0 = time.monotonic()
+        try:
+            result = await asyncio.to_thread(store.begin_turn, session_id, prompt, options)
+            app.settings  # noqa: B018 - reload an edited config before the turn
+            index = app.library_index
+            scope = options.scope
+            try:
+                allowed = await asyncio.to_thread(allowed_keys, index, scope)
+            except ValueError as e:
+                self._fail(queue, result, None, str(e), retryable=False)
+                return
+            names = await asyncio.to_thread(collection_names, index, scope.collections)
+            active = await asyncio.to_thread(build_active_items, index, scope.items)
+            await asyncio.to_thread(self._save_scope, session_id, active, options)
+            roles = await asyncio.to_thread(app.roles, options.model)
+            turn = self._context(queue, result, roles, allowed, names, active)
+            history = await asyncio.to_thread(store.load_messages, session_id)
+            state = await asyncio.to_thread(store.get_state, session_id)
+            deps = CoordinatorDeps(turn=turn, profile=state.research_profile)
+            rm = roles.coordinator
+            with turn.phase("coordinator", role="coordinator"):
+                run = await coordinator_agent.run(
+                    prompt,
+                    message_history=history or None,
+                    deps=deps,
+                    model=rm.model,
+                    model_settings=rm.settings or None,
+                    event_stream_handler=stream_handler(turn, "coordinator"),
+                )
+            turn.usage.add("coordinator", run.usage, rm.model_string)
+            output, new_messages = run.output, run.new_messages()
+            seconds = time.monotonic() - t0
+            if isinstance(output, Outcome) and output.paused is not None:
+                paused = output.paused.model_copy(update={
+                    "coordinator_messages": dump_messages(new_messages),
+                    "active_items": dump_active_items(active),
+                })  # fmt: skip
+                await self._pause(turn, result, output, paused, seconds)
+                return
+            if isinstance(output, Outcome):
+                text = output.text
+                messages = record_answer(new_messages, text)
+                outcome: Outcome | None = output
+            else:
+                keys = {a.key for a in active} | {c.key for a in active for c in a.children}
+                text, messages, outcome = sanitize(str(output), keys), new_messages, None
+            await asyncio.to_thread(
+                store.append_messages, session_id, messages, turn_id=result.turn_id
+            )
+            await self._answer(turn, result, outcome, text, seconds)
+            await self._compact(session_id, roles)
+        except asyncio.CancelledError:
+            if result is not None:
+                self._end(result, turn, "cancelled", CANCELLED)
+            queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=_id(result),
+                                        message=CANCELLED, retryable=True))  # fmt: skip
+        except CheckpointPending as e:
+            self._fail(queue, result, turn, str(e), retryable=False, session_id=session_id)
+        except Exception as e:
+            message = describe_error(e, roles, doing="The turn")
+            self._fail(queue, result, turn, message, session_id=session_id)
+
+    # ------------------------------------------------------------------ a resumed search
+    async def resume(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        action: str,
+        guidance: str,
+        cancel: asyncio.Event | None,
+    ) -> AsyncIterator[Event]:
+        """Claim the checkpoint, run the resumed turn, and end the claim with the stream."""
+        snapshot = await asyncio.to_thread(self.store.claim_checkpoint, session_id, interrupt_id)
+        assert snapshot.claim is not None
+        token = snapshot.claim.token
+        try:
+            run = lambda q: self._resume(q, session_id, snapshot, token, action, guidance)  # noqa: E731
+            async for event in event_stream(run, cancel):
+                yield event
+        finally:
+            # Usually a no-op: the turn ended its claim. Not when the stream was closed before
+            # the run began; then the checkpoint must wait again, not stay claimed.
+            with contextlib.suppress(Exception):
+                self.store.release_checkpoint(session_id, token)
+
+    async def _resume(
+        self,
+        queue: EventQueue,
+        session_id: str,
+        snapshot: CheckpointSnapshot,
+        claim: str,
+        action: str,
+        guidance: str,
+    ) -> None:
+        """The resumed turn, holding the checkpoint's claim (token `claim`) until it ends."""
+        store, app = self.store, self.app
+        result: TurnResult | None = None
+        roles: Roles | None = None
+        resolved = False  # the answer cleared the checkpoint: no claim left to release
+        t0 = time.monotonic()
+
+        def end_claim(message: str) -> None:
+            """After an error or a stop: the checkpoint waits again (its turn back at
+            `checkpoint`), or — once resolved — the turn records the error."""
+            with contextlib.suppress(Exception):
+                if resolved and result is not None:
+                    store.update_turn(result.turn_id, status="error", error=message)
+                else:
+                    store.release_checkpoint(session_id, claim)
+
+        heartbeat = asyncio.ensure_future(self._renew_claim(session_id, claim))
+        try:
+            result = await asyncio.to_thread(store.get_turn, snapshot.turn_id)
+            app.settings  # noqa: B018
+            paused = PausedRun.model_validate(snapshot.payload)
+            run_state = RunState.from_json(paused.run_state)
+            names = await asyncio.to_thread(
+                collection_names, app.library_index, result.options.scope.collections
+            )
+            active = load_active_items(paused.active_items)
+            roles = await asyncio.to_thread(app.roles, result.options.model)
+            turn = self._context(queue, result, roles, run_state.allowed_keys, names, active)
+            turn.usage = UsageBook(result.usage.model_copy(deep=True))
+            turn.timings.update(result.timings)
+            turn.steps = list(result.steps)
+            outcome = await SearchPipeline(turn).resume(paused, action, guidance)
+            seconds = result.seconds + time.monotonic() - t0
+            if outcome.paused is not None:
+                again = outcome.paused.model_copy(update={
+                    "coordinator_messages": paused.coordinator_messages,
+                    "active_items": paused.active_items,
+                })  # fmt: skip
+                await self._pause(turn, result, outcome, again, seconds, claim=claim)
+                return
+            # Resolve first (only while this resume still holds the claim), then record.
+            await asyncio.to_thread(store.clear_checkpoint, session_id, claim=claim)
+            resolved = True
+            messages = record_answer(load_messages(paused.coordinator_messages), outcome.text)
+            await asyncio.to_thread(
+                store.append_messages, session_id, messages, turn_id=result.turn_id
+            )
+            await self._answer(turn, result, outcome, outcome.text, seconds)
+            await self._compact(session_id, roles)
+        except asyncio.CancelledError:
+            message = CANCELLED + ("" if resolved else " The checkpoint still waits.")
+            end_claim(message)
+            queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=snapshot.turn_id,
+                                        message=message, retryable=True))  # fmt: skip
+        except Exception as e:
+            message = describe_error(e, roles, doing="The turn")
+            end_claim(message)
+            queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=snapshot.turn_id,
+                                        message=message, retryable=not resolved))  # fmt: skip
+        finally:
+            heartbeat.cancel()
+
+    async def _renew_claim(self, session_id: str, claim: str) -> None:
+        """Keep a long resume's claim fresh, so its lease never lapses while it runs."""
+        while True:
+            await asyncio.sleep(self.app.claim_renew_seconds)
+            try:
+                held = await asyncio.to_thread(self.store.renew_claim, session_id, claim)
+            except Exception as e:  # a busy database: try again at the next beat
+                log.warning("renewing the checkpoint claim of %s failed: %s", session_id, e)
+                continue
+            if not held:
+                return
+
+    # ------------------------------------------------------------------ the record
+    def _context(
+        self,
+        queue: EventQueue,
+        result: TurnResult,
+        roles: Roles,
+        allowed: list[str],
+        collections: list[str],
+        active: list[ActiveItemView],
+    ) -> TurnContext:
+        app = self.app
+        return TurnContext(
+            session_id=result.session_id,
+            turn_id=result.turn_id,
+            user_query=result.prompt,
+            queue=queue,
+            store=self.store,
+            index=app.library_index,
+            settings=app.settings,
+            roles=roles,
+            reranker=app.reranker,
+            options=result.options,
+            allowed_keys=allowed,
+            collections=collections,
+            active_items=active,
+        )
+
+    @staticmethod
+    def _record(
+        turn: TurnContext,
+        result: TurnResult,
+        outcome: Outcome | None,
+        seconds: float,
+        **fields: Any,
+    ) -> TurnResult:
+        """The turn's record as it stands: what the run found, cited, spent and showed."""
+        update: dict[str, Any] = {
+            "usage": turn.usage.record,
+            "timings": dict(turn.timings),
+            "steps": turn.trail(),
+            "seconds": round(seconds, 3),
+            "model": turn.roles.display,
+        }
+        if outcome is not None:
+            update.update(evidence=outcome.evidence, search_goal=outcome.goal)
+            if outcome.state is not None:
+                update.update(tool_calls=outcome.state.tool_count,
+                              extensions=outcome.state.extension_count)  # fmt: skip
+            if outcome.answer is not None:
+                a = outcome.answer
+                update.update(cited_sources=a.cited_sources, other_sources=a.other_sources,
+                              citations=a.citations)  # fmt: skip
+        return result.model_copy(update={**update, **fields})
+
+    async def _answer(
+        self,
+        turn: TurnContext,
+        result: TurnResult,
+        outcome: Outcome | None,
+        text: str,
+        seconds: float,
+    ) -> None:
+        record = self._record(turn, result, outcome, seconds, status="answered", answer=text,
+                              checkpoint=None)  # fmt: skip
+        stored = await asyncio.to_thread(self.store.save_turn, record)
+        turn.emit(Final.of(stored))
+
+    async def _pause(
+        self,
+        turn: TurnContext,
+        result: TurnResult,
+        outcome: Outcome,
+        paused: PausedRun,
+        seconds: float,
+        *,
+        claim: str | None = None,
+    ) -> None:
+        ev = outcome.checkpoint
+        assert ev is not None
+        info = CheckpointInfo.model_validate(ev.model_dump(exclude={"type", "session_id",
+                                                                    "turn_id"}))
+        record = self._record(turn, result, outcome, seconds, checkpoint=info)
+        snapshot = CheckpointSnapshot(interrupt_id=ev.interrupt_id, turn_id=result.turn_id,
+                                      payload=paused.model_dump(mode="json"))  # fmt: skip
+        await asyncio.to_thread(
+            self.store.save_checkpoint, result.session_id, snapshot, turn=record, claim=claim
+        )
+        turn.emit(ev)
+
+    def _end(self, result: TurnResult, turn: TurnContext | None, status: str, error: str) -> None:
+        """Record a turn that ended without an answer (failed or cancelled)."""
+        extra: dict[str, Any] = {}
+        if turn is not None:
+            extra = {"steps": turn.trail(), "usage": turn.usage.record,
+                     "timings": dict(turn.timings), "model": turn.roles.display}  # fmt: skip
+        with contextlib.suppress(Exception):
+            self.store.update_turn(result.turn_id, status=status, answer="", error=error, **extra)
+
+    def _fail(
+        self,
+        queue: EventQueue,
+        result: TurnResult | None,
+        turn: TurnContext | None,
+        message: str,
+        *,
+        retryable: bool = True,
+        session_id: str = "",
+    ) -> None:
+        if result is not None:
+            self._end(result, turn, "error", message)
+        queue.put_nowait(
+            ErrorEvent(
+                session_id=result.session_id if result else session_id,
+                turn_id=_id(result),
+                message=message,
+                retryable=retryable,
+            )
+        )
+
+    def _save_scope(
+        self, session_id: str, active: list[ActiveItemView], options: AskOptions
+    ) -> None:
+        def put(state: SessionState) -> None:
+            state.active_items = [
+                ActiveItem(
+                    item_key=a.key,
+                    title=a.title,
+                    children=[{"key": c.key, "kind": c.kind, "title": c.title} for c in a.children],
+                )
+                for a in active
+            ]
+            state.scope = options.scope
+
+        self.store.update_state(session_id, put)
+
+    async def _compact(self, session_id: str, roles: Roles) -> None:
+        """Post-turn compaction (after the answer is out, never before a first token)."""
+        cfg = self.app.settings.sessions.compaction
+        if not cfg.enabled:
+            return
+        try:
+            await maybe_compact(
+                self.store,
+                session_id,
+                summarizer(roles),
+                min_turns=cfg.min_turns,
+                token_floor=cfg.token_floor,
+                ceiling=cfg.ceiling,
+                keep_last=cfg.keep_last,
+            )
+        except Exception as e:  # compaction is an optimisation: never fail a turn on it
+            log.warning("compaction of session %s failed: %s", session_id, type(e).__name__)
+
+
+def _id(result: TurnResult | None) -> str:
+    return result.turn_id if result is not None else ""
+
+
+def summarizer(roles: Roles) -> Callable[[str, str], Awaitable[str] | str]:
+    """The compaction summarizer: the coordinator's model, or the offline extractive summary."""
+    rm = roles.coordinator
+    if rm.offline:
+        return offline_summarize
+
+    async def summarize(previous: str, transcript: str) -> str:
+        from pydantic_ai import Agent
+
+        agent: Agent[None, str] = Agent(
+            rm.model,
+            name="compactor",
+            instructions=(
+                "Summarize this research conversation for its own continuation: the questions "
+                "asked, what the answers established (with paper titles), open threads. Keep "
+                "it under 400 words. Fold the previous summary in."
+            ),
+        )
+        prompt = f"Previous summary:\n{previous or '(none)'}\n\nConversation:\n{transcript}"
+        result = await agent.run(prompt, model_settings=rm.settings or None)
+        return result.output
+
+    return summarize

@@ -1,0 +1,159 @@
+"""The `zocrates-nb` command line: one parser, every command a call of `App` (or, for the
+conversational commands with `--server URL`, of a running server's API through the same
+`Client` protocol). A user-facing error prints one line and exits with status 2."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from zocrates_nb.cli import conversation as conv
+from zocrates_nb.cli import library as lib
+from zocrates_nb.cli.options import add_ask_options, add_output_options, add_server_options
+from zocrates_nb.config import default_home
+from zocrates_nb.errors import ZocratesError
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    from zocrates_nb import bench, bench_retrieval
+
+    if args.what == "ui":
+        from zocrates_nb import bench_ui
+
+        result = bench_ui.run(args)
+    else:
+        result = bench_retrieval.run(args) if args.what in ("beir", "tokens") else bench.run(args)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=1))
+    else:
+        for key, value in result.items():
+            print(f"{key:>22}: {value}")
+    return 0
+
+
+def _library_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ix = sub.add_parser("index", help="index a library (incremental)")
+    src = ix.add_argument_group("library source (default: auto-detect ~/Zotero)")
+    src.add_argument("--zotero-dir", type=Path,
+                     help="Zotero data directory (zotero.sqlite + storage/)")
+    src.add_argument("--zotero-local", action="store_true",
+                     help="Zotero's local API (Zotero running)")
+    src.add_argument("--zotero-web", metavar="LIBRARY_ID",
+                     help="Zotero Web API library id ($ZOTERO_API_KEY)")
+    src.add_argument("--group", action="store_true", help="--zotero-web names a group library")
+    src.add_argument("--folder", type=Path, help="a plain folder of PDF/HTML/Markdown files")
+    src.add_argument("--sample", action="store_true", help="the built-in sample library")
+    add_output_options(ix, verbose=False)
+    ix.set_defaults(func=lib.index_command)
+
+    st = sub.add_parser("status", help="what is indexed")
+    add_output_options(st, verbose=False)
+    st.set_defaults(func=lib.status_command)
+
+    se = sub.add_parser("search", help="hybrid search over the index")
+    se.add_argument("query", nargs="?")
+    se.add_argument("--items", nargs="+", metavar="KEY", help="item or attachment keys")
+    se.add_argument("--collection", nargs="+", metavar="NAME", help="collection names or keys")
+    se.add_argument("--type", help="chunk type (frontmatter, abstract, body, figure, table, note)")
+    se.add_argument("--limit", type=int, default=10)
+    se.add_argument("--queries", type=Path,
+                    help="batch mode: JSONL of {id, query, items?, collections?}")
+    add_output_options(se, verbose=False)
+    se.set_defaults(func=lib.search_command)
+
+    cv = sub.add_parser("convert", help="convert one file and print its table of contents")
+    cv.add_argument("file")
+    add_output_options(cv, verbose=False)
+    cv.set_defaults(func=lib.convert_command)
+
+    tc = sub.add_parser("toc", help="a document's compact outline (parent, attachment or note key)")
+    tc.add_argument("key")
+    add_output_options(tc, verbose=False)
+    tc.set_defaults(func=lib.toc_command)
+
+    rd = sub.add_parser("read", help="read sections/figures/tables of a document: read KEY s2,f1")
+    rd.add_argument("key")
+    rd.add_argument("asset_ids", nargs="+", help="s1…, f1…, t1…, abstract, full, p4 (any form)")
+    add_output_options(rd, verbose=False)
+    rd.set_defaults(func=lib.read_command)
+
+
+def _conversation_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ask = sub.add_parser("ask", help="ask a question over the library (offline by default)")
+    ask.add_argument("question", nargs="*", help="the question")
+    ask.add_argument("--session", help="continue this session (default: a new one)")
+    add_ask_options(ask)
+    ask.add_argument("--questions", type=Path,
+                     help="batch: JSONL of {id, question, items?, collections?} (with --json)")
+    ask.set_defaults(func=conv.ask_command)
+
+    res = sub.add_parser("resume", help="continue a paused search (deep-research checkpoint)")
+    res.add_argument("--session", required=True)
+    res.add_argument("--action", required=True, choices=["extend_budget", "synthesize"])
+    res.add_argument("--guidance", help="steer the extended search")
+    res.add_argument("--interrupt", help="the checkpoint id (default: the pending one)")
+    res.set_defaults(func=conv.resume_command)
+
+    ch = sub.add_parser("chat", help="interactive multi-turn chat")
+    ch.add_argument("--session", help="continue this session")
+    add_ask_options(ch)
+    ch.set_defaults(func=conv.chat_command, json=False)
+
+    se = sub.add_parser("sessions", help="list chat sessions")
+    se.add_argument("--limit", type=int, default=50)
+    se.set_defaults(func=conv.sessions_command)
+
+    for p in (ask, res, ch, se):
+        add_server_options(p)
+    for p in (ask, res):
+        add_output_options(p)
+    ch.add_argument("--verbose", action="store_true", help="show steps and thinking")
+    se.add_argument("--json", action="store_true")
+
+    do = sub.add_parser("doctor", help="models, embedding/rerank models, library, index health")
+    add_output_options(do, verbose=False)
+    do.set_defaults(func=conv.doctor_command)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="zocrates-nb",
+        description="Research assistant over your Zotero library (offline by default).",
+    )
+    p.add_argument("--home", type=Path, default=None,
+                   help="data home (default: $ZOCRATES_HOME or ~/.zocrates-nb)")
+    sub = p.add_subparsers(dest="command", required=True)
+    _library_parsers(sub)
+    _conversation_parsers(sub)
+
+    be = sub.add_parser("bench", help="benchmarks")
+    be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui"])
+    be.add_argument("dir", nargs="?", type=Path, help="beir: a BEIR dataset directory")
+    be.add_argument("--split", default="test", help="beir: qrels split (default test)")
+    be.add_argument("--queries-limit", type=int, help="beir: only the first N queries")
+    be.add_argument("--zotero-dir", type=Path, help="library to benchmark (default: the sample)")
+    be.add_argument("--folder", type=Path)
+    be.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    be.add_argument("--json", action="store_true")
+    be.set_defaults(func=bench_command)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.home = (args.home or default_home()).expanduser().resolve()
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except ZocratesError as e:
+        print(f"zocrates-nb: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("zocrates-nb: interrupted", file=sys.stderr)
+        return 130
+
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,277 @@
+"""ask, resume, chat and sessions, one implementation over a `Client` (the local App, or a
+Jupyter server with `--server URL`); and doctor (local).
+
+`ask --questions FILE.jsonl --json` is a batch: one JSON line per question (with its `id`),
+each in a fresh session, the models loaded once; a bad line stops the run naming it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from zocrates_nb.cli.client import Client, open_client
+from zocrates_nb.cli.options import ask_options
+from zocrates_nb.cli.printer import TurnPrinter
+from zocrates_nb.errors import UsageError, ZocratesError
+from zocrates_nb.events import ErrorEvent
+
+CHAT_HELP = """commands: /new (new session)  /items KEY…  /collection NAME…  /library (clear scope)
+          /sessions  /quit"""
+
+
+def _printer(client: Client, args: argparse.Namespace, json_mode: bool) -> TurnPrinter:
+    return TurnPrinter(client, json_mode=json_mode, verbose=getattr(args, "verbose", False))
+
+
+def _run(coro: Any) -> int:
+    result: int = asyncio.run(coro)
+    return result
+
+
+# ---------------------------------------------------------------------------- ask
+def ask_command(args: argparse.Namespace) -> int:
+    if args.questions:
+        if not args.json:
+            raise UsageError("--questions needs --json (one output line per question)")
+        return _run(_batch(args))
+    if not args.question:
+        raise UsageError("give a QUESTION (or --questions FILE.jsonl --json)")
+    options = ask_options(args)
+    client = open_client(args)
+    try:
+        printer = _printer(client, args, args.json)
+        question = " ".join(args.question)
+        _run(printer.run(client.ask(question, options, session_id=args.session)))
+        return printer.finish()
+    finally:
+        client.close()
+
+
+async def _batch(args: argparse.Namespace) -> int:
+    lines = question_lines(Path(args.questions))
+    client = open_client(args)
+    failures = 0
+    try:
+        for line_id, question, scope in lines:
+            options = ask_options(args, **scope)
+            printer = _printer(client, args, True)
+            try:
+                await printer.run(client.ask(question, options))
+            except ZocratesError as e:
+                printer.error = ErrorEvent(message=str(e))
+            failures += printer.batch_line(line_id)
+    finally:
+        client.close()
+    return 0 if not failures else 1
+
+
+def question_lines(path: Path) -> Iterator[tuple[Any, str, dict[str, Any]]]:
+    """(id, question, scope options) per line of a batch file; a bad line stops the run naming
+    it. A line's `scope` object and its own `items` / `collections` keys override the flags."""
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            q = json.loads(line)
+            question = str(q["question"])
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise UsageError(f"{path}:{n}: bad question line ({e})") from None
+        scope = {**(q.get("scope") or {}),
+                 **{k: v for k, v in q.items() if k in ("items", "collections", "collection")}}
+        collections = scope.get("collections") or scope.get("collection")
+        if isinstance(collections, str):
+            collections = [collections]
+        overrides = {"items": scope.get("items") or None, "collections": collections or None}
+        yield q.get("id", n), question, {k: v for k, v in overrides.items() if v}
+
+
+# ---------------------------------------------------------------------------- resume
+def resume_command(args: argparse.Namespace) -> int:
+    client = open_client(args)
+    try:
+        printer = _printer(client, args, args.json)
+        events = client.resume(args.session, args.interrupt, args.action, args.guidance or "")
+        _run(printer.run(events))
+        return printer.finish()
+    finally:
+        client.close()
+
+
+# ---------------------------------------------------------------------------- sessions
+def sessions_command(args: argparse.Namespace) -> int:
+    client = open_client(args)
+    try:
+        rows = client.sessions(args.limit)
+    finally:
+        client.close()
+    if args.json:
+        print(json.dumps([r.model_dump(mode="json") for r in rows], ensure_ascii=False, indent=1))
+        return 0
+    if not rows:
+        print("no sessions yet")
+    for r in rows:
+        pending = f"  [checkpoint {r.pending_checkpoint}]" if r.pending_checkpoint else ""
+        print(f"{r.session_id}  {r.updated.isoformat()[:19]}  {r.turns:>3} turns  "
+              f"{r.title}{pending}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- chat
+class ChatScope:
+    """What the next chat question searches; `/items`, `/collection`, `/library` change it."""
+
+    def __init__(self, items: list[str] | None, collections: list[str] | None) -> None:
+        self.items = list(items or [])
+        self.collections = list(collections or [])
+
+    def command(self, line: str) -> str:
+        """Carry out a slash command; 'quit', 'new' or 'sessions' is left to the caller."""
+        cmd, *rest = line.split()
+        if cmd in ("/quit", "/exit", "/q"):
+            return "quit"
+        if cmd in ("/new", "/sessions"):
+            return cmd[1:]
+        if cmd == "/items":
+            self.items, self.collections = rest, []
+            print(f"scope: items {' '.join(rest) or '(none)'}")
+        elif cmd == "/collection":
+            self.collections, self.items = ([" ".join(rest)] if rest else []), []
+            print(f"scope: collection {self.collections[0] if rest else '(none)'}")
+        elif cmd == "/library":
+            self.items, self.collections = [], []
+            print("scope: the whole library")
+        else:
+            print(CHAT_HELP)
+        return ""
+
+
+def read_line(prompt: str) -> str | None:
+    """One line from the terminal; None at end of input."""
+    print(prompt, end="", flush=True)
+    line = sys.stdin.readline()
+    return None if line == "" else line.rstrip("\n")
+
+
+def checkpoint_choice() -> tuple[str, str] | None:
+    """Ask at a pending checkpoint: (action, guidance), ("", "") to ask again, None at end of
+    input."""
+    print("\nThe search paused: [e]xtend the search, or [s]ynthesize the answer now?")
+    choice = read_line("checkpoint (e/s)> ")
+    if choice is None:
+        return None
+    choice = choice.strip().lower()
+    if choice not in ("e", "s", "extend", "synthesize"):
+        print("answer e or s")
+        return "", ""
+    if not choice.startswith("e"):
+        return "synthesize", ""
+    return "extend_budget", (read_line("guidance for the search (optional)> ") or "").strip()
+
+
+def chat_command(args: argparse.Namespace) -> int:
+    ask_options(args)  # bad flags fail before the chat starts
+    client = open_client(args)
+    try:
+        return _run(_chat(client, args))
+    finally:
+        client.close()
+
+
+async def _chat(client: Client, args: argparse.Namespace) -> int:
+    session: str | None = args.session
+    scope = ChatScope(args.items, args.collections)
+    where = f" · {args.server}" if args.server else ""
+    print(f"zocrates-nb chat{where} · session {session or '(new)'} · {CHAT_HELP}", flush=True)
+    while True:
+        if session is not None and client.session(session).pending_checkpoint:
+            if not await _checkpoint(client, session, args):
+                return 0
+            continue
+        line = await asyncio.to_thread(read_line, "\nyou> ")
+        if line is None:
+            return 0
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("/"):
+            action = scope.command(line)
+            if action == "quit":
+                return 0
+            if action == "new":
+                session = None
+                print("new session (created with the next question)")
+            elif action == "sessions":
+                for r in client.sessions(20):
+                    print(f"  {r.session_id}  {r.title}")
+            continue
+        options = ask_options(args, items=scope.items or None,
+                              collections=scope.collections or None)  # fmt: skip
+        printer = _printer(client, args, False)
+        try:
+            await printer.run(client.ask(line, options, session_id=session))
+        except ZocratesError as e:
+            print(f"zocrates-nb: error: {e}", file=sys.stderr)
+            continue
+        session = printer.session_id or session
+        printer.print_human()
+
+
+async def _checkpoint(client: Client, session: str, args: argparse.Namespace) -> bool:
+    """Ask the researcher at a pending checkpoint; False when input ended."""
+    choice = await asyncio.to_thread(checkpoint_choice)
+    if choice is None:
+        return False
+    action, guidance = choice
+    if not action:
+        return True
+    printer = _printer(client, args, False)
+    try:
+        await printer.run(client.resume(session, None, action, guidance))
+    except ZocratesError as e:  # answered meanwhile, or being resumed elsewhere
+        print(f"zocrates-nb: {e}", file=sys.stderr)
+        return True
+    printer.print_human()
+    return True
+
+
+# ---------------------------------------------------------------------------- doctor
+def doctor_command(args: argparse.Namespace) -> int:
+    from zocrates_nb.app import App
+
+    with App.open(args.home) as app:
+        info = app.doctor()
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False, indent=1, default=str))
+        return 0
+    models = info.get("models", {})
+    print(f"data home        {info['home']}")
+    print("models")
+    for role, r in (models.get("roles") or {}).items():
+        where = f" @ {r['endpoint']}" if r.get("endpoint") else ""
+        cloud = "cloud" if r.get("cloud") else "local"
+        print(f"  {role:<12} {r['model']}{where}  ({cloud}, thinking {r['thinking']}, "
+              f"key {r['api_key']})")
+    if models.get("error"):
+        print(f"  configuration error: {models['error']}")
+    print(f"cloud endpoint   {models.get('summary', '')}")
+    print(f"embedding model  {info.get('embedding_model')}")
+    print(f"rerank           {(info.get('rerank') or {}).get('rerank_method')}")
+    lib = info.get("library") or {}
+    print(f"library          {lib.get('items')} items, {lib.get('chunks')} chunks, "
+          f"documents {lib.get('documents')}, last indexed {lib.get('last_indexed')}")
+    health = info.get("index_health") or {}
+    print(f"index health     {'ok' if health.get('ok') else 'PROBLEM'} "
+          f"{health.get('note') or health.get('error') or ''}".rstrip())
+    for p in health.get("problems") or []:
+        print(f"  {p['status']}: {p['doc_key']} ({p['item_key']}): {p['error']}")
+    print(f"telemetry        {info.get('telemetry')}")
+    print(f"sessions         {info.get('sessions')}")
+    return 0

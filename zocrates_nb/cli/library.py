@@ -1,0 +1,160 @@
+"""index, status, search, convert, toc and read: the library through `App`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from zocrates_nb.errors import UsageError
+
+if TYPE_CHECKING:
+    from zocrates_nb.app import App, SearchHit
+
+
+def _json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=1))
+
+
+def _app(args: argparse.Namespace) -> App:
+    from zocrates_nb.app import App
+
+    return App.open(args.home)
+
+
+def index_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        report = app.index(
+            zotero_dir=args.zotero_dir,
+            zotero_local=args.zotero_local,
+            zotero_web=args.zotero_web,
+            group=args.group,
+            folder=args.folder,
+            sample=args.sample,
+            progress=not args.json,
+        )
+    if args.json:
+        _json(report.to_json())
+        return 0
+    print(
+        f"indexed {report.items} items ({report.attachments} attachments, {report.notes} "
+        f"notes): {report.converted} converted, {report.reused} from cache, {report.unchanged} "
+        f"unchanged, {report.removed} removed; {report.chunks} chunks in {report.seconds:.1f} s"
+    )
+    for e in report.errors:
+        print(f"  error   {e.get('item_key', '')} {e.get('file', '')}: {e.get('error', '')}")
+    for sk in report.skipped:
+        print(f"  skipped {sk.get('item_key', '')} {sk.get('file', '')}: {sk.get('reason', '')}")
+    return 0
+
+
+def status_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        status = app.status()
+    if args.json:
+        _json(status.model_dump(mode="json"))
+    else:
+        for key, value in status:
+            print(f"{key:>16}: {value}")
+    return 0
+
+
+def search_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        if args.queries:
+            return _batch_search(app, args)
+        if not args.query:
+            raise UsageError("give a QUERY (or --queries FILE.jsonl)")
+        hits = app.search(args.query, items=args.items, collections=args.collection,
+                          chunk_type=args.type, limit=args.limit)  # fmt: skip
+    if args.json:
+        _json([h.model_dump(mode="json") for h in hits])
+        return 0
+    if not hits:
+        print("no results")
+    for n, h in enumerate(hits, 1):
+        print_hit(n, h)
+    return 0
+
+
+def print_hit(n: int, h: SearchHit) -> None:
+    who = (h.authors[0] + (" et al." if len(h.authors) > 1 else "")) if h.authors else ""
+    print(f"[{n}] {h.title} ({who}{', ' if who else ''}{h.year or 'n.d.'}) [{h.item_key}]")
+    print(f"    § {h.section or h.chunk_type}  ·  {h.chunk_type}  ·  score {h.score:.4f}")
+    snippet = " ".join(h.text.split())
+    print(f"    {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
+
+
+def _batch_search(app: App, args: argparse.Namespace) -> int:
+    with open(args.queries, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                q = json.loads(line)
+                hits = app.search(q["query"], items=q.get("items"),
+                                  collections=q.get("collections"), chunk_type=q.get("type"),
+                                  limit=args.limit)  # fmt: skip
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise UsageError(f"{args.queries}:{n}: bad query line ({e})") from None
+            results = [h.model_dump(mode="json") for h in hits]
+            print(json.dumps({"id": q.get("id", n), "results": results}, ensure_ascii=False))
+    return 0
+
+
+def convert_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        toc = app.convert(Path(args.file)).toc
+    if args.json:
+        _json({
+            "title": toc.title, "authors": toc.authors, "year": toc.year, "abstract": toc.abstract,
+            "sections": [
+                {"id": s.id, "level": s.level, "number": s.number, "title": s.title, "page": s.page,
+                 "line_start": s.line_start, "line_end": s.line_end, "words": s.words}
+                for s in toc.sections
+            ],
+            "figures": [{"id": f.id, "label": f.label, "caption": f.caption, "page": f.page}
+                        for f in toc.figures],
+            "tables": [{"id": t.id, "label": t.label, "caption": t.caption, "page": t.page}
+                       for t in toc.tables],
+        })  # fmt: skip
+        return 0
+    print(f"{toc.title}\n{', '.join(toc.authors)}{' · ' if toc.authors else ''}{toc.year or ''}")
+    for s in toc.sections:
+        indent = "  " * max(s.level - 1, 0)
+        num = f"{s.number} " if s.number else ""
+        print(f"{indent}[{s.id}] {num}{s.title or 'Frontmatter'}  (p.{s.page}, {s.words} words)")
+    for a in (*toc.figures, *toc.tables):
+        print(f"[{a.id}] {a.label}: {a.caption[:80]}")
+    return 0
+
+
+def toc_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        result = app.toc(args.key)
+    if args.json:
+        _json(result)
+        return 0
+    print(result["outline"])
+    if result.get("notice"):
+        print(result["notice"])
+    return 0
+
+
+def read_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        result = app.read(args.key, args.asset_ids)
+    if args.json:
+        _json(result)
+        return 0
+    print(f"# {result['title']}")
+    for asset in result["assets"]:
+        page = f" (p. {asset['page']})" if asset.get("page") else ""
+        print(f"\n## [{asset['asset_id']}] {asset['heading']}{page}\n")
+        print(asset["text"])
+        if asset.get("csv"):
+            print("\n```csv\n" + asset["csv"].rstrip() + "\n```")
+    if result.get("notice"):
+        print("\n" + result["notice"])
+    return 0

@@ -1,0 +1,172 @@
+"""One turn on the terminal: progress while it runs, then its record as text or as one JSON
+object `{session_id, turn_id, status, answer, cited_sources, other_sources, evidence,
+checkpoint, usage, seconds, model[, error]}` (a batch line adds its `id`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from zocrates_nb.cli.client import Client
+from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, Thinking
+from zocrates_nb.turn import Source, TurnResult, Usage
+
+SOURCE_KEYS = {"n", "item_key", "title", "authors", "year"}  # a source in `--json`
+
+
+class TurnPrinter:
+    """Collects one turn's events; prints progress for humans and the turn at its end."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        json_mode: bool,
+        verbose: bool,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+    ) -> None:
+        self.client = client
+        self.json_mode = json_mode
+        self.verbose = verbose
+        # The streams of the moment, not of import time (a redirected stdout must be honoured).
+        self.out, self.err = out or sys.stdout, err or sys.stderr
+        self.session_id = ""
+        self.turn_id = ""
+        self.final: Final | None = None
+        self.checkpoint: CheckpointEvent | None = None
+        self.error: ErrorEvent | None = None
+        self.streamed = False
+        self.t0 = time.monotonic()
+
+    async def run(self, events: Any) -> None:
+        async for event in events:
+            self.feed(event)
+
+    def feed(self, ev: Event) -> None:
+        self.session_id = ev.session_id or self.session_id
+        self.turn_id = ev.turn_id or self.turn_id
+        if isinstance(ev, Step):
+            if self.verbose or not self.json_mode:
+                print(f"  · {ev.label}", file=self.err, flush=True)
+        elif isinstance(ev, Thinking):
+            if self.verbose:
+                print(f"  ~ {ev.role}: {ev.text}", file=self.err, end="", flush=True)
+        elif ev.type == "text_delta":
+            # The draft streams; what is printed is the verified answer (citations pruned and
+            # renumbered), so the terminal only notes that writing has started.
+            if not self.streamed and not self.json_mode:
+                print("  · writing…", file=self.err, flush=True)
+            self.streamed = True
+        elif isinstance(ev, Final):
+            self.final = ev
+        elif isinstance(ev, CheckpointEvent):
+            self.checkpoint = ev
+        elif isinstance(ev, ErrorEvent):
+            self.error = ev
+
+    @property
+    def status(self) -> str:
+        if self.final is not None:
+            return "answered"
+        return "checkpoint" if self.checkpoint is not None else "error"
+
+    def record(self) -> TurnResult | None:
+        """The turn's record: the answer's own, or the paused turn's as stored."""
+        if self.final is not None:
+            return self.final
+        if self.checkpoint is not None and self.turn_id:
+            return self.client.turn(self.turn_id, session_id=self.session_id or None)
+        return None
+
+    def result(self) -> dict[str, Any]:
+        r = self.record()
+        out: dict[str, Any] = {
+            "session_id": self.session_id,
+            "turn_id": self.turn_id,
+            "status": self.status,
+            "answer": self.final.answer if self.final else "",
+            "cited_sources": _sources(r.cited_sources) if r else [],
+            "other_sources": _sources(r.other_sources) if r else [],
+            "evidence": [e.model_dump(mode="json") for e in r.evidence] if r else [],
+            "checkpoint": self.checkpoint.model_dump(mode="json") if self.checkpoint else None,
+            "usage": (r.usage if r else Usage()).model_dump(mode="json"),
+            "seconds": r.seconds if r else round(time.monotonic() - self.t0, 3),
+            "model": r.model if r else "",
+        }
+        if self.error is not None:
+            out["error"] = self.error.message
+        return out
+
+    def print_human(self) -> None:
+        from zocrates_nb.retrieval.evidence import format_authors
+
+        o = self.out
+        if self.final is not None:
+            f = self.final
+            print("─" * 72, file=o)
+            print(f.answer, file=o)
+            if f.cited_sources:
+                print("\nSources", file=o)
+                for s in f.cited_sources:
+                    who = format_authors(s.authors)
+                    marks = ", ".join(map(str, s.numbers)) if s.numbers else str(s.n)
+                    print(f"  [{marks}] {s.title} ({who}{', ' if who else ''}{s.year or 'n.d.'})",
+                          file=o)  # fmt: skip
+            if f.other_sources:
+                print("\nOther considered", file=o)
+                for s in f.other_sources:
+                    print(f"  - {s.title} ({s.year or 'n.d.'})", file=o)
+            spent = usage_line(f.usage)
+            print(f"\n[{f.seconds:.1f} s · {f.model}{spent} · session {self.session_id}]",
+                  file=o)  # fmt: skip
+        elif self.checkpoint is not None:
+            c = self.checkpoint
+            print("\n" + "─" * 72, file=o)
+            print(f"Deep research checkpoint (extension {c.extension} of {c.max_extensions})",
+                  file=o)  # fmt: skip
+            print(f"  used {c.calls_used}/{c.budget} retrieval calls, "
+                  f"{c.words_used:,}/{c.word_ceiling:,} words"
+                  + (f", ${c.cost_usd:.4f} so far" if c.cost_usd is not None else ""), file=o)
+            if c.covered_summary:
+                print(f"  covered: {c.covered_summary}", file=o)
+            for m in c.missing_aspects:
+                print(f"  missing: {m}", file=o)
+            print(
+                f"\nContinue with:\n  zocrates-nb resume --session {self.session_id} "
+                "--action extend_budget [--guidance TEXT]\n"
+                f"  zocrates-nb resume --session {self.session_id} --action synthesize",
+                file=o,
+            )
+        elif self.error is not None:
+            print(f"\nzocrates-nb: error: {self.error.message}", file=self.err)
+
+    def finish(self) -> int:
+        """Print the turn (one JSON object, or text for a human); the exit status."""
+        if self.json_mode:
+            print(json.dumps(self.result(), ensure_ascii=False, indent=1), file=self.out)
+        else:
+            self.print_human()
+        return 0 if self.status != "error" else 1
+
+    def batch_line(self, line_id: Any) -> bool:
+        """Print this turn as one line of a batch run; True when it failed."""
+        result = {"id": line_id, **self.result()}
+        print(json.dumps(result, ensure_ascii=False), file=self.out, flush=True)
+        return bool(result["status"] == "error")
+
+
+def _sources(sources: list[Source]) -> list[dict[str, Any]]:
+    return [s.model_dump(mode="json", include=SOURCE_KEYS) for s in sources]
+
+
+def usage_line(usage: Usage) -> str:
+    """' · 1,234 tokens in, 567 out · $0.0123' when a language model was used, else ''."""
+    from zocrates_nb.agents.models import OFFLINE_DISPLAY
+
+    if all(r.model == OFFLINE_DISPLAY for r in usage.roles.values()):
+        return ""
+    cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd is not None else " · cost unknown"
+    return f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out{cost}"

@@ -1,0 +1,277 @@
+"""The typed record of one turn, carried end to end.
+
+`TurnResult` is what a turn leaves behind: stored as JSON in `sessions.db`, returned by
+`App.turn`/`App.history`, carried by the stream's `Final` event, served by the HTTP API (its
+OpenAPI schema is generated from these models), rendered by the widget, flattened by `frames`
+and printed by the CLI. `AskOptions` is the one declaration of what a question may ask for
+(scope, checkpoints, budgets, model); the CLI flags, the HTTP body and `App.ask` derive from it.
+
+A base module: it imports pydantic only, so every room may import it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+TurnStatus = Literal["running", "answered", "checkpoint", "error", "cancelled"]
+TURN_STATUSES: tuple[TurnStatus, ...] = ("running", "answered", "checkpoint", "error", "cancelled")
+ScopeKind = Literal["library", "selection", "collection"]
+
+
+class _Record(BaseModel):
+    # Stored records are read back by later versions: unknown keys (and derived fields
+    # serialised for readers) are ignored, never an error.
+    model_config = ConfigDict(extra="ignore")
+
+
+class Scope(_Record):
+    """What a question searches: item keys, collections, or (neither) the whole library.
+
+    Items and collections together mean the selected items within those collections.
+    """
+
+    items: list[str] = Field(default_factory=list)
+    collections: list[str] = Field(default_factory=list)
+
+    @property
+    def kind(self) -> ScopeKind:
+        if self.items:
+            return "selection"
+        return "collection" if self.collections else "library"
+
+
+class AskOptions(BaseModel):
+    """The options of one question (everything but the question and its session)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[str] | None = Field(None, description="Zotero item or attachment keys in scope.")
+    collections: list[str] | None = Field(None, description="Collection names or keys in scope.")
+    hitl: bool = Field(True, description="Pause at deep-research checkpoints (false: never).")
+    budget: int | None = Field(
+        None, ge=1, le=100, description="Retrieval tool calls for this turn's search run."
+    )
+    word_ceiling: int | None = Field(
+        None, ge=100, le=200_000, description="Evidence words for this turn's search run."
+    )
+    model: str | None = Field(
+        None, min_length=1, description="A model string for this turn (default: the config's)."
+    )
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(items=list(self.items or []), collections=list(self.collections or []))
+
+    @classmethod
+    def of(cls, options: AskOptions | None = None, **changes: Any) -> AskOptions:
+        """These options (or the defaults) with `changes` applied, validated; a subclass
+        instance (the HTTP body) is reduced to the options."""
+        base = options.model_dump(include=set(cls.model_fields)) if options is not None else {}
+        return cls.model_validate({**base, **changes})
+
+
+# ---------------------------------------------------------------------------- an answer
+class Source(_Record):
+    """One paper in the Sources block (tier 'cited' or 'other')."""
+
+    n: int | None = None  # its first citation number when cited
+    numbers: list[int] = Field(default_factory=list)  # every [n] that cites this paper
+    item_key: str
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    tier: Literal["cited", "other"] = "other"
+
+
+class Citation(_Record):
+    """What a `[n]` marker points at (for popovers)."""
+
+    n: int
+    chunk_id: str
+    item_key: str
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    section: str = ""
+    page: int | None = None
+    text: str = ""
+    support: float | None = None  # verification support probability
+
+
+class EvidenceRow(_Record):
+    """One passage a turn's search gathered: what the synthesizer saw (`ranked`, in order),
+    then the other passages found. Every column of `frames.evidence_frame` comes from here."""
+
+    chunk_id: str
+    item_key: str
+    title: str = ""
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    section: str = ""
+    chunk_type: str = ""  # frontmatter | abstract | body | figure | table | note
+    page: int | None = None
+    page_end: int | None = None
+    words: int = 0
+    text: str = ""
+    tool: str = ""  # search_corpus | read_document
+    retrieval_rank: int | None = None  # 1-based rank in the tool call that found it
+    ranked: bool = False  # handed to the synthesizer after reranking
+    rerank_rank: int | None = None  # 1-based position after reranking
+    rerank_score: float | None = None
+    rerank_method: str = ""
+    cited: bool = False  # a verified citation of the answer points at it
+    n: int | None = None  # its citation number
+    support: float | None = None  # best verification support of its citations (0–1)
+
+
+class RoleUsage(_Record):
+    """Requests, tokens and cost of one role over a turn (and its resumptions)."""
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # None: no priced model (the offline engine is free)
+    model: str = ""
+
+
+class Usage(_Record):
+    """Usage per role; the totals are derived, never stored."""
+
+    roles: dict[str, RoleUsage] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def requests(self) -> int:
+        return sum(r.requests for r in self.roles.values())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def input_tokens(self) -> int:
+        return sum(r.input_tokens for r in self.roles.values())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def output_tokens(self) -> int:
+        return sum(r.output_tokens for r in self.roles.values())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cost_usd(self) -> float | None:
+        costs = [r.cost_usd for r in self.roles.values() if r.cost_usd is not None]
+        return round(sum(costs), 6) if costs else None
+
+    def add(
+        self,
+        role: str,
+        model: str,
+        *,
+        requests: int = 0,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost_usd: float | None = None,
+    ) -> None:
+        r = self.roles.setdefault(role, RoleUsage(model=model))
+        r.requests += requests
+        r.input_tokens += input_tokens
+        r.output_tokens += output_tokens
+        if cost_usd is not None:
+            r.cost_usd = round((r.cost_usd or 0.0) + cost_usd, 6)
+
+
+class CheckpointInfo(_Record):
+    """What a paused search shows the researcher: its spending, what it covered and lacks."""
+
+    interrupt_id: str  # `<turn_id>-ext<n>`: what a resume answers
+    extension: int  # the extension this would grant: 1 or 2
+    max_extensions: int = 2
+    calls_used: int
+    budget: int
+    words_used: int
+    word_ceiling: int
+    covered_summary: str = ""
+    missing_aspects: list[str] = Field(default_factory=list)
+    cost_usd: float | None = None
+
+
+class TrailStep(_Record):
+    """One visible step of a turn, kept for the panel's trail."""
+
+    phase: str
+    label: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+    seconds: float | None = None
+
+
+class TurnResult(_Record):
+    """One question and what became of it."""
+
+    turn_id: str
+    session_id: str
+    index: int = 0  # 1, 2, … within its session
+    prompt: str = ""
+    options: AskOptions = Field(default_factory=AskOptions)
+    status: TurnStatus = "running"
+    answer: str = ""
+    cited_sources: list[Source] = Field(default_factory=list)
+    other_sources: list[Source] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)
+    evidence: list[EvidenceRow] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    timings: dict[str, float] = Field(default_factory=dict)  # phase → seconds
+    seconds: float = 0.0  # wall time, over all its resumptions
+    model: str = ""  # which model answered
+    search_goal: str = ""  # the standalone goal the coordinator gave the search ("": none)
+    tool_calls: int = 0  # retrieval tool calls the search used
+    extensions: int = 0  # deep-research extensions granted
+    checkpoint: CheckpointInfo | None = None  # only while the turn waits at one
+    error: str | None = None
+    steps: list[TrailStep] = Field(default_factory=list)
+    created: datetime | None = None
+    updated: datetime | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def scope(self) -> Scope:
+        return self.options.scope
+
+    @property
+    def evidence_words(self) -> int:
+        return sum(e.words for e in self.evidence)
+
+    @property
+    def cited_chunk_ids(self) -> set[str]:
+        return {c.chunk_id for c in self.citations} | {e.chunk_id for e in self.evidence if e.cited}
+
+
+class SessionSummary(_Record):
+    """A session in a list: its title, size and whether a checkpoint waits."""
+
+    session_id: str
+    title: str
+    turns: int
+    created: datetime
+    updated: datetime
+    pending_checkpoint: str | None = Field(
+        None, description="The interrupt id of the checkpoint awaiting a decision, if any."
+    )
+
+
+__all__ = [
+    "TURN_STATUSES",
+    "AskOptions",
+    "CheckpointInfo",
+    "Citation",
+    "EvidenceRow",
+    "RoleUsage",
+    "Scope",
+    "ScopeKind",
+    "SessionSummary",
+    "Source",
+    "TrailStep",
+    "TurnResult",
+    "TurnStatus",
+    "Usage",
+]
