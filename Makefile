@@ -1,12 +1,20 @@
-# The README's two commands: `make demo` and `make test`. Each sets itself up from a fresh clone.
+# The README's two commands: `make lab` (the chat panel in JupyterLab) and `make test`. Each sets
+# itself up from a fresh clone; `make demo` is the same answer in a terminal.
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_HOME ?= .demo-home
 
-.PHONY: setup demo test lint test-widgets test-without-corpus
+.PHONY: setup lab demo test lint test-widgets test-without-corpus
 
 setup:
 	@bash scripts/setup.sh
+
+# JupyterLab on the quickstart notebook with the panel: on your indexed library when your data home
+# ($$ZOCRATES_HOME or ~/.zocrates-nb) holds one (used as it is), otherwise on the built-in sample,
+# indexed into a data home of its own (<home>/samples/sample). Extra flags: LAB_ARGS="--port 9999".
+lab: setup
+	HF_HUB_OFFLINE=1 $(BIN)/python -m zocrates_nb.examples
+	HF_HUB_OFFLINE=1 $(BIN)/jupyter lab $(LAB_ARGS) notebooks/01-quickstart.ipynb
 
 demo: setup
 	$(BIN)/zocrates-nb --home $(DEMO_HOME) index --sample

@@ -89,9 +89,13 @@ def tool_returns(messages: list[ModelMessage], tool: str | None = None) -> list[
 
 
 def last_is_retry(messages: list[ModelMessage]) -> bool:
+    """The last request asks the model to try again (a retry prompt, or a refused output
+    tool's message, which pydantic-ai returns as the tool's result)."""
     last = messages[-1]
     return isinstance(last, ModelRequest) and any(
-        isinstance(p, RetryPromptPart) for p in last.parts
+        isinstance(p, RetryPromptPart)
+        or (isinstance(p, ToolReturnPart) and "maximum of 2 extensions" in str(p.content))
+        for p in last.parts
     )
 
 

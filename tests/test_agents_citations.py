@@ -56,15 +56,16 @@ def test_pruning_in_place_and_renumbering() -> None:
     text = "Claim one [1, 2]. Claim two [2]. Claim three [3]."
     occs = cit.find_occurrences(text)
     keep = {(0, 1): True, (0, 2): False, (1, 2): False, (2, 3): True}
-    pruned, n = cit.apply_verdicts(text, occs, keep, n_evidence=3)
-    assert pruned == "Claim one [1]. Claim two. Claim three [3]."
-    assert n == 2
+    pruned, n, marked = cit.apply_verdicts(text, occs, keep, n_evidence=3)
+    # A sentence whose citations all fail keeps a visible mark, never a silent de-citation.
+    assert pruned == "Claim one [1]. Claim two [unsupported]. Claim three [3]."
+    assert n == 2 and marked == [1]
     renumbered, mapping = cit.renumber(pruned)
-    assert renumbered == "Claim one [1]. Claim two. Claim three [2]."
+    assert renumbered == "Claim one [1]. Claim two [unsupported]. Claim three [2]."
     assert mapping == {1: 1, 3: 2}
     # Ids beyond the evidence are dropped even without a verdict.
-    out, n = cit.apply_verdicts("X [9].", cit.find_occurrences("X [9]."), {}, n_evidence=3)
-    assert out == "X." and n == 1
+    out, n, _ = cit.apply_verdicts("X [9].", cit.find_occurrences("X [9]."), {}, n_evidence=3)
+    assert out == "X [unsupported]." and n == 1
 
 
 def test_two_tiers_hold_every_retrieved_paper_exactly_once() -> None:
@@ -103,7 +104,9 @@ def test_all_citations_failing_leaves_no_cited_tier() -> None:
     text = "The moon is made of cheese [1]."
     occs = cit.find_occurrences(text)
     answer = cit.finish(text, occs, {(0, 1): Verdict(False, 0.01)}, ranked, ranked)
-    assert answer.text == "The moon is made of cheese."
+    assert answer.text == "The moon is made of cheese [unsupported]."
+    assert answer.unsupported == ["The moon is made of cheese."]
+    assert answer.refuted == {1} and answer.verified is True  # its evidence row is flagged
     assert answer.cited_sources == [] and [s.title for s in answer.other_sources] == ["Raft"]
 
 

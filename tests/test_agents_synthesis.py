@@ -22,6 +22,7 @@ from pydantic_ai import ModelResponse, ToolCallPart
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
+from zocrates_nb.agents import citations as cit
 from zocrates_nb.agents.offline import parse_evidence
 from zocrates_nb.app import App
 from zocrates_nb.text import split_sentences
@@ -78,10 +79,12 @@ def test_offline_verification_prunes_and_splits_sources(tmp_path: Path, small_in
     assert "Verifying citations" in labels
     assert any(e.type == "text_delta" for e in events)  # the draft streamed
     answer = final.answer
-    # The Raft sentence keeps its Raft citation only; the made-up claim loses its marker.
+    # The Raft sentence keeps its Raft citation only; the made-up claim is marked, visibly.
     first_line = answer.splitlines()[0]
     assert first_line.endswith("[1]")
-    assert "Tuesday." in answer and "Tuesday [" not in answer
+    assert "Tuesday [unsupported]." in answer
+    assert any("Tuesday" in c for c in final.unsupported_claims)
+    assert final.citations_verified is True
     # Leaked plumbing is gone.
     assert RAFT not in answer and "Key:" not in answer and ":0001" not in answer
     assert [(s.n, s.title) for s in final.cited_sources] == [(1, RAFT_TITLE)]
@@ -115,7 +118,7 @@ def test_verifier_model_judges_each_citation(tmp_path: Path, small_index: Any) -
     assert final.type == "final"
     assert [s.title for s in final.cited_sources] == [RAFT_TITLE]
     assert final.citations[0].support == pytest.approx(0.9)
-    assert "Tuesday [" not in final.answer
+    assert "Tuesday [unsupported]" in final.answer
 
 
 def test_verifier_errors_fail_open(tmp_path: Path, small_index: Any) -> None:
@@ -129,6 +132,9 @@ def test_verifier_errors_fail_open(tmp_path: Path, small_index: Any) -> None:
     assert {s.title for s in final.cited_sources} == {RAFT_TITLE, GARDEN_TITLE}
     assert all(c.support is None for c in final.citations)
     assert "Tuesday [1]" in final.answer
+    # …and the answer itself says so, not only a log line.
+    assert final.answer.endswith(cit.NOT_VERIFIED_NOTE)
+    assert final.citations_verified is False
 
 
 def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce() -> None:

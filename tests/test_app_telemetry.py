@@ -3,6 +3,7 @@ span carries paper text, prompts or API keys."""
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,3 +75,34 @@ def test_spans_name_roles_and_phases_without_content(
     assert "Raft elects a leader" not in dump  # no paper text
     assert "sk-test-secret" not in dump
     index.close()
+
+
+def test_two_apps_with_different_telemetry_do_not_switch_each_other(tmp_path: Path) -> None:
+    """pydantic-ai's instrumentation switch is process-wide: an App whose config has it off,
+    opened (or reloaded) after one that has it on, must not turn the other's spans off."""
+    from pydantic_ai import Agent
+
+    from zocrates_nb.app import App
+
+    def instrumented() -> bool:
+        return bool(Agent._instrument_default)
+
+    gc.collect()  # Apps of earlier tests, unreachable now, want nothing any more
+    Agent.instrument_all(False)
+    try:
+        on = App.open(tmp_path / "on", telemetry__otel=True)
+        assert on.settings.telemetry.otel and instrumented()
+        off = App.open(tmp_path / "off")
+        assert not off.settings.telemetry.otel
+        assert instrumented()  # the first App's spans go on
+        assert "another App in this process has it on" in off.registry.telemetry_status
+        (tmp_path / "on" / "zocrates_config.json").write_text(
+            json.dumps({"telemetry": {"otel": False}})
+        )
+        on.close()
+        on = App.open(tmp_path / "on")  # no App wants it any more: off
+        assert not on.settings.telemetry.otel and not instrumented()
+        on.close()
+        off.close()
+    finally:
+        Agent.instrument_all(False)

@@ -5,7 +5,11 @@ steps stream and a checkpoint card (budget 1), runs another cell while the turn 
 "Synthesize with current evidence", gets a streamed answer with citations, opens a citation
 popover, opens a second view of the output, reloads the page (the pending card comes back and
 "Grant" resumes it), asks a library whose paper carries script payloads (nothing runs), and
-switches to the dark theme. Screenshots and timings are
+switches to the dark theme. Then the notebook experience of issue 12: the "Loading models…" step
+of a cold kernel, a 5,000-character question held back with its counter, the side-by-side view at
+a short height with its input in view, copy and insert-into-notebook, a question asked while a
+checkpoint waits (a plain hint), a kernel restart (the panel says it is disconnected), and the
+re-run cell offering the paused session, whose card then resumes. Screenshots and timings are
 saved under test-artifacts/browser/ (git-ignored).
 
 Needs /usr/bin/chromium (Debian's `chromium` package; CI installs it) and the `playwright`
@@ -176,7 +180,9 @@ def test_chat_panel_end_to_end_in_jupyterlab(lab: dict[str, Any]) -> None:
     timings: dict[str, float] = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        context = browser.new_context(viewport={"width": 1400, "height": 1000},
+                                      permissions=["clipboard-read", "clipboard-write"])
+        page = context.new_page()
         console: list[str] = []
         page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
         page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
@@ -235,6 +241,13 @@ def _scenario(page: Any, base: str, timings: dict[str, float]) -> None:
     box.press("Enter")
     chat.get_by_test_id("step").first.wait_for(state="visible", timeout=TURN_TIMEOUT_MS)
     timings["enter_to_first_step_ms_cold"] = round((time.perf_counter() - t0) * 1000, 1)
+    # A fresh kernel loads its models in the background from the moment the panel shows; a
+    # question asked before they are in says so instead of spinning on a search step.
+    first_phase = chat.get_by_test_id("step").first.get_attribute("data-phase")
+    timings["cold_first_step_was_loading_models"] = float(first_phase == "loading")
+    if first_phase == "loading":
+        expect(chat.get_by_test_id("step").first).to_contain_text("Loading models")
+        _shot(page, "01b-loading-models")
     expect(chat.get_by_test_id("user-message")).to_contain_text("reciprocal rank fusion")
     expect(chat.get_by_test_id("stop-button")).to_be_visible()
 
@@ -285,6 +298,16 @@ def _scenario(page: Any, base: str, timings: dict[str, float]) -> None:
     page.keyboard.press("Escape")
     expect(popover).to_be_hidden()
 
+    # A 5,000-character question is held back with a counter and a clear message; nothing sent.
+    box.fill("lock " * 1000)
+    counter = chat.get_by_test_id("input-counter")
+    expect(counter).to_be_visible()
+    expect(counter).to_contain_text("too long")
+    box.press("Enter")
+    expect(message).to_have_count(1)
+    _shot(page, "04b-question-too-long")
+    box.fill("")
+
     # A second, warm question: Enter to the first visible step.
     box.fill("What is a fencing token?")
     t2 = time.perf_counter()
@@ -305,6 +328,18 @@ def _scenario(page: Any, base: str, timings: dict[str, float]) -> None:
     expect(views.nth(1).get_by_test_id("assistant-message")).to_have_count(2)
     expect(views.nth(1).get_by_test_id("citation").first).to_be_visible()
     _shot(page, "05-new-view-for-output")
+    # Side by side at a short height: the panel fills its view, the input stays in it.
+    page.set_viewport_size({"width": 1400, "height": 480})
+    page.wait_for_timeout(500)
+    linked = page.locator(".jp-LinkedOutputView").first
+    view_box = linked.bounding_box()
+    input_box = views.nth(1).get_by_test_id("chat-input").bounding_box()
+    timings["side_by_side_view_height_px"] = round(view_box["height"])
+    assert input_box is not None and view_box is not None
+    assert input_box["y"] + input_box["height"] <= view_box["y"] + view_box["height"] + 1, (
+        input_box, view_box)
+    _shot(page, "05b-side-by-side-short")
+    page.set_viewport_size({"width": 1400, "height": 1000})
 
     # A reloaded page (the notebook saved) restores the panel from the running kernel; the
     # view asks for its history itself.
@@ -375,3 +410,93 @@ def _scenario(page: Any, base: str, timings: dict[str, float]) -> None:
     background = restored.evaluate("el => getComputedStyle(el).backgroundColor")
     assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), background
     _shot(page, "08-dark-theme")
+    _experience(page, timings)
+
+
+def _experience(page: Any, timings: dict[str, float]) -> None:
+    """Copy, insert into the notebook, ask while paused, kernel restart, reconnect (issue 12)."""
+    from playwright.sync_api import expect
+
+    panel = page.locator(".jp-Notebook .jp-Cell").first.locator(".zc-chat")
+    answered = panel.locator("[data-testid=assistant-message][data-status=done]").first
+
+    # Copy: the answer as Markdown with its question and references.
+    answered.get_by_test_id("copy-answer").click()
+    expect(panel.get_by_test_id("toast")).to_contain_text("Copied")
+    copied = page.evaluate("() => navigator.clipboard.readText()")
+    assert copied.startswith("**Question:**") and "**References**" in copied, copied[:300]
+
+    # Insert: a Markdown cell right below the panel's cell, with the answer and references.
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    before = cells.count()
+    answered.get_by_test_id("insert-answer").click()
+    expect(cells).to_have_count(before + 1)
+    inserted = cells.nth(1)
+    expect(inserted).to_have_class(re.compile("jp-MarkdownCell"))
+    expect(panel.get_by_test_id("toast")).to_contain_text("Inserted")
+    _shot(page, "09-inserted-into-notebook")
+
+    # Settle any turn still waiting, then pause a new one at its checkpoint (budget 1).
+    last = panel.get_by_test_id("assistant-message").last
+    if last.get_attribute("data-status") == "checkpoint":
+        last.get_by_test_id("synthesize-button").last.click()
+        expect(last).to_have_attribute("data-status", "done", timeout=TURN_TIMEOUT_MS)
+    box = panel.get_by_test_id("chat-input")
+    box.fill("Why do lock services use a lock delay?")
+    t0 = time.perf_counter()
+    box.press("Enter")
+    paused = panel.get_by_test_id("assistant-message").last
+    expect(paused).to_have_attribute("data-status", re.compile("checkpoint|done"),
+                                     timeout=TURN_TIMEOUT_MS)
+    if paused.get_attribute("data-status") != "checkpoint":
+        pytest.skip("the lock-delay question was answered without a checkpoint")
+    card = paused.get_by_test_id("checkpoint-card")
+    expect(card.get_by_test_id("checkpoint-papers")).not_to_be_empty()
+    t1 = time.perf_counter()
+    timings["enter_to_checkpoint_ms_warm"] = round((t1 - t0) * 1000, 1)
+
+    # Asking while the card waits: a plain hint, the question kept, no failed bubble.
+    count = panel.get_by_test_id("assistant-message").count()
+    box.fill("And what is a fencing token?")
+    box.press("Enter")
+    hint = panel.get_by_test_id("paused-hint")
+    expect(hint).to_be_visible()
+    expect(hint).to_contain_text("paused at a checkpoint")
+    expect(panel.get_by_test_id("assistant-message")).to_have_count(count)
+    expect(box).to_have_value("And what is a fencing token?")
+    _shot(page, "10-ask-while-paused")
+
+    # A kernel restart: the old panel says it is disconnected and how to reconnect.
+    page.get_by_role("menuitem", name="Kernel").click()
+    page.get_by_text("Restart Kernel…", exact=True).click()
+    page.locator(".jp-Dialog-button.jp-mod-accept").click()  # "Confirm Kernel Restart"
+    banner = panel.get_by_test_id("disconnected-banner")
+    expect(banner).to_be_visible(timeout=60_000)
+    expect(banner).to_contain_text("Run the panel's cell again")
+    expect(panel.get_by_test_id("chat-input")).to_be_disabled()
+    _shot(page, "11-disconnected-after-restart")
+    expect(page.get_by_text("Python 3 (ipykernel) | Idle")).to_be_visible(timeout=60_000)
+
+    # Re-running the cell offers the paused session (marked in the picker); its card resumes.
+    t2 = time.perf_counter()
+    _run_cell(page, 1)
+    fresh = page.locator(".jp-Notebook .jp-Cell").first.locator(".zc-chat")
+    offer = fresh.get_by_test_id("paused-offer")
+    expect(offer).to_be_visible(timeout=120_000)
+    expect(fresh.get_by_test_id("library-size")).to_contain_text("4 papers")
+    assert "Paused · " in fresh.get_by_test_id("session-picker").inner_text()
+    _shot(page, "12-reconnected-offers-paused-session")
+    offer.click()
+    live_card = fresh.get_by_test_id("checkpoint-card")
+    expect(live_card).to_be_visible()
+    expect(fresh.get_by_test_id("disconnected-banner")).to_be_hidden()
+    t3 = time.perf_counter()
+    live_card.get_by_test_id("synthesize-button").click()
+    resumed = fresh.get_by_test_id("assistant-message").last
+    expect(resumed).to_have_attribute("data-status", "done", timeout=TURN_TIMEOUT_MS)
+    timings["restart_rerun_to_offer_ms"] = round((t3 - t2) * 1000, 1)
+    timings["after_restart_synthesize_to_done_ms"] = round((time.perf_counter() - t3) * 1000, 1)
+    expect(live_card).to_have_attribute("data-decision", "synthesize")
+    expect(live_card.get_by_test_id("checkpoint-decision")).to_contain_text("Synthesizing")
+    expect(fresh.get_by_test_id("turn-scope").last).to_contain_text("Whole library")
+    _shot(page, "13-resumed-after-restart")

@@ -368,7 +368,9 @@ def test_a_server_that_never_answers_times_out(tmp_path: Path, fake: FakeLLM) ->
     with pytest.raises(Exception) as failure:
         _run(resolved)
     assert time.monotonic() - start < 15
-    assert "did not answer in time" in describe_model_error(failure.value, resolved)
+    assert "did not finish answering within models.timeout = 1 s" in describe_model_error(
+        failure.value, resolved
+    )
 
 
 def test_a_missing_key_fails_at_resolve_naming_the_variable(

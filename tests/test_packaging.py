@@ -34,6 +34,7 @@ USED_BY_NAME = {
     "mypy": "type checker (make lint)",
     "types-tqdm": "stubs for mypy",
     "pandas-stubs": "stubs for mypy",
+    "schemathesis": "HTTP API fuzzer run as a command (tests/test_server_api.py)",
     "matplotlib": "pandas' .plot in notebooks/03-evidence-and-audit.ipynb",
 }
 

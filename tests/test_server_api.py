@@ -83,7 +83,8 @@ def test_every_endpoint_requires_jupyters_token(server: JupyterServer, token: st
 @pytest.mark.parametrize(
     ("path", "body", "names"),
     [
-        ("zocrates/chat", b"{not json", "Invalid JSON"),
+        ("zocrates/chat", b"{not json", "not valid JSON (line 1, column 2)"),
+        ("zocrates/chat", b"\xff\xfe", "not valid JSON"),
         ("zocrates/chat", b"[1, 2]", "object"),
         ("zocrates/chat", {}, "prompt"),
         ("zocrates/chat", {"prompt": 42}, "prompt"),
@@ -110,6 +111,128 @@ def test_unknown_sessions_are_404(server: JupyterServer) -> None:
     assert _post(server, "zocrates/chat", {"prompt": "hi", "session_id": "nope"}).status_code == 404
     resume = {"session_id": "nope", "interrupt_id": "x", "action": "synthesize"}
     assert _post(server, "zocrates/chat/resume", resume).status_code == 404
+
+
+# --- odd input, plain errors, one turn per session ---------------------------------------------
+def _stream(server: JupyterServer, body: bytes) -> tuple[str, list[Event]]:
+    with _http(server) as http, http.stream(
+        "POST", "zocrates/chat", content=body, headers={"Content-Type": "application/json"}
+    ) as response:
+        assert response.status_code == 200, response.read()
+        events = [event_from_json(json.loads(m.data)) for m in parse_sse(response.iter_lines())]
+        return response.headers["X-Zocrates-Session"], events
+
+
+def test_a_lone_surrogate_in_a_posted_prompt_is_answered_not_refused(
+    server: JupyterServer,
+) -> None:
+    # What a browser's JSON.stringify sends for a lone surrogate: an escape Python decodes to
+    # an unencodable character (and pydantic's own JSON parser rejects).
+    body = b'{"prompt": "\\ud800How does reciprocal rank fusion\\u0000 combine the rankings?"}'
+    session_id, events = _stream(server, body)
+    assert events[-1].type == "final", events[-1]
+    (turn,) = http_get(server, f"zocrates/sessions/{session_id}")["turns"]
+    assert turn["prompt"] == "\ufffdHow does reciprocal rank fusion  combine the rankings?"
+
+
+def test_a_question_while_another_process_runs_a_turn_in_the_session_is_409(
+    server: JupyterServer, home: Path
+) -> None:
+    from zocrates_nb.sessions import SessionStore
+
+    store = SessionStore.open(home)
+    session_id = store.create_session().id
+    running = store.begin_turn(session_id, "A long question")  # this process holds the session
+    try:
+        refused = _post(server, "zocrates/chat", {"prompt": "hello", "session_id": session_id})
+        assert refused.status_code == 409
+        message = refused.json()["message"]
+        assert message.startswith(
+            "A question is already running in this session (in another window or process) "
+            f"(pid {os.getpid()} on host "
+        ), message
+        assert message.endswith("Wait for it to finish or stop it, then ask again.")
+    finally:
+        store.update_turn(running.turn_id, status="answered", answer="done")
+    _, events = _stream(server, json.dumps({"prompt": "hello", "session_id": session_id}).encode())
+    assert events[-1].type == "final"  # the turn ended: the session takes questions again
+    assert [t.status for t in store.turns(session_id)] == ["answered", "answered"]
+    store.close()
+
+
+class _FailingProvider:
+    """An OpenAI-compatible endpoint on loopback that fails every call with a revealing body."""
+
+    BODY = b'{"error": {"message": "upstream exploded at /srv/internal/BODY-SECRET-4711"}}'
+
+    def __enter__(self) -> str:
+        import http.server
+        import threading
+
+        body = self.BODY
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(500)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+
+
+def test_a_provider_error_with_a_body_is_plain_over_http_and_in_the_cli(
+    server: JupyterServer, home: Path
+) -> None:
+    config = home / "zocrates_config.json"
+    assert not config.exists()
+    with _FailingProvider() as base_url:
+        model = {"model": "openai:gpt-4o-mini", "base_url": base_url}  # a keyless endpoint
+        config.write_text(json.dumps({"models": {"base": model}}), "utf-8")
+        try:
+            _, events = _stream(server, json.dumps({"prompt": "Why did it fail?"}).encode())
+            local = _cli(home, "ask", "Why did it fail?", "--json")
+        finally:
+            config.unlink()
+    error = events[-1]
+    assert error.type == "error"
+    assert f"at {base_url} failed with a server error (HTTP 500)" in error.message, error.message
+    result = json.loads(local.stdout)
+    assert local.returncode == 1 and result["status"] == "error"
+
+    def sentence(message: str) -> str:  # the elapsed time differs between the two runs
+        return re.sub(r" \(gave up after [\d.]+ s\)", "", message)
+
+    assert sentence(result["error"]) == sentence(error.message)  # one message, any surface
+    for shown in (error.message, local.stdout, local.stderr):
+        assert "BODY-SECRET" not in shown and "upstream exploded" not in shown
+        assert "Traceback" not in shown and "InternalServerError" not in shown
+
+
+def test_internal_failures_are_one_plain_sentence() -> None:
+    from zocrates_nb.app.describe import describe_error
+    from zocrates_nb.server.service import http_error
+
+    boom = RuntimeError("Traceback (most recent call last):\n  File x\nKeyError: 'secret'")
+    assert describe_error(boom, doing="The turn") == (
+        "The turn failed unexpectedly (an internal error; debug logging shows the details)."
+    )
+    reply = http_error(boom)
+    assert reply.status_code == 500 and reply.log_message == (
+        "The request failed unexpectedly (an internal error; debug logging shows the details)."
+    )
+    odd = ValueError("bad value\n  at line 2 of the internals")
+    assert describe_error(odd) == "bad value"
 
 
 # --- streaming --------------------------------------------------------------------------------
@@ -299,8 +422,10 @@ def test_batch_questions_run_alike_locally_and_over_http(
 
     batch.write_text(json.dumps({"question": FACTUAL}) + "\n{not json\n", "utf-8")
     bad = _cli(home, "ask", "--questions", str(batch), "--json", "--no-hitl")
-    assert bad.returncode == 2 and f"{batch}:2: bad question line" in bad.stderr
-    assert len(bad.stdout.splitlines()) == 1  # the good line before it was answered
+    # The bad line gets its own error line and the batch goes on; the exit status says so.
+    answered, failed = (json.loads(x) for x in bad.stdout.splitlines())
+    assert bad.returncode == 1 and answered["status"] == "answered"
+    assert failed["error"] == f"{batch.name}:2: not valid JSON (column 2)"
 
 
 def test_remote_chat_scopes_answers_and_lists_sessions(server: JupyterServer, home: Path) -> None:

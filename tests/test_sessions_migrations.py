@@ -75,7 +75,7 @@ def test_every_session_and_turn_survives_with_what_surfaces_showed(
     migrated: tuple[SessionStore, dict[str, Any]],
 ) -> None:
     store, old = migrated
-    assert store.schema_version == SCHEMA_VERSION == 2
+    assert store.schema_version == SCHEMA_VERSION == 3
     assert store._conn().execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     sessions = {s.id: s for s in store.list_sessions()}
     assert set(sessions) == set(old["sessions"])
@@ -125,7 +125,8 @@ def test_the_pending_checkpoint_waits_with_its_card_and_snapshot(
     (turn,) = store.turns(sid)
     card = old["turns"][turn.turn_id]["payload"]["checkpoint"]
     assert turn.status == "checkpoint" and turn.checkpoint is not None
-    assert turn.checkpoint.model_dump() == {
+    # Fields added since (the pause's reason and headline) take their defaults.
+    assert turn.checkpoint.model_dump(exclude={"reason", "headline"}) == {
         k: v for k, v in card.items() if k not in ("type", "session_id", "turn_id")}
     assert turn.tool_calls == card["calls_used"] and turn.usage.output_tokens > 0
     # What it had gathered lived in the session's audit record: now it is the turn's.
@@ -208,5 +209,5 @@ def test_a_failing_migration_leaves_the_file_as_it_was(
     # real migration then converts.
     assert first_release_rows(v1_home / "sessions.db")["messages"] > 0
     store = SessionStore.open(v1_home)
-    assert store.schema_version == 2 and len(store.list_sessions()) == 3
+    assert store.schema_version == 3 and len(store.list_sessions()) == 3
     store.close()

@@ -110,6 +110,7 @@ def test_pydantic_ai_messages_round_trip_and_continue_a_conversation(store: Sess
         )
         return ModelResponse(parts=[TextPart("It ranks by term frequency.")])
 
+    store.update_turn(t1.turn_id, status="answered")  # one turn at a time per session
     t2 = store.begin_turn(sid, "And how does it rank?")
     second = agent.run_sync(
         "And how does it rank?",

@@ -22,6 +22,7 @@ from zocrates_nb.turn import (
     CheckpointInfo,
     Citation,
     EvidenceRow,
+    Scope,
     Source,
     TrailStep,
     TurnResult,
@@ -120,6 +121,12 @@ def test_the_panels_history_entry_converts_the_record() -> None:
     assert history_turn(failed)["error"] == "This turn failed."
     lost = answered().model_copy(update={"status": "checkpoint"})  # its snapshot is gone
     assert history_turn(lost)["status"] == "stopped"
+    assert entry["widen_scope"] is None
+    narrow = answered().model_copy(
+        update={"scope": Scope(items=["ARAFT"]), "widen_scope": Scope()}
+    )
+    assert history_turn(narrow)["widen_scope"] == {"mode": "library", "items": [],
+                                                   "collections": []}  # fmt: skip
 
 
 def test_chat_bubbles_of_a_turn() -> None:
@@ -144,7 +151,8 @@ def test_the_cli_prints_a_projection_of_the_record_with_tokens_and_cost() -> Non
     printer.feed(Final.of(answered()))
     data = printer.result()
     assert set(data) == {"session_id", "turn_id", "status", "answer", "cited_sources",
-                         "other_sources", "evidence", "checkpoint", "usage", "seconds", "model"}
+                         "other_sources", "evidence", "checkpoint", "usage", "seconds", "model",
+                         "elsewhere", "widen_scope"}
     assert set(data["cited_sources"][0]) == SOURCE_KEYS
     assert data["evidence"] == [e.model_dump(mode="json") for e in answered().evidence]
     assert data["usage"]["cost_usd"] == pytest.approx(0.032) and data["status"] == "answered"

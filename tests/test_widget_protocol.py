@@ -29,6 +29,9 @@ def run(coro: Coroutine[Any, Any, Any]) -> Any:
 
 
 def panel(app: App, **options: Any) -> tuple[ChatWidget, RecordingComm]:
+    """A panel on a recording comm; no background warm-up unless asked (its "Loading models…"
+    step would come first: tests/test_widget_experience.py covers it)."""
+    options.setdefault("warm_up", False)
     with recording_comms():
         widget = ChatWidget(app, **options)
     assert isinstance(widget.comm, RecordingComm)

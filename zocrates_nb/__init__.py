@@ -29,7 +29,7 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'zocrates_nb' has no attribute {name!r}")
 
 
-def chat(home: str | os.PathLike[str] | None = None, **kwargs: object) -> "ChatWidget":
+def chat(home: "App | str | os.PathLike[str] | None" = None, **kwargs: object) -> "ChatWidget":
     """Open the chat panel in a notebook: `zocrates_nb.chat()` (see `zocrates_nb.widget.chat`)."""
     from zocrates_nb.widget import chat as _chat
 

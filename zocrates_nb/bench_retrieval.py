@@ -315,12 +315,22 @@ def bench_tokens(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """`bench beir` / `bench tokens`; without --json, nested figures are flattened for print."""
-    result = bench_beir(args) if args.what == "beir" else bench_tokens(args)
+    if args.what == "tokens" and getattr(args, "agent", False):
+        from zocrates_nb.bench_agent import bench_agent_tokens
+
+        result = bench_agent_tokens(args)
+    else:
+        result = bench_beir(args) if args.what == "beir" else bench_tokens(args)
     if getattr(args, "json", False):
         return result
     flat: dict[str, Any] = {}
     for key, value in result.items():
-        if key == "methods":
+        if key in ("roles", "full_history_roles"):
+            prefix = "full history " if key.startswith("full") else ""
+            for role, figures in value.items():
+                for name, figure in figures.items():
+                    flat[f"{prefix}{role} {name}"] = figure
+        elif key == "methods":
             for method, scores in value.items():
                 for name, figure in scores.items():
                     flat[f"{method} {name}"] = figure

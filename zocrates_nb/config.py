@@ -170,7 +170,8 @@ class ModelsSettings(_Strict):
     search: ModelEndpoint | None = None
     synthesizer: ModelEndpoint | None = None
     verifier: ModelEndpoint | None = None
-    # Seconds one request attempt may wait for data; connecting is capped at 5 s by the client.
+    # Seconds one model call may take in all, its SDK retries and whole streamed answer included;
+    # connecting is capped at 5 s by the client.
     timeout: float = Field(default=120.0, gt=0, le=3600)
 
 
@@ -192,12 +193,110 @@ class SessionSettings(_Strict):
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
 
 
+def _http_url(v: str | None) -> str | None:
+    if v is None or not v.strip():
+        return None
+    if not re.match(r"^https?://[^\s/]+", v.strip()):
+        raise ValueError("must be an http:// or https:// URL")  # value not echoed
+    return v.strip().rstrip("/")
+
+
+def _env_var(v: str | None) -> str | None:
+    if v is None or not v.strip():
+        return None
+    if not _ENV_NAME.match(v.strip()):
+        raise ValueError("api_key_env must name an environment variable, not hold the key")
+    return v.strip()
+
+
+class SourceSettings(_Strict):
+    """One scholarly API: where it lives (a mirror, a test server) and whether to ask it."""
+
+    enabled: bool = True
+    base_url: str
+    api_key_env: str | None = None  # the variable holding a key, where the API takes one
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return _http_url(v) or v
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env(cls, v: str | None) -> str | None:
+        return _env_var(v)
+
+
+class ArxivSettings(SourceSettings):
+    base_url: str = "https://export.arxiv.org/api"
+
+
+class CrossrefSettings(SourceSettings):
+    base_url: str = "https://api.crossref.org"
+
+
+class SemanticScholarSettings(SourceSettings):
+    base_url: str = "https://api.semanticscholar.org/graph/v1"
+    api_key_env: str | None = "S2_API_KEY"  # optional: a key buys a dedicated rate
+
+
+class OpenAlexSettings(SourceSettings):
+    base_url: str = "https://api.openalex.org"
+    # Since February 2026 OpenAlex wants a key: it is asked only when this variable is set.
+    api_key_env: str | None = "OPENALEX_API_KEY"
+
+
+class OnlineSettings(_Strict):
+    """Discovery beyond the library. Off by default: nothing leaves the machine until the user
+    turns it on (`online.enabled`)."""
+
+    enabled: bool = False
+    mailto: str | None = None  # Crossref's and OpenAlex's polite pool
+    timeout: float = Field(default=20.0, gt=0, le=300)  # seconds per request attempt
+    max_retry_after: float = Field(default=30.0, ge=0, le=600)  # longest 429 wait honoured
+    arxiv: ArxivSettings = Field(default_factory=ArxivSettings)
+    crossref: CrossrefSettings = Field(default_factory=CrossrefSettings)
+    semantic_scholar: SemanticScholarSettings = Field(default_factory=SemanticScholarSettings)
+    openalex: OpenAlexSettings = Field(default_factory=OpenAlexSettings)
+
+
+class ZoteroWebSettings(_Strict):
+    library_id: str | None = None
+    library_type: Literal["user", "group"] = "user"
+    api_key_env: str = "ZOTERO_API_KEY"
+    base_url: str = "https://api.zotero.org"  # a test server or a self-hosted dataserver
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return _http_url(v) or v
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env(cls, v: str) -> str:
+        return _env_var(v) or v
+
+
+class ZoteroSettings(_Strict):
+    """Where staged papers and saved notes are written (never `zotero.sqlite`)."""
+
+    connector_url: str = "http://127.0.0.1:23119"  # the running Zotero desktop app
+    web: ZoteroWebSettings = Field(default_factory=ZoteroWebSettings)
+
+    @field_validator("connector_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        return _http_url(v) or v
+
+
 class Settings(_Strict):
     index: IndexSettings = Field(default_factory=IndexSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     models: ModelsSettings = Field(default_factory=ModelsSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     sessions: SessionSettings = Field(default_factory=SessionSettings)
+    online: OnlineSettings = Field(default_factory=OnlineSettings)
+    zotero: ZoteroSettings = Field(default_factory=ZoteroSettings)
 
 
 def default_home() -> Path:

@@ -84,6 +84,9 @@ class ErrorEvent(_Event):
     type: Literal["error"] = "error"
     message: str
     retryable: bool = True
+    # The search was kept but its answer failed: resume this id with `synthesize` to write the
+    # answer again without searching again ("Retry answer").
+    retry_id: str | None = None
 
 
 Event = Annotated[

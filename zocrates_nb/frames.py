@@ -20,6 +20,7 @@ from zocrates_nb.turn import Scope, TurnResult
 if TYPE_CHECKING:
     from zocrates_nb.app import App
     from zocrates_nb.index import Index
+    from zocrates_nb.online import Candidate, Discovery
 
 # One row per evidence chunk a turn gathered: what the synthesizer was given (ranked, in order),
 # then the other passages the search found.
@@ -40,6 +41,7 @@ EVIDENCE_COLUMNS: dict[str, str] = {
     "rerank_score": "Float64",
     "cited": "boolean",  # at least one verified citation in the answer points at it
     "support": "Float64",  # best verification support probability of its citations (0–1)
+    "unsupported": "boolean",  # cited only by claims verification did not support
     "tool": "string",  # search_corpus | read_document
     "page": "Int64",
     "text": "string",
@@ -82,6 +84,24 @@ LIBRARY_COLUMNS: dict[str, str] = {
     "chunks": "Int64",
     "status": "string",  # indexed | partial | error | skipped | indexing | no documents
     "problem": "string",  # why a document failed or was skipped ("" for none)
+}
+
+# One row per paper found beyond the library (a discover run, or a staging list).
+CANDIDATE_COLUMNS: dict[str, str] = {
+    "id": "string",  # what `stage add` takes
+    "title": "string",
+    "authors": "object",  # list[str]
+    "year": "Int64",
+    "venue": "string",
+    "doi": "string",
+    "arxiv_id": "string",
+    "url": "string",
+    "pdf_url": "string",  # open-access PDF when a source knows one
+    "in_library": "boolean",
+    "library_key": "string",
+    "why": "string",  # the abstract's sentence that bears on the query
+    "sources": "object",  # list[str]: which APIs reported it
+    "score": "Float64",
 }
 
 
@@ -240,6 +260,28 @@ def library_frame(source: App | Index | str | Path) -> pd.DataFrame:
     return _frame(rows, LIBRARY_COLUMNS)
 
 
+def candidates_frame(
+    source: App | Discovery | Iterable[Candidate],
+    *,
+    session_id: str | None = None,
+    staged: bool = False,
+) -> pd.DataFrame:
+    """Candidates as a frame: a `Discovery` or list of them, or an App's remembered candidates
+    (its staging list with `staged=True`) for the data home or `session_id`. Columns and
+    dtypes: `CANDIDATE_COLUMNS`."""
+    from zocrates_nb.app import App
+    from zocrates_nb.app.discovery import candidates_of
+    from zocrates_nb.online import Discovery
+
+    if isinstance(source, Discovery):
+        found: Iterable[Candidate] = source.candidates
+    elif isinstance(source, App):
+        found = candidates_of(source, session_id, staged=staged)
+    else:
+        found = source
+    return _frame([c.model_dump(mode="json") for c in found], CANDIDATE_COLUMNS)
+
+
 def _item_status(statuses: Iterable[str]) -> str:
     s = list(statuses)
     if not s:
@@ -256,9 +298,11 @@ def _item_status(statuses: Iterable[str]) -> str:
 
 __all__ = [
     "AUDIT_COLUMNS",
+    "CANDIDATE_COLUMNS",
     "EVIDENCE_COLUMNS",
     "LIBRARY_COLUMNS",
     "audit_frame",
+    "candidates_frame",
     "describe_scope",
     "empty_frame",
     "evidence_frame",

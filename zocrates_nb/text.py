@@ -15,6 +15,7 @@ import functools
 import math
 import re
 import threading
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -97,6 +98,33 @@ _PORTER_LOCK = threading.Lock()
 def _porter(word: str) -> str:
     with _PORTER_LOCK:
         return str(_PORTER.stemWord(word))
+
+
+# Control characters (C0 but tab/newline, DEL, C1) and NUL become spaces; lone surrogates (from
+# JSON "\\ud800" escapes or undecodable argv bytes) cannot be encoded and become U+FFFD.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
+
+
+class TextTooLong(ValueError):
+    """User text over a cap; the message says how long it was and what the cap is."""
+
+
+def safe_text(text: object, *, max_chars: int | None = None, what: str = "the text") -> str:
+    """Any user text made safe for every layer below (tokenizers, SQLite, JSON, the terminal).
+
+    Lone surrogates become U+FFFD, NUL and control characters a space, the text NFC-normalised
+    and trimmed; over `max_chars` it raises `TextTooLong` with a plain message (refusing beats
+    silently answering a different question).
+    """
+    s = text if isinstance(text, str) else str(text)
+    s = _SURROGATE_RE.sub("\ufffd", s)
+    s = _CONTROL_RE.sub(" ", unicodedata.normalize("NFC", s)).strip()
+    if max_chars is not None and len(s) > max_chars:
+        raise TextTooLong(
+            f"{what} is too long ({len(s):,} characters; at most {max_chars:,}): shorten it"
+        )
+    return s
 
 
 def stem(word: str) -> str:

@@ -6,11 +6,16 @@ OpenAPI schema is generated from these models), rendered by the widget, flattene
 and printed by the CLI. `AskOptions` is the one declaration of what a question may ask for
 (scope, checkpoints, budgets, model); the CLI flags, the HTTP body and `App.ask` derive from it.
 
-A base module: it imports pydantic only, so every room may import it.
+A base module: it imports pydantic and the standard library only, so every room may import it.
+`Candidate`/`Discovery` (papers found beyond the library) live here too: a discovery turn
+carries them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
+import unicodedata
 from datetime import datetime
 from typing import Any, Literal
 
@@ -125,6 +130,15 @@ class EvidenceRow(_Record):
     cited: bool = False  # a verified citation of the answer points at it
     n: int | None = None  # its citation number
     support: float | None = None  # best verification support of its citations (0–1)
+    unsupported: bool = False  # cited only by claims the verification did not support
+
+
+class QuestionPart(_Record):
+    """One part of a compound or comparative question, searched and answered on its own."""
+
+    text: str
+    subject: str = ""  # the named thing it asks about
+    covered: bool | None = None  # evidence in scope bears on it (None: not judged)
 
 
 class RoleUsage(_Record):
@@ -174,6 +188,7 @@ class Usage(_Record):
         cost_usd: float | None = None,
     ) -> None:
         r = self.roles.setdefault(role, RoleUsage(model=model))
+        r.model = model  # the model that ran last (a resume after a config edit runs the new one)
         r.requests += requests
         r.input_tokens += input_tokens
         r.output_tokens += output_tokens
@@ -194,6 +209,11 @@ class CheckpointInfo(_Record):
     covered_summary: str = ""
     missing_aspects: list[str] = Field(default_factory=list)
     cost_usd: float | None = None
+    # Why it paused, so the card's words match its numbers: the call budget is used up, the
+    # word ceiling is reached (or nearly: 80 %), or the agent asked for more.
+    # (None: a record written before the reason was kept.)
+    reason: Literal["budget", "word_ceiling", "word_ceiling_near", "agent"] | None = None
+    headline: str = ""  # the reason as the card's title, e.g. "The search used 8 of 10 calls…"
 
 
 class TrailStep(_Record):
@@ -203,6 +223,86 @@ class TrailStep(_Record):
     label: str
     detail: dict[str, Any] = Field(default_factory=dict)
     seconds: float | None = None
+
+
+_ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
+_ARXIV_VERSION = re.compile(r"v\d+$")
+
+
+class Candidate(_Record):
+    """A paper to consider adding; `id` is stable across sources and processes."""
+
+    id: str = ""
+    title: str
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    venue: str = ""
+    doi: str | None = None
+    arxiv_id: str | None = None
+    url: str | None = None
+    pdf_url: str | None = None  # open-access PDF when a source knows one
+    abstract: str = ""
+    in_library: bool = False
+    library_key: str | None = None
+    why: str = ""  # one sentence from its abstract that bears on the query
+    sources: list[str] = Field(default_factory=list)  # which APIs reported it
+    score: float = 0.0  # relevance to the query (higher first)
+
+    def model_post_init(self, _context: object) -> None:
+        self.doi = clean_doi(self.doi)
+        self.arxiv_id = clean_arxiv_id(self.arxiv_id)
+        if self.doi and not self.arxiv_id and (m := _ARXIV_DOI.match(self.doi)):
+            self.arxiv_id = clean_arxiv_id(m.group(1))
+        if not self.id:
+            self.id = candidate_id(self)
+
+    def identities(self) -> set[str]:
+        """The identities this paper is known by, for de-duplication and library matching."""
+        out = {f"title:{t}"} if (t := normalize_title(self.title)) else set()
+        if self.doi:
+            out.add(f"doi:{self.doi}")
+        if self.arxiv_id:
+            out.add(f"arxiv:{self.arxiv_id}")
+        return out
+
+
+def clean_doi(doi: str | None) -> str | None:
+    """`https://doi.org/10.X/Y` and `doi:10.X/Y` → `10.x/y` (DOIs are case-insensitive)."""
+    if not doi:
+        return None
+    text = re.sub(r"^(https?://(dx\.)?doi\.org/|doi:)", "", doi.strip(), flags=re.IGNORECASE)
+    return text.lower() or None
+
+
+def clean_arxiv_id(arxiv_id: str | None) -> str | None:
+    """`http://arxiv.org/abs/2104.12255v1` → `2104.12255` (versions are one paper)."""
+    if not arxiv_id:
+        return None
+    text = re.sub(r"^(https?://(export\.)?arxiv\.org/(abs|pdf)/|arxiv:)", "", arxiv_id.strip(),
+                  flags=re.IGNORECASE)  # fmt: skip
+    return _ARXIV_VERSION.sub("", text).lower() or None
+
+
+def normalize_title(title: str | None) -> str:
+    """Lower-case letters and digits only, accents folded: the same paper's titles agree."""
+    text = unicodedata.normalize("NFKD", title or "")
+    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
+    return " ".join(re.findall(r"[a-z0-9]+", text))
+
+
+def candidate_id(c: Candidate) -> str:
+    """Short and stable: from the DOI, else the arXiv id, else the normalised title."""
+    key = (f"doi:{c.doi}" if c.doi else f"arxiv:{c.arxiv_id}" if c.arxiv_id
+           else f"title:{normalize_title(c.title)}")  # fmt: skip
+    return "c" + hashlib.sha1(key.encode()).hexdigest()[:9]
+
+
+class Discovery(_Record):
+    """What one discovery run found: recommendations first, then papers the library holds."""
+
+    query: str
+    candidates: list[Candidate] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)  # a source that failed: one plain line each
 
 
 class TurnResult(_Record):
@@ -218,12 +318,23 @@ class TurnResult(_Record):
     cited_sources: list[Source] = Field(default_factory=list)
     other_sources: list[Source] = Field(default_factory=list)
     citations: list[Citation] = Field(default_factory=list)
+    # Sentences whose citations all failed verification (marked `[unsupported]` in the answer).
+    unsupported_claims: list[str] = Field(default_factory=list)
+    # Whether the citations were checked: None when there were none, False when the check failed.
+    citations_verified: bool | None = None
     evidence: list[EvidenceRow] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     timings: dict[str, float] = Field(default_factory=dict)  # phase → seconds
     seconds: float = 0.0  # wall time, over all its resumptions
     model: str = ""  # which model answered
     search_goal: str = ""  # the standalone goal the coordinator gave the search ("": none)
+    parts: list[QuestionPart] = Field(default_factory=list)  # a compound question's parts
+    # Papers outside a narrower scope that bear on what the scope lacks (their text never
+    # enters the answer), and the scope that would include them: what a "widen" offer uses.
+    elsewhere: list[Source] = Field(default_factory=list)
+    widen_scope: Scope | None = None
+    # A "find papers on X" turn: the candidates found beyond the library (None: not one).
+    discovery: Discovery | None = None
     tool_calls: int = 0  # retrieval tool calls the search used
     extensions: int = 0  # deep-research extensions granted
     checkpoint: CheckpointInfo | None = None  # only while the turn waits at one
@@ -265,6 +376,7 @@ __all__ = [
     "CheckpointInfo",
     "Citation",
     "EvidenceRow",
+    "QuestionPart",
     "RoleUsage",
     "Scope",
     "ScopeKind",

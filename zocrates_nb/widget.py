@@ -13,6 +13,7 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,8 +24,25 @@ import anywidget
 import traitlets as t
 
 from zocrates_nb.app.describe import describe_error
-from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, TextDelta, Thinking
-from zocrates_nb.turn import AskOptions, TurnResult
+from zocrates_nb.errors import UsageError
+from zocrates_nb.events import (
+    CheckpointEvent,
+    ErrorEvent,
+    Event,
+    Final,
+    Step,
+    TextDelta,
+    Thinking,
+)
+from zocrates_nb.panel_records import (
+    history_turn,
+    library_summary,
+    papers_covered,
+    scope_record,
+    source_records,
+)
+from zocrates_nb.sessions import CheckpointPending
+from zocrates_nb.turn import AskOptions
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -35,11 +53,16 @@ TERMINAL = ("final", "checkpoint", "error")
 STOP_GRACE_SECONDS = 0.5  # a cooperative stop may finish its turn (and save it) this long
 LIBRARY_SCOPE: dict[str, Any] = {"mode": "library", "items": [], "collections": []}
 MESSAGE_KINDS = frozenset(
-    {"ask", "resume", "stop", "search_titles", "set_scope", "open_session", "new_session"}
+    {"ask", "resume", "stop", "search_titles", "set_scope", "open_session", "new_session",
+     "rename_session", "delete_session"}
 )
+MAX_PROMPT_CHARS = 4000  # the front end counts down near it; Python refuses longer ones too
+PAUSED_HINT = ("A question in this session is paused at a checkpoint: choose “Grant deep "
+               "research extension” or “Synthesize with current evidence” on its card first, "
+               "or start a new session with the + button.")
 # `chat(home, …)` keywords for the panel: the session, and the options the chips do not set.
-WIDGET_OPTIONS = ("session_id", *(f for f in AskOptions.model_fields if f not in ("items",
-                                                                                 "collections")))
+WIDGET_OPTIONS = ("session_id", "warm_up",
+                  *(f for f in AskOptions.model_fields if f not in ("items", "collections")))
 
 
 # ---------------------------------------------------------------------------- assets
@@ -107,38 +130,6 @@ class LiveTurn:
         }
 
 
-_STATUS = {"answered": "done", "checkpoint": "checkpoint", "error": "error",
-           "cancelled": "stopped", "running": "running"}
-
-
-def history_turn(turn: TurnResult) -> dict[str, Any]:
-    """One stored turn as the front end's `history` entry (PROTOCOL.md)."""
-    status = _STATUS[turn.status]
-    checkpoint = CheckpointEvent.of(turn)
-    if status == "checkpoint" and checkpoint is None:
-        status = "stopped"  # paused, but its snapshot is gone: nothing to resume
-    if status == "running":
-        status = "stopped"  # not running here: the process that ran it is gone
-    out: dict[str, Any] = {
-        "turn_id": turn.turn_id,
-        "prompt": turn.prompt,
-        "answer": turn.answer,
-        "status": status,
-        "cited_sources": [s.model_dump(mode="json") for s in turn.cited_sources],
-        "other_sources": [s.model_dump(mode="json") for s in turn.other_sources],
-        "citations": [c.model_dump(mode="json") for c in turn.citations],
-        "steps": [s.model_dump(mode="json", exclude_none=True) for s in turn.steps],
-        "checkpoint": checkpoint.model_dump(mode="json") if checkpoint else None,
-    }
-    if status == "error":
-        out["error"] = turn.error or "This turn failed."
-    if turn.model:
-        out["model"] = turn.model
-    if turn.seconds:
-        out["seconds"] = turn.seconds
-    return out
-
-
 # ---------------------------------------------------------------------------- the widget
 class ChatWidget(anywidget.AnyWidget):
     """The chat panel. Display it in a cell (`zocrates_nb.chat()` or `ChatWidget(app)`)."""
@@ -152,6 +143,9 @@ class ChatWidget(anywidget.AnyWidget):
     busy = t.Bool(False).tag(sync=True)
     model_label = t.Unicode("").tag(sync=True)
     error = t.Unicode("").tag(sync=True)
+    library = t.Dict().tag(sync=True)  # {items, collections, examples}: the empty screen
+    widget_id = t.Unicode("").tag(sync=True)  # this model's id: where "Insert" puts the cell
+    max_prompt = t.Int(MAX_PROMPT_CHARS).tag(sync=True)
 
     def __init__(
         self,
@@ -162,6 +156,7 @@ class ChatWidget(anywidget.AnyWidget):
         budget: int | None = None,
         word_ceiling: int | None = None,
         model: str | None = None,
+        warm_up: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -174,13 +169,34 @@ class ChatWidget(anywidget.AnyWidget):
         self._live: LiveTurn | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.model_label = _model_label(app, model)
-        self._check_index()
+        self.widget_id = str(getattr(self, "model_id", "") or "")
+        indexed = self._check_index()
         self.refresh_sessions()
         if session_id:
             self.session_id = session_id
+        # Load the models while the researcher types the first question (PROTOCOL.md: a turn
+        # that must wait for them shows a "Loading models…" step).
+        self._warmup = start_warm_up(app) if warm_up and indexed else None
         self.on_msg(self._on_msg)
 
     # --- public -------------------------------------------------------------------------
+    def evidence(self) -> Any:
+        """The panel session's evidence DataFrame (`frames.evidence_frame`)."""
+        from zocrates_nb.frames import evidence_frame
+
+        return evidence_frame(self.app, self._require_session())
+
+    def audit(self) -> Any:
+        """The panel session's audit DataFrame, one row per turn (`frames.audit_frame`)."""
+        from zocrates_nb.frames import audit_frame
+
+        return audit_frame(self.app, self._require_session())
+
+    def _require_session(self) -> str:
+        if not self.session_id:
+            raise UsageError("the panel has no session yet: ask a question in it first")
+        return self.session_id
+
     @property
     def running(self) -> bool:
         """A turn is running (or stopping) in this kernel."""
@@ -204,18 +220,24 @@ class ChatWidget(anywidget.AnyWidget):
         except Exception as e:  # a panel-level problem: shown in the banner, panel stays usable
             self._set_error(describe_error(e))
 
-    def _check_index(self) -> None:
-        """An empty index answers nothing: say so in the banner rather than after a question."""
+    def _check_index(self) -> bool:
+        """An empty index answers nothing: say so in the banner rather than after a question.
+        Returns whether there is something to search."""
         try:
             status = self.app.status()
+            if status.chunks:
+                self.library = library_summary(self.app)
         except Exception as e:
             self._set_error(describe_error(e))
-            return
+            return False
         if not status.chunks:
+            # Plain text (the banner shows no markdown): commands in quotes, not backticks.
             self._set_error(
-                "The library is not indexed yet: run `zocrates-nb index` (or "
-                "`zocrates-nb index --sample` for the built-in sample library), then ask."
+                "The library is not indexed yet: run “zocrates-nb index” in a terminal (or "
+                "“zocrates-nb index --sample” for the built-in sample library), then ask."
             )
+            return False
+        return True
 
     def refresh_sessions(self) -> None:
         try:
@@ -223,12 +245,18 @@ class ChatWidget(anywidget.AnyWidget):
         except Exception as e:
             self._set_error(describe_error(e))
             return
-        self.sessions = [{"id": r.session_id, "title": r.title, "updated": r.updated.isoformat()}
+        self.sessions = [{"id": r.session_id, "title": r.title, "updated": r.updated.isoformat(),
+                          "turns": r.turns, "paused": r.pending_checkpoint is not None}
                          for r in records]  # fmt: skip
 
     def history_message(self, session_id: str) -> dict[str, Any]:
         """The `history` message of a session, with this kernel's running turn overlaid."""
-        turns = [history_turn(turn) for turn in self.app.history(session_id)]
+        turns = [history_turn(turn, self.app) for turn in self.app.history(session_id)]
+        pending = self.app.store.pending_checkpoint(session_id)
+        if pending is not None and pending.kind == "answer":  # "Retry answer" on that turn
+            for turn in turns:
+                if turn["turn_id"] == pending.turn_id and turn["status"] == "error":
+                    turn["retry_id"] = pending.interrupt_id
         live = self._live
         if live is not None and live.session_id == session_id and self.running:
             entry = live.as_history()
@@ -254,11 +282,16 @@ class ChatWidget(anywidget.AnyWidget):
         prompt = str(msg.get("prompt", "")).strip()
         if not prompt:
             return
+        refusal = ""
         if self.running:
-            self._send_event(ErrorEvent(
-                session_id=self.session_id,
-                message="A turn is still running: wait for it or stop it first.",
-            ))
+            refusal = "A turn is still running: wait for it or stop it first."
+        elif len(prompt) > MAX_PROMPT_CHARS:
+            refusal = (f"The question is {len(prompt):,} characters long; the limit is "
+                       f"{MAX_PROMPT_CHARS:,}. Shorten it (put long text in a note instead).")
+        elif self.session_id and self.app.session(self.session_id).pending_checkpoint:
+            refusal = PAUSED_HINT
+        if refusal:
+            self._send_event(ErrorEvent(session_id=self.session_id, message=refusal))
             return
         scope = self.scope or LIBRARY_SCOPE
         options = AskOptions.of(
@@ -339,6 +372,25 @@ class ChatWidget(anywidget.AnyWidget):
             self.session_id = session_id
         self.send(message)
 
+    def _on_rename_session(self, msg: dict[str, Any]) -> None:
+        session_id = str(msg.get("session_id", "") or "")
+        title = " ".join(str(msg.get("title", "")).split())[:200]
+        if session_id and title:
+            self.app.rename_session(session_id, title)
+            self.refresh_sessions()
+
+    def _on_delete_session(self, msg: dict[str, Any]) -> None:
+        session_id = str(msg.get("session_id", "") or "")
+        if not session_id:
+            return
+        if self.running and self._live is not None and self._live.session_id == session_id:
+            raise UsageError("a turn is running in this session: stop it before deleting it")
+        self.app.delete_session(session_id)
+        self.refresh_sessions()
+        if session_id == self.session_id:
+            self.session_id = ""
+            self.send({"kind": "history", "turns": []})
+
     def _on_new_session(self, _msg: dict[str, Any]) -> None:
         self.session_id = self.app.new_session()
         self.refresh_sessions()
@@ -383,6 +435,7 @@ class ChatWidget(anywidget.AnyWidget):
         self._live = live
         events: AsyncIterator[Event] | None = None
         try:
+            await self._wait_for_models(session_id, live)
             events = stream(session_id, cancel)
             async for event in events:
                 if cancel.is_set() and isinstance(event, ErrorEvent):
@@ -402,8 +455,9 @@ class ChatWidget(anywidget.AnyWidget):
         except asyncio.CancelledError:
             pass  # a user stop: the front end shows "Stopped"; no error event
         except Exception as e:  # refused (CheckpointPending, unknown session…) or failed
+            message = PAUSED_HINT if isinstance(e, CheckpointPending) else describe_error(e)
             self._send_event(ErrorEvent(session_id=session_id, turn_id=live.turn_id,
-                                        message=describe_error(e)))
+                                        message=message))
         finally:
             if events is not None:
                 with contextlib.suppress(BaseException):
@@ -419,8 +473,34 @@ class ChatWidget(anywidget.AnyWidget):
                     # A stopped resume leaves the checkpoint waiting: show its card live again.
                     self.send(self.history_message(session_id))
 
+    async def _wait_for_models(self, session_id: str, live: LiveTurn) -> None:
+        """A question asked while the models still load: say so, one step per model, and
+        start the turn once they are in (the turn would otherwise load them a second time)."""
+        warm = self._warmup
+        shown = None
+        while warm is not None and not warm.done.is_set():
+            if warm.stage != shown:
+                shown = warm.stage
+                step = Step(session_id=session_id, turn_id="", phase="loading",
+                            label=f"Loading models: {shown}…" if shown else "Loading models…",
+                            detail={"stage": shown})
+                live.apply(step)
+                self._send_event(step)
+            await asyncio.sleep(0.05)
+
     def _send_event(self, event: Event) -> None:
-        self.send({"kind": "event", "event": event.model_dump(mode="json")})
+        payload = event.model_dump(mode="json")
+        if isinstance(event, Final):  # sources link to Zotero where they come from it
+            payload["cited_sources"] = source_records(self.app, event.cited_sources)
+            payload["other_sources"] = source_records(self.app, event.other_sources)
+            payload["scope"] = scope_record(self.app, event.scope)
+            if event.widen_scope is not None:
+                payload["widen_scope"] = scope_record(self.app, event.widen_scope)
+        elif isinstance(event, CheckpointEvent):  # the card names the papers covered so far
+            payload["papers"] = []
+            with contextlib.suppress(Exception):
+                payload["papers"] = papers_covered(self.app.turn(event.turn_id))
+        self.send({"kind": "event", "event": payload})
 
     def _set_error(self, message: str) -> None:
         if self.error == message:
@@ -443,15 +523,55 @@ class ChatWidget(anywidget.AnyWidget):
             for turn in self.app.history(self.session_id):
                 if turn.checkpoint is not None and turn.checkpoint.interrupt_id == interrupt_id:
                     return turn.prompt
+                if interrupt_id == f"{turn.turn_id}-answer":  # "Retry answer" of a failed turn
+                    return turn.prompt
         return ""
+
+
+# ---------------------------------------------------------------------------- warm-up
+@dataclass
+class WarmUp:
+    """The models of one App loading in a background thread (once per App and process)."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+    stage: str = ""  # what is loading now, for the "Loading models: …" step
+    seconds: float = 0.0
+
+
+_WARM_UPS: weakref.WeakKeyDictionary[App, WarmUp] = weakref.WeakKeyDictionary()
+_WARM_LOCK = threading.Lock()
+
+
+def start_warm_up(app: App) -> WarmUp:
+    """Start loading `app`'s models in a daemon thread (or return the load already started)."""
+    with _WARM_LOCK:
+        warm = _WARM_UPS.get(app)
+        if warm is None:
+            warm = _WARM_UPS[app] = WarmUp()
+            threading.Thread(target=_warm, args=(app, warm), name="zocrates-warm-up",
+                             daemon=True).start()
+    return warm
+
+
+def _warm(app: App, warm: WarmUp) -> None:
+    t0 = time.monotonic()
+
+    def progress(stage: str) -> None:
+        warm.stage = stage
+
+    try:
+        app.warm_up(progress)
+    finally:  # a failure is the turn's to report (it loads the models itself then)
+        warm.seconds = time.monotonic() - t0
+        warm.done.set()
 
 
 # ---------------------------------------------------------------------------- one call
 _APPS: dict[tuple[str, str], App] = {}
 
 
-def chat(home: str | os.PathLike[str] | None = None, **kwargs: Any) -> ChatWidget:
-    """Open the chat panel on a data home (default: $ZOCRATES_HOME or ~/.zocrates-nb).
+def chat(home: App | str | os.PathLike[str] | None = None, **kwargs: Any) -> ChatWidget:
+    """Open the chat panel on an App or a data home (default: $ZOCRATES_HOME or ~/.zocrates-nb).
 
     Widget options (`session_id`, `hitl`, `budget`, `word_ceiling`, `model`) go to the panel;
     any other keyword is a settings override for `App.open`. The App is opened once per home and
@@ -460,6 +580,8 @@ def chat(home: str | os.PathLike[str] | None = None, **kwargs: Any) -> ChatWidge
     from zocrates_nb.app import App
 
     options = {k: kwargs.pop(k) for k in WIDGET_OPTIONS if k in kwargs}
+    if isinstance(home, App):
+        return ChatWidget(home, **options)
     key = (str(Path(home).expanduser().resolve()) if home is not None else "",
            repr(sorted(kwargs.items())))
     app = _APPS.get(key)
@@ -572,4 +694,5 @@ def _background_loop() -> asyncio.AbstractEventLoop:
     return _BACKGROUND
 
 
-__all__ = ["ChatWidget", "LiveTurn", "asset_path", "chat", "history_turn", "validate_scope"]
+__all__ = ["ChatWidget", "LiveTurn", "WarmUp", "asset_path", "chat", "history_turn",
+           "start_warm_up", "validate_scope"]

@@ -4,7 +4,7 @@
 // point; `npm run build` bundles it with the other modules of src/ and the dependencies into
 // dist/chat.js (see PROTOCOL.md).
 import { CitationPopover } from "./citations.js";
-import { icon, makeH } from "./dom.js";
+import { icon, makeH, oneLine } from "./dom.js";
 import { connect } from "./protocol.js";
 import { ScopePicker } from "./scope.js";
 import { SessionHeader } from "./sessions.js";
@@ -15,6 +15,10 @@ export { markdownToSafeHtml, renderMarkdownInto } from "./markdown.js";
 export { formatAuthors, formatSeconds } from "./dom.js";
 
 const TICK_MS = 200;
+const DEFAULT_MAX_PROMPT = 4000;
+const COUNTER_FROM = 0.8; // the counter shows from 80 % of the limit
+const TOAST_MS = 3500;
+const LOST_STATUSES = new Set(["restarting", "autorestarting", "dead", "terminating"]);
 
 class ChatView {
   constructor(model, el) {
@@ -28,6 +32,7 @@ class ChatView {
     this.pendingTurn = null; // asked here, waiting for its turn_id
     this.awaiting = false; // asked (or resumed) here, the kernel not yet busy
     this.dismissedError = null;
+    this.connected = true;
     this.disposers = [];
     this.build();
     this.listen();
@@ -47,8 +52,71 @@ class ChatView {
     else this.win.setTimeout(callback, 16);
   }
 
+  /** Send a message to Python; false (and the disconnected state) when the kernel is gone. */
   send(message) {
-    this.model.send(message);
+    if (!this.connected) {
+      this.showDisconnected();
+      return false;
+    }
+    try {
+      this.model.send(message);
+      return true;
+    } catch {
+      this.setConnected(false); // "Cannot send": the comm went with the kernel
+      return false;
+    }
+  }
+
+  // Connection ---------------------------------------------------------------------------------
+
+  /** Whether the view's widget is disconnected (ipywidgets marks its element on a restart). */
+  checkConnection() {
+    const lost = Boolean(this.el.closest?.(".jupyter-widgets-disconnected"));
+    if (lost) this.setConnected(false);
+  }
+
+  setConnected(connected) {
+    if (this.connected === connected) return;
+    this.connected = connected;
+    this.root.classList.toggle("zc-disconnected", !connected);
+    this.root.setAttribute("data-connection", connected ? "live" : "lost");
+    this.disconnectedBanner.hidden = connected;
+    this.input.disabled = !connected;
+    this.sendButton.disabled = !connected;
+    if (!connected) {
+      this.awaiting = false;
+      for (const turn of this.allTurns()) if (turn.running) turn.showStopped();
+      this.updateBusy();
+    }
+  }
+
+  showDisconnected() {
+    this.setConnected(false);
+    this.disconnectedBanner.classList.remove("zc-flash");
+    void this.disconnectedBanner.offsetWidth; // restart the flash animation
+    this.disconnectedBanner.classList.add("zc-flash");
+  }
+
+  /** Follow the kernel of the notebook (JupyterLab's widget manager exposes its session). */
+  watchKernel() {
+    const session = this.model.widget_manager?.context?.sessionContext;
+    const signal = session?.statusChanged;
+    if (!signal?.connect) return;
+    const onStatus = (_sender, status) => {
+      if (LOST_STATUSES.has(status)) this.setConnected(false);
+    };
+    signal.connect(onStatus);
+    this.disposers.push(() => signal.disconnect?.(onStatus));
+  }
+
+  /** A short notice over the composer (copied, inserted…). */
+  toast(text) {
+    this.toastEl.textContent = text;
+    this.toastEl.hidden = false;
+    this.win.clearTimeout(this.toastTimer);
+    this.toastTimer = this.win.setTimeout(() => {
+      this.toastEl.hidden = true;
+    }, TOAST_MS);
   }
 
   // Layout -------------------------------------------------------------------------------------
@@ -59,6 +127,18 @@ class ChatView {
     this.conversation = h("div", { class: "zc-conversation", role: "log", "aria-live": "polite" });
     this.popover = new CitationPopover(h);
     this.errorBanner = h("div", { class: "zc-error-banner", "data-testid": "error-banner", role: "alert", hidden: true });
+    this.disconnectedBanner = h(
+      "div",
+      { class: "zc-disconnected-banner", "data-testid": "disconnected-banner", role: "alert", hidden: true },
+      h("strong", { text: "Disconnected from the kernel." }),
+      h("span", {
+        text:
+          " It restarted or stopped, so this panel can no longer ask. Run the panel's cell again to reconnect: your sessions are saved, and a question paused at a checkpoint is offered there.",
+      }),
+    );
+    this.pausedHint = h("div", { class: "zc-paused-hint", "data-testid": "paused-hint", role: "status", hidden: true });
+    this.counter = h("span", { class: "zc-counter", "data-testid": "input-counter", hidden: true, "aria-live": "polite" });
+    this.toastEl = h("div", { class: "zc-toast", "data-testid": "toast", role: "status", hidden: true });
     this.input = h("textarea", {
       class: "zc-input",
       "data-testid": "chat-input",
@@ -81,12 +161,20 @@ class ChatView {
     this.composer = h(
       "footer",
       { class: "zc-composer" },
+      this.disconnectedBanner,
       this.errorBanner,
+      this.pausedHint,
       this.scopePicker.el,
       h("div", { class: "zc-input-row" }, this.input, this.sendButton, this.stopButton),
-      h("div", { class: "zc-hint", text: "Enter to send · Shift+Enter for a new line · Esc stops" }),
+      h(
+        "div",
+        { class: "zc-hint-row" },
+        h("span", { class: "zc-hint", text: "Enter to send · Shift+Enter for a new line · Esc stops" }),
+        this.counter,
+      ),
+      this.toastEl,
     );
-    this.root = h("div", { class: "zc-chat" }, this.header.el, this.conversation, this.composer, this.popover.el);
+    this.root = h("div", { class: "zc-chat", "data-connection": "live" }, this.header.el, this.conversation, this.composer, this.popover.el);
     this.el.replaceChildren(this.root);
   }
 
@@ -101,7 +189,11 @@ class ChatView {
     });
 
     on(this.input, "keydown", (event) => this.onInputKeydown(event));
-    on(this.input, "input", () => this.autosize());
+    on(this.input, "input", () => {
+      this.autosize();
+      this.updateCounter();
+      this.pausedHint.hidden = true;
+    });
     on(this.sendButton, "click", () => this.ask());
     on(this.stopButton, "click", () => this.stop());
     this.scopePicker.listen(on);
@@ -121,7 +213,10 @@ class ChatView {
       if (this.pendingTurn?.running) this.pendingTurn.tick();
     }, TICK_MS);
     this.disposers.push(() => this.win.clearInterval(this.timer));
+    this.disposers.push(() => this.win.clearTimeout(this.toastTimer));
     this.disposers.push(() => this.scopePicker.dispose());
+    this.watchKernel();
+    this.fitToContainer();
   }
 
   dispose() {
@@ -133,6 +228,52 @@ class ChatView {
     const atBottom = c.scrollHeight - c.scrollTop - c.clientHeight < 48;
     mutate();
     if (atBottom) c.scrollTop = c.scrollHeight;
+  }
+
+  /**
+   * In a view of its own ("Create New View for Cell Output") the panel takes the view's height,
+   * so the input stays visible and only the conversation scrolls, however small the view.
+   */
+  fitToContainer(attempt = 0) {
+    if (typeof this.win.ResizeObserver !== "function") return;
+    if (!this.el.isConnected) {
+      // anywidget renders before the output is attached: look again once it is.
+      if (attempt < 100) {
+        const timer = this.win.setTimeout(() => this.fitToContainer(attempt + 1), 50);
+        this.disposers.push(() => this.win.clearTimeout(timer));
+      }
+      return;
+    }
+    const view = this.el.closest?.(".jp-LinkedOutputView");
+    if (!view) return;
+    const fit = () => {
+      const top = this.root.getBoundingClientRect().top - view.getBoundingClientRect().top + view.scrollTop;
+      const height = Math.max(view.clientHeight - top - 4, 200);
+      this.root.style.height = `${Math.floor(height)}px`;
+    };
+    const observer = new this.win.ResizeObserver(fit);
+    observer.observe(view);
+    fit();
+    this.disposers.push(() => observer.disconnect());
+  }
+
+  maxPrompt() {
+    const max = Number(this.model.get("max_prompt"));
+    return Number.isFinite(max) && max > 0 ? max : DEFAULT_MAX_PROMPT;
+  }
+
+  /** The counter near the limit, and a clear message past it. */
+  updateCounter() {
+    const max = this.maxPrompt();
+    const n = this.input.value.trim().length;
+    const over = n > max;
+    this.counter.hidden = n < max * COUNTER_FROM;
+    this.counter.textContent = over
+      ? `${n.toLocaleString("en-US")} / ${max.toLocaleString("en-US")} characters: too long to send; shorten the question`
+      : `${n.toLocaleString("en-US")} / ${max.toLocaleString("en-US")}`;
+    this.counter.classList.toggle("zc-counter-over", over);
+    this.root.classList.toggle("zc-too-long", over);
+    return !over;
   }
 
   autosize() {
@@ -206,13 +347,41 @@ class ChatView {
     }
   }
 
+  /** The turn of this conversation that waits at a live checkpoint, if any. */
+  pausedTurn() {
+    return this.turnOrder.find((turn) => turn.status === "checkpoint") ?? null;
+  }
+
   ask() {
     const prompt = this.input.value.trim();
     if (!prompt || this.isBusy()) return;
-    this.send({ kind: "ask", prompt });
+    if (!this.connected) {
+      this.showDisconnected();
+      return;
+    }
+    if (!this.updateCounter()) {
+      this.counter.classList.remove("zc-flash");
+      void this.counter.offsetWidth;
+      this.counter.classList.add("zc-flash");
+      return;
+    }
+    const paused = this.pausedTurn();
+    if (paused) {
+      // The question stays in the box; the card above takes the decision first.
+      this.pausedHint.textContent =
+        "A question above is paused at a checkpoint: choose “Grant deep research extension” or “Synthesize with current evidence” on its card first, or start a new session with the + button to ask this one there.";
+      this.pausedHint.hidden = false;
+      paused.checkpointCard?.el.scrollIntoView?.({ block: "nearest" });
+      paused.checkpointCard?.el.classList.add("zc-attention");
+      this.win.setTimeout(() => paused.checkpointCard?.el.classList.remove("zc-attention"), 1600);
+      return;
+    }
+    if (!this.send({ kind: "ask", prompt })) return;
+    this.pausedHint.hidden = true;
     this.input.value = "";
     this.autosize();
-    const turn = new TurnView(this, { prompt });
+    this.updateCounter();
+    const turn = new TurnView(this, { prompt, scope: this.scopePicker.scope() });
     this.pendingTurn = turn;
     this.addTurnElement(turn);
     this.awaiting = true;
@@ -232,6 +401,25 @@ class ChatView {
       for (const turn of this.allTurns()) if (turn.running) turn.stopRequested = true;
     }
     this.updateBusy();
+  }
+
+  /** Edit and resend: the question back in the box (and its scope in the chips). */
+  editQuestion(turn) {
+    if (!this.connected) return this.showDisconnected();
+    if (turn.scope && !this.isBusy()) this.scopePicker.set(turn.scope);
+    this.input.value = turn.prompt;
+    this.autosize();
+    this.updateCounter();
+    this.input.focus();
+    this.input.setSelectionRange?.(this.input.value.length, this.input.value.length);
+  }
+
+  /** Ask the same question again, under the scope it ran under. */
+  regenerate(turn) {
+    if (this.isBusy()) return;
+    if (turn.scope) this.scopePicker.set(turn.scope);
+    this.input.value = turn.prompt;
+    this.ask();
   }
 
   // Conversation -------------------------------------------------------------------------------
@@ -254,17 +442,76 @@ class ChatView {
   renderEmpty() {
     if (this.conversation.children.length) return;
     const h = this.h;
+    const library = this.model.get("library") || {};
+    const plural = (n, noun) => `${Number(n).toLocaleString("en-US")} ${noun}${n === 1 ? "" : "s"}`;
+    const size = Number.isFinite(library.items)
+      ? [plural(library.items, "paper"), library.collections ? plural(library.collections, "collection") : ""].filter(Boolean).join(" · ")
+      : "";
+    const examples = (library.examples ?? []).slice(0, 3);
+    const current = this.model.get("session_id") || "";
+    const paused = (this.model.get("sessions") || []).filter((s) => s.paused && s.id !== current).slice(0, 3);
     this.conversation.append(
       h(
         "div",
         { class: "zc-empty", "data-testid": "empty-state" },
         h("div", { class: "zc-empty-title", text: "Ask your library" }),
+        size ? h("div", { class: "zc-library-size", "data-testid": "library-size", text: size }) : null,
         h("div", {
           class: "zc-empty-text",
           text: "Answers cite the passages they rest on. Narrow the search with the chips below.",
         }),
+        paused.length
+          ? h(
+              "div",
+              { class: "zc-paused-offers" },
+              h("div", { class: "zc-empty-label", text: "Paused at a checkpoint, waiting for your decision" }),
+              paused.map((s) =>
+                h(
+                  "button",
+                  {
+                    type: "button",
+                    class: "zc-paused-offer",
+                    "data-testid": "paused-offer",
+                    "data-session-id": s.id,
+                    onclick: () => this.header.open(s.id),
+                  },
+                  icon(h, "pause", "zc-icon zc-paused-icon"),
+                  h("span", { text: `Resume “${oneLine(s.title || "Untitled session", 70)}”` }),
+                ),
+              ),
+            )
+          : null,
+        examples.length
+          ? h(
+              "div",
+              { class: "zc-examples" },
+              h("div", { class: "zc-empty-label", text: "Try" }),
+              examples.map((text) =>
+                h("button", {
+                  type: "button",
+                  class: "zc-example",
+                  "data-testid": "example-prompt",
+                  text,
+                  onclick: () => {
+                    this.input.value = text;
+                    this.autosize();
+                    this.updateCounter();
+                    this.input.focus();
+                  },
+                }),
+              ),
+            )
+          : null,
       ),
     );
+  }
+
+  /** Re-draw the empty screen (the library or the sessions changed) when it is showing. */
+  refreshEmpty() {
+    const empty = this.conversation.querySelector(".zc-empty[data-testid='empty-state']");
+    if (!empty || this.conversation.children.length !== 1) return;
+    empty.remove();
+    this.renderEmpty();
   }
 
   addTurnElement(turn) {

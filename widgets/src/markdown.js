@@ -30,6 +30,11 @@ const SANITIZE_CONFIG = {
   ],
   FORBID_ATTR: ["style", "id", "name", "srcset", "action", "formaction"],
   ALLOW_DATA_ATTR: false,
+  // DOMPurify's default URL rule plus exactly one scheme: `zotero:` (links that open an item or
+  // its PDF in the Zotero app). Everything else it refuses (javascript:, data:, vbscript:…)
+  // stays refused.
+  ALLOWED_URI_REGEXP:
+    /^(?:(?:(?:f|ht)tps?|mailto|tel|callto|sms|cid|xmpp|matrix|zotero):|[^a-z]|[a-z+.\-]+(?:[^a-z+.\-:]|$))/i,
 };
 
 const purifiers = new WeakMap();
@@ -41,7 +46,10 @@ function purifierFor(win) {
     purify = createDOMPurify(win);
     purify.addHook("afterSanitizeAttributes", (node) => {
       if (node.nodeName === "A") {
-        if (node.hasAttribute("href")) {
+        if (/^\s*zotero:/i.test(node.getAttribute("href") ?? "")) {
+          node.removeAttribute("target"); // handed to the Zotero app: no new tab
+          node.setAttribute("rel", "noopener noreferrer");
+        } else if (node.hasAttribute("href")) {
           node.setAttribute("target", "_blank");
           node.setAttribute("rel", "noopener noreferrer");
         } else {

@@ -6,7 +6,14 @@ import { TurnView } from "./turn.js";
 export function connect(chat, onModel) {
   onModel("msg:custom", (msg) => onMessage(chat, msg));
   onModel("change:busy", () => chat.onBusyChange());
-  onModel("change:sessions", () => chat.header.render());
+  onModel("change:sessions", () => {
+    chat.header.render();
+    chat.refreshEmpty();
+  });
+  onModel("change:library", () => chat.refreshEmpty());
+  // The widget manager marks a model's comm dead when the kernel restarts or stops; the view's
+  // element then carries `jupyter-widgets-disconnected` (set before this listener runs).
+  onModel("comm_live_update", () => chat.checkConnection());
   onModel("change:session_id", () => chat.header.render());
   onModel("change:model_label", () => chat.header.render());
   onModel("change:scope", () => chat.scopePicker.reset());
@@ -44,6 +51,9 @@ function onMessage(chat, msg) {
 /** Which bubble an event belongs to: its turn, the bubble waiting for an id, or a new one. */
 function turnFor(chat, turnId, prompt = "") {
   if (turnId && chat.turns.has(turnId)) return chat.turns.get(turnId);
+  // An event before the turn has its id ("Loading models…") goes to the waiting bubble, which
+  // keeps waiting for its id.
+  if (!turnId && chat.pendingTurn) return chat.pendingTurn;
   if (chat.pendingTurn) return bindPending(chat, turnId);
   if (!turnId && chat.turnOrder.length) return chat.turnOrder.at(-1);
   const turn = new TurnView(chat, { turnId, prompt });
@@ -86,8 +96,9 @@ function onEvent(chat, event) {
         chat.awaiting = false;
         break;
       case "error":
-        turn.showError(event.message);
+        turn.showError(event.message, event.retry_id);
         chat.awaiting = false;
+        if (!event.turn_id && chat.pendingTurn === turn) chat.pendingTurn = null; // refused
         break;
       default:
         break;
@@ -101,7 +112,7 @@ function onHistory(chat, turns) {
   chat.popover.close();
   chat.clearConversation();
   for (const t of turns) {
-    const turn = new TurnView(chat, { turnId: t.turn_id, prompt: t.prompt ?? "" });
+    const turn = new TurnView(chat, { turnId: t.turn_id, prompt: t.prompt ?? "", scope: t.scope ?? null });
     turn.historical = (t.status ?? "done") !== "running";
     chat.addTurnElement(turn);
     turn.setStatus("running");
@@ -110,6 +121,7 @@ function onHistory(chat, turns) {
     const status = t.status ?? "done";
     if (status === "done") {
       turn.showFinal({
+        scope: t.scope ?? null,
         answer: t.answer ?? "",
         cited_sources: t.cited_sources ?? [],
         other_sources: t.other_sources ?? [],
@@ -129,7 +141,7 @@ function onHistory(chat, turns) {
       turn.showStopped();
     } else {
       turn.text = t.answer ?? "";
-      turn.showError(t.error || "This turn failed.");
+      turn.showError(t.error || "This turn failed.", t.retry_id);
     }
     if (status !== "checkpoint" && t.checkpoint) turn.showCheckpoint(t.checkpoint, { pending: false });
     if (status !== "running") turn.steps.closeCurrent();

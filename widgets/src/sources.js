@@ -1,6 +1,20 @@
 // The Sources block under an answer: the cited papers with their numbers, and the other papers
-// considered (collapsed).
+// considered (collapsed). A paper from Zotero links to its item and its PDF in the Zotero app
+// (plain `zotero://` links, built only from the URLs Python sends and checked here).
+import { safeZoteroUrl } from "./actions.js";
 import { formatAuthors } from "./dom.js";
+
+function zoteroLinks(h, source) {
+  const select = safeZoteroUrl(source.links?.select);
+  const pdf = safeZoteroUrl(source.links?.pdf);
+  if (!select && !pdf) return null;
+  return h(
+    "span",
+    { class: "zc-source-links" },
+    select ? h("a", { href: select, class: "zc-source-link", "data-testid": "zotero-select", title: "Show in Zotero", text: "Zotero" }) : null,
+    pdf ? h("a", { href: pdf, class: "zc-source-link", "data-testid": "zotero-pdf", title: "Open the PDF in Zotero", text: "PDF" }) : null,
+  );
+}
 
 /** Replace `slot`'s content with the Sources block (nothing when there are no sources). */
 export function renderSources(h, slot, cited, other) {
@@ -22,6 +36,7 @@ export function renderSources(h, slot, cited, other) {
           text: [formatAuthors(source.authors), source.year ?? ""].filter(Boolean).join(" · "),
         }),
       ),
+      zoteroLinks(h, source),
     );
   const citedEl = h(
     "div",

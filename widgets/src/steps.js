@@ -1,6 +1,8 @@
 // The step list of one answer: the current step spins with a live clock; finished steps get a
 // check mark and their duration; the list collapses under "n steps" once the answer is in.
-import { formatSeconds } from "./dom.js";
+import { formatSeconds, oneLine } from "./dom.js";
+
+const STEP_LABEL_CHARS = 120; // a step is one line: a long question shows as its first words
 
 export class StepList {
   /** `now()` is the panel's clock (ms), so the steps and the turn share one time base. */
@@ -46,7 +48,7 @@ export class StepList {
       "li",
       { class: "zc-step zc-step-current", "data-testid": "step", "data-phase": phase },
       h("span", { class: "zc-step-icon", "aria-hidden": "true" }),
-      h("span", { class: "zc-step-label", text: step.label ?? "" }),
+      h("span", { class: "zc-step-label", text: oneLine(step.label, STEP_LABEL_CHARS), title: oneLine(step.label, 400) }),
       timeEl,
     );
     const entry = { el, timeEl, startedAt: now, endedAt: null };

@@ -1,17 +1,48 @@
 // One question and its answer: the user bubble and the assistant bubble with its steps,
 // thinking, streamed markdown, checkpoint card, error, Sources and footer.
+import { answerMarkdown, copyText, insertMarkdownCell } from "./actions.js";
 import { CheckpointCard } from "./checkpoint.js";
 import { linkCitations } from "./citations.js";
-import { formatSeconds } from "./dom.js";
+import { formatSeconds, icon, oneLine } from "./dom.js";
 import { renderMarkdownInto } from "./markdown.js";
 import { renderSources } from "./sources.js";
 import { StepList } from "./steps.js";
 
 const STATUS_LABELS = { pending: "", running: "", checkpoint: "Paused", done: "", error: "Failed", stopped: "Stopped" };
 
+/** A scope's words: "Whole library", "2 papers: A; B", "Collection: Systems". */
+export function scopeLabel(scope) {
+  if (scope?.mode === "items" && scope.items?.length) {
+    const titles = scope.items.map((i) => oneLine(i.title || i.key, 40));
+    return `${scope.items.length === 1 ? "Paper" : `${scope.items.length} papers`}: ${titles.join("; ")}`;
+  }
+  if (scope?.mode === "collections" && scope.collections?.length) {
+    const names = scope.collections.map((c) => c.name || c.key);
+    return `${names.length === 1 ? "Collection" : "Collections"}: ${names.join(", ")}`;
+  }
+  return "Whole library";
+}
+
+/** The small chips under a question: the scope it ran under. */
+function scopeChips(h, scope) {
+  const chips = [];
+  if (scope?.mode === "items" && scope.items?.length) {
+    for (const item of scope.items) {
+      chips.push(h("span", { class: "zc-mini-chip", "data-kind": "item", title: item.title || item.key, text: oneLine(item.title || item.key, 32) }));
+    }
+  } else if (scope?.mode === "collections" && scope.collections?.length) {
+    for (const c of scope.collections) {
+      chips.push(h("span", { class: "zc-mini-chip", "data-kind": "collection", title: c.name || c.key, text: c.name || c.key }));
+    }
+  } else {
+    chips.push(h("span", { class: "zc-mini-chip", "data-kind": "library", text: "Whole library" }));
+  }
+  return chips;
+}
+
 export class TurnView {
   /** `chat` is the panel (ChatView): its clock, frames, scrolling, popover and `send`. */
-  constructor(chat, { turnId = "", prompt = "" } = {}) {
+  constructor(chat, { turnId = "", prompt = "", scope = null } = {}) {
     this.chat = chat;
     const h = chat.h;
     this.h = h;
@@ -28,15 +59,36 @@ export class TurnView {
     this.stopRequested = false;
     this.seconds = null; // the turn's duration as measured by the kernel, once known
     this.historical = false; // rebuilt from a `history` message: no live clock
+    this.final = null; // the `final` event (or history entry) once answered
+    this.scope = null;
 
     this.el = h("div", { class: "zc-turn" });
     if (prompt) {
+      this.scopeEl = h("div", { class: "zc-turn-scope", "data-testid": "turn-scope" });
       this.userEl = h(
         "div",
         { class: "zc-msg zc-msg-user", "data-testid": "user-message" },
         h("div", { class: "zc-bubble zc-bubble-user", text: prompt }),
+        h(
+          "div",
+          { class: "zc-user-meta" },
+          this.scopeEl,
+          h(
+            "button",
+            {
+              type: "button",
+              class: "zc-icon-btn zc-mini-btn",
+              "data-testid": "edit-question",
+              title: "Edit and resend",
+              "aria-label": "Edit and resend this question",
+              onclick: () => chat.editQuestion(this),
+            },
+            icon(h, "edit"),
+          ),
+        ),
       );
       this.el.append(this.userEl);
+      this.setScope(scope);
     }
     this.metaStatus = h("span", { class: "zc-meta-status" });
     this.metaTime = h("span", { class: "zc-meta-time" });
@@ -54,6 +106,17 @@ export class TurnView {
     this.errorEl = h("div", { class: "zc-msg-error", "data-testid": "message-error", role: "alert", hidden: true });
     this.sourcesEl = h("div", { class: "zc-sources-slot" });
     this.footerEl = h("div", { class: "zc-msg-footer", hidden: true });
+    const action = (testid, iconName, title, onclick) =>
+      h("button", { type: "button", class: "zc-action", "data-testid": testid, title, "aria-label": title, onclick }, icon(h, iconName), h("span", { text: title.split(" ")[0] }));
+    this.actionsEl = h(
+      "div",
+      { class: "zc-actions", hidden: true },
+      action("copy-answer", "copy", "Copy as Markdown", () => this.copy()),
+      action("insert-answer", "insert", "Insert into the notebook as a Markdown cell", () => this.insert()),
+      action("regenerate", "redo", "Regenerate (ask again)", () => chat.regenerate(this)),
+    );
+    // Order: work (steps), decisions (checkpoint cards), then the answer with its sources, so a
+    // resolved card never sits between an answer and its sources.
     this.bubble = h(
       "div",
       { class: "zc-bubble zc-bubble-assistant" },
@@ -61,16 +124,25 @@ export class TurnView {
       this.steps.el,
       this.thinkingEl,
       this.waitingEl,
-      this.answerEl,
       this.checkpointSlot,
+      this.answerEl,
       this.errorEl,
       this.sourcesEl,
       this.footerEl,
+      this.actionsEl,
     );
     this.assistantEl = h("div", { class: "zc-msg zc-msg-assistant", "data-testid": "assistant-message" }, this.bubble);
     this.el.append(this.assistantEl);
     this.setTurnId(turnId);
     this.setStatus("pending");
+  }
+
+  /** Show the scope this question ran under (from the chips when asked, or Python's record). */
+  setScope(scope) {
+    if (!this.scopeEl || !scope) return;
+    this.scope = scope;
+    this.scopeEl.replaceChildren(...scopeChips(this.h, scope));
+    this.scopeEl.title = `Searched: ${scopeLabel(scope)}`;
   }
 
   setTurnId(turnId) {
@@ -167,20 +239,76 @@ export class TurnView {
       this.chat.popover.toggle(button, this.citations.get(n), n),
     );
     renderSources(this.h, this.sourcesEl, final.cited_sources ?? [], final.other_sources ?? []);
-    this.footerEl.textContent = final.model ? `Answered by ${final.model}` : "";
-    this.footerEl.hidden = !final.model;
+    // The offline engine signs its answers itself: say "Answered by …" once, not twice.
+    const model = final.model ?? "";
+    const base = model.replace(/\s*\(.*\)\s*$/, "").toLowerCase();
+    const signed = base && this.text.toLowerCase().includes(`answered by the ${base}`);
+    this.footerEl.textContent = model && !signed ? `Answered by ${model}` : "";
+    this.footerEl.hidden = !model || signed;
+    this.final = final;
+    if (final.scope) this.setScope(final.scope);
+    this.widenEl?.remove();
+    this.widenEl = null;
+    if (final.widen_scope) {
+      const wide = final.widen_scope;
+      const label = wide.mode === "library" || (!wide.items?.length && !wide.collections?.length)
+        ? "Search the whole library" : "Search the wider scope";
+      this.widenEl = this.h("button", {
+        type: "button",
+        class: "zc-action zc-widen",
+        "data-testid": "widen-scope",
+        text: label,
+        onclick: () => this.widen(wide),
+      });
+      this.actionsEl.append(this.widenEl);
+    }
+    this.actionsEl.hidden = false;
     if (Number.isFinite(final.seconds) && final.seconds > 0) this.seconds = final.seconds;
     this.errorEl.hidden = true;
     this.setStatus("done");
     this.steps.el.open = false;
   }
 
-  showError(message) {
+  /** The failure inline; with a `retryId` the search was kept and "Retry answer" writes the
+   * answer again from it without searching again. */
+  showError(message, retryId = null) {
     this.renderScheduled = false;
     if (this.text) renderMarkdownInto(this.answerEl, this.text);
-    this.errorEl.textContent = message || "The turn failed.";
+    this.errorEl.replaceChildren(this.h("span", { text: message || "The turn failed." }));
+    if (retryId) {
+      this.errorEl.append(
+        this.h("button", {
+          type: "button",
+          class: "zc-action zc-retry-answer",
+          "data-testid": "retry-answer",
+          text: "Retry answer",
+          onclick: () => this.retryAnswer(retryId),
+        }),
+      );
+    }
     this.errorEl.hidden = false;
     this.setStatus("error");
+  }
+
+  retryAnswer(retryId) {
+    if (this.status !== "error" || this.chat.isBusy()) return;
+    if (!this.chat.connected) {
+      this.chat.showDisconnected();
+      return;
+    }
+    this.chat.send({ kind: "resume", interrupt_id: retryId, action: "synthesize", guidance: "" });
+    this.errorEl.hidden = true;
+    this.chat.awaiting = true;
+    this.setStatus("running");
+    this.chat.updateBusy();
+  }
+
+  /** "Search …": the same question again under the wider scope the answer points to. */
+  widen(scope) {
+    if (this.chat.isBusy()) return;
+    this.chat.scopePicker.set(scope);
+    this.chat.input.value = this.prompt;
+    this.chat.ask();
   }
 
   showStopped() {
@@ -193,9 +321,16 @@ export class TurnView {
 
   /** Show the card: live (`pending`, its buttons resume the turn) or resolved (disabled). */
   showCheckpoint(cp, { pending = true } = {}) {
+    if (this.checkpoint?.interrupt_id === cp.interrupt_id && this.checkpointCard && !this.checkpointCard.isDecided) {
+      this.checkpointCard.el.remove(); // the same checkpoint shown again (history after a stop)
+    }
     this.checkpoint = cp;
     this.checkpointCard = new CheckpointCard(this.h, cp, (action) => this.resolveCheckpoint(action));
-    this.checkpointSlot.replaceChildren(this.checkpointCard.el);
+    // Earlier cards stay, collapsed to the one line of their decision.
+    for (const el of [...this.checkpointSlot.children]) {
+      if (el.getAttribute("data-interrupt-id") === (cp.interrupt_id ?? "")) el.remove();
+    }
+    this.checkpointSlot.append(this.checkpointCard.el);
     if (pending) {
       this.setStatus("checkpoint");
     } else {
@@ -205,11 +340,49 @@ export class TurnView {
 
   resolveCheckpoint(action) {
     if (!this.checkpoint || this.status !== "checkpoint") return;
+    if (!this.chat.connected) {
+      this.chat.showDisconnected();
+      return;
+    }
     const guidance = this.checkpointCard.guidance;
     this.chat.send({ kind: "resume", interrupt_id: this.checkpoint.interrupt_id, action, guidance });
     this.checkpointCard.decided(action, guidance);
     this.chat.awaiting = true;
     this.setStatus("running");
     this.chat.updateBusy();
+  }
+
+  // Answer actions (copy, insert) --------------------------------------------------------------
+
+  /** The answer as Markdown with its question, scope and references. */
+  markdown() {
+    const final = this.final ?? {};
+    return answerMarkdown({
+      prompt: this.prompt,
+      answer: this.text,
+      scopeLabel: this.scope ? scopeLabel(this.scope) : "",
+      sources: final.cited_sources ?? [],
+    });
+  }
+
+  async copy() {
+    const ok = await copyText(this.chat.win, this.markdown());
+    this.chat.toast(ok ? "Copied the answer as Markdown." : "Could not copy: select the answer and copy it by hand.");
+  }
+
+  /** A Markdown cell below the panel's cell; where there is no notebook, a copy instead. */
+  async insert() {
+    const source = this.markdown();
+    const index = insertMarkdownCell(this.chat.model, this.chat.model.get("widget_id"), source);
+    if (index >= 0) {
+      this.chat.toast("Inserted the answer as a Markdown cell below the panel.");
+      return;
+    }
+    const ok = await copyText(this.chat.win, source);
+    this.chat.toast(
+      ok
+        ? "No notebook to insert into here: the answer is copied as Markdown; paste it into a cell."
+        : "No notebook to insert into here, and copying failed.",
+    );
   }
 }

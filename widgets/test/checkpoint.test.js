@@ -81,8 +81,13 @@ test("the resumed stream continues in the same bubble, through a second checkpoi
   w.model.py.event(sampleCheckpoint({ interrupt_id: "int-2", extension: 2 }));
   w.model.py.set("busy", false);
   const cards = w.allById("checkpoint-card");
-  assert.equal(cards.length, 1, "the new checkpoint replaces the decided card");
-  assert.equal(cards[0].querySelector(".zc-badge").textContent, "Extension 2 of 2");
+  assert.equal(cards.length, 2, "the decided card stays, collapsed, above the new one");
+  assert.equal(cards[0].querySelector(".zc-badge").textContent, "Extension 1 of 2");
+  assert.equal(cards[0].classList.contains("zc-checkpoint-decided"), true);
+  assert.match(w.byId("checkpoint-decision", cards[0]).textContent, /Extension 1 granted/);
+  assert.equal(cards[0].querySelector(".zc-cp-body").hidden, true, "collapsed to its one line");
+  assert.equal(cards[1].querySelector(".zc-badge").textContent, "Extension 2 of 2");
+  assert.equal(w.byId("grant-button", cards[1]).disabled, false);
   w.click(w.byId("synthesize-button"));
   assert.equal(w.model.sentOf("resume").at(-1).interrupt_id, "int-2");
   w.model.py.set("busy", true);
@@ -103,5 +108,10 @@ test("the resumed stream continues in the same bubble, through a second checkpoi
   ]);
   assert.ok(w.allById("citation").length > 0);
   assert.equal(w.byId("assistant-message").getAttribute("data-status"), "done");
-  assert.equal(w.byId("checkpoint-card").classList.contains("zc-checkpoint-decided"), true);
+  assert.ok(w.allById("checkpoint-card").every((c) => c.classList.contains("zc-checkpoint-decided")));
+  // The decided cards sit above the answer, never between the answer and its sources.
+  const bubble = w.byId("assistant-message");
+  const order = [...bubble.querySelectorAll("[data-testid=checkpoint-card], [data-testid=answer], [data-testid=sources-cited]")]
+    .map((e) => e.getAttribute("data-testid"));
+  assert.deepEqual(order, ["checkpoint-card", "checkpoint-card", "answer", "sources-cited"]);
 });

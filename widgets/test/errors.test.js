@@ -61,3 +61,29 @@ test("closing the view removes every listener and timer", (t) => {
   assert.equal(counts(), before);
 });
 
+
+test("a failed answer whose search was kept offers Retry answer, which resumes without a new search", (t) => {
+  const w = mount(t);
+  w.ask("q");
+  w.model.py.send({ kind: "turn_started", turn_id: "t1", prompt: "q" });
+  w.model.py.event({ type: "error", turn_id: "t1", message: "Writing the answer failed. The search is kept.", retry_id: "t1-answer" });
+  const bubble = w.byId("assistant-message");
+  assert.match(w.byId("message-error", bubble).textContent, /The search is kept/);
+  w.click(w.byId("retry-answer", bubble));
+  const resumes = w.model.sentOf("resume");
+  assert.equal(resumes.length, 1);
+  assert.deepEqual(
+    { interrupt_id: resumes[0].interrupt_id, action: resumes[0].action },
+    { interrupt_id: "t1-answer", action: "synthesize" },
+  );
+  assert.equal(w.model.sentOf("ask").length, 1, "no new question, no new search");
+  assert.equal(bubble.getAttribute("data-status"), "running");
+});
+
+test("an ordinary failure offers no Retry answer", (t) => {
+  const w = mount(t);
+  w.ask("q");
+  w.model.py.send({ kind: "turn_started", turn_id: "t1", prompt: "q" });
+  w.model.py.event({ type: "error", turn_id: "t1", message: "The model endpoint did not answer." });
+  assert.equal(w.allById("retry-answer").length, 0);
+});

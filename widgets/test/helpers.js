@@ -66,13 +66,14 @@ export class FakeModel {
 }
 
 /** Render the widget (or another anywidget module) into a fresh jsdom window. */
-export function mount(t, { state = {}, module = widget } = {}) {
+export function mount(t, { state = {}, module = widget, widgetManager = undefined } = {}) {
   const dom = new JSDOM("<!doctype html><html><body></body></html>", { pretendToBeVisual: true });
   const win = dom.window;
   const doc = win.document;
   const el = doc.createElement("div");
   doc.body.append(el);
   const model = new FakeModel(state);
+  if (widgetManager) model.widget_manager = widgetManager; // JupyterLab's, in a notebook
   const cleanup = module.render({ model, el });
   t.after(() => {
     cleanup?.();

@@ -1,7 +1,7 @@
 // Scope chips: whole library, 1–5 papers or collections, picked by searching titles.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mount } from "./helpers.js";
+import { mount, sampleFinal } from "./helpers.js";
 
 const chips = (w) => w.allById("scope-chip").map((c) => `${c.dataset.kind}:${c.textContent}`);
 
@@ -114,4 +114,23 @@ test("a scope Python refuses (reported through `error`) falls back to the trait"
   assert.deepEqual(chips(w), ["item:Attention Is All You Need (2017)"]);
   w.model.py.set("error", "Unknown item VASWANI");
   assert.deepEqual(chips(w), ["library:Whole library"]);
+});
+
+test("an answer pointing elsewhere in the library offers to ask again under the wider scope", (t) => {
+  const w = mount(t);
+  w.ask("How does Raft elect a leader?");
+  w.model.py.send({ kind: "turn_started", turn_id: "t1", prompt: "How does Raft elect a leader?" });
+  w.model.py.event(sampleFinal({
+    turn_id: "t1",
+    scope: { mode: "items", items: [{ key: "GARDEN", title: "Gardening" }], collections: [] },
+    widen_scope: { mode: "library", items: [], collections: [] },
+  }));
+  const button = w.byId("widen-scope");
+  assert.equal(button.textContent, "Search the whole library");
+  w.click(button);
+  const scopes = w.model.sentOf("set_scope");
+  assert.equal(scopes.at(-1).scope.mode, "library");
+  const asks = w.model.sentOf("ask");
+  assert.equal(asks.length, 2);
+  assert.equal(asks[1].prompt, "How does Raft elect a leader?");
 });

@@ -7,7 +7,7 @@ test("Enter sends the question and shows it at once, before the kernel answers",
   const w = mount(t);
   w.ask("How does attention work?");
   assert.deepEqual(w.model.sentOf("ask"), [{ kind: "ask", prompt: "How does attention work?" }]);
-  assert.equal(w.byId("user-message").textContent, "How does attention work?");
+  assert.equal(w.byId("user-message").querySelector(".zc-bubble-user").textContent, "How does attention work?");
   assert.equal(w.allById("assistant-message").length, 1);
   assert.equal(w.byId("chat-input").value, "");
   // Stop is offered right away, even before Python reports busy.

@@ -2,8 +2,10 @@
 
 The synthesizer cites the reranked evidence with flat markers (`[1]`, `[2, 3]`). Every occurrence
 is checked against the chunk it names (the claim is the sentence around the marker); ids that the
-check does not support are removed in place (`[1, 2]` → `[1]`, a marker with nothing left
-disappears). Surviving markers are renumbered by first appearance so the reader sees 1, 2, 3…
+check does not support are removed in place (`[1, 2]` → `[1]`); a sentence left with no supported
+citation keeps a visible `[unsupported]` mark in their place, never silently de-cited. When the
+check itself failed, the answer says its citations were not verified. Surviving markers are
+renumbered by first appearance so the reader sees 1, 2, 3…
 Every paper that was retrieved lands in exactly one tier: Cited (at least one surviving citation)
 or Other considered.
 """
@@ -42,6 +44,12 @@ class Occurrence:
     claim: str  # the sentence around the marker, markers removed
 
 
+UNSUPPORTED_MARK = "[unsupported]"
+NOT_VERIFIED_NOTE = (
+    "_Citations not verified: the citation check failed, so the markers above are unchecked._"
+)
+
+
 @dataclass
 class Verdict:
     supported: bool
@@ -61,6 +69,9 @@ class CitedAnswer:
     # evidence index → best support probability among its checked occurrences
     support: dict[int, float] = field(default_factory=dict)
     pruned: int = 0  # ids removed by verification
+    unsupported: list[str] = field(default_factory=list)  # claims left with no supported citation
+    refuted: set[int] = field(default_factory=set)  # evidence indices cited only unsupportedly
+    verified: bool | None = None  # None: nothing to check; False: the check failed somewhere
 
 
 # ---------------------------------------------------------------------------- sanitising
@@ -143,11 +154,13 @@ def apply_verdicts(
     occurrences: Sequence[Occurrence],
     keep: dict[tuple[int, int], bool],
     n_evidence: int,
-) -> tuple[str, int]:
-    """Remove ids judged unsupported (or past the evidence); returns (text, ids pruned)."""
+) -> tuple[str, int, list[int]]:
+    """Remove ids judged unsupported (or past the evidence); a marker left empty becomes the
+    visible `[unsupported]` mark. Returns (text, ids pruned, indices of the marked occurrences)."""
     pieces: list[str] = []
     last = 0
     pruned = 0
+    marked: list[int] = []
     for i, occ in enumerate(occurrences):
         survivors = [n for n in occ.ids if 1 <= n <= n_evidence and keep.get((i, n), True)]
         pruned += len(occ.ids) - len(survivors)
@@ -155,12 +168,11 @@ def apply_verdicts(
         if survivors:
             pieces.append("[" + ", ".join(str(n) for n in survivors) + "]")
         else:
-            # Drop the marker and the space before it.
-            if pieces and pieces[-1].endswith(" "):
-                pieces[-1] = pieces[-1].rstrip(" ")
+            pieces.append(UNSUPPORTED_MARK)
+            marked.append(i)
         last = occ.end
     pieces.append(text[last:])
-    return "".join(pieces), pruned
+    return "".join(pieces), pruned, marked
 
 
 def renumber(text: str) -> tuple[str, dict[int, int]]:
@@ -253,8 +265,12 @@ def finish(
 ) -> CitedAnswer:
     """Prune unsupported ids, renumber, and build citations and the two tiers."""
     keep = {k: v.supported for k, v in verdicts.items()}
-    pruned_text, pruned = apply_verdicts(text, occurrences, keep, len(ranked))
+    pruned_text, pruned, marked = apply_verdicts(text, occurrences, keep, len(ranked))
     final_text, mapping = renumber(pruned_text)
+    verified = all(v.probability is not None for v in verdicts.values()) if verdicts else None
+    if verified is False:
+        final_text = f"{final_text.rstrip()}\n\n{NOT_VERIFIED_NOTE}"
+    refuted = {n for i in marked for n in occurrences[i].ids if 1 <= n <= len(ranked)}
     support: dict[int, float] = {}
     for (_, n), v in verdicts.items():
         if v.probability is not None:
@@ -268,4 +284,7 @@ def finish(
         renumbered=mapping,
         support=support,
         pruned=pruned,
+        unsupported=list(dict.fromkeys(occurrences[i].claim for i in marked)),
+        refuted=refuted - set(mapping),
+        verified=verified,
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from zocrates_nb.agents.providers import KEY_ENV
 from zocrates_nb.config import ConfigError
+from zocrates_nb.errors import ZocratesError
 from zocrates_nb.redaction import redact, safe_url
 
 if TYPE_CHECKING:
@@ -52,19 +53,64 @@ def _status(exc: BaseException) -> int | None:
     return None
 
 
-def describe_model_error(exc: BaseException, resolved: ResolvedModel | None = None) -> str:
+class ModelCallError(ZocratesError):
+    """A role's model call failed or answered unusably: the message names the role, the model
+    and what went wrong (and how long it took), in one plain sentence."""
+
+    def __init__(self, message: str, role: str = "", model: str = "") -> None:
+        super().__init__(message)
+        self.role, self.model = role, model
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    for e in _chain(exc):
+        response = getattr(e, "response", None)
+        headers = getattr(response, "headers", None)
+        value = headers.get("retry-after") if headers is not None else None
+        if value:
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
+
+
+_NOT_JSON = (
+    "expected json",
+    "expected a json",
+    "decode response as json",
+    "ended without content",
+)
+_DROPPED = ("RemoteProtocolError", "ReadError", "IncompleteRead", "ProtocolError", "WriteError")
+_DROPPED_TEXT = (
+    "incomplete chunked read",
+    "peer closed",
+    "server disconnected",
+    "connection reset",
+)
+
+
+def describe_model_error(
+    exc: BaseException,
+    resolved: ResolvedModel | None = None,
+    *,
+    role: str | None = None,
+    elapsed: float | None = None,
+) -> str:
     """One clear sentence for a failed model call (or model setup), secrets scrubbed.
 
-    E.g. "The model endpoint http://127.0.0.1:9/v1 is unreachable (connection refused)." or
-    "The model endpoint https://api.openai.com/v1 rejected the API key (check OPENAI_API_KEY)."
+    E.g. "The model endpoint http://127.0.0.1:9/v1 is unreachable (connection refused)." or,
+    with the role and the time it took, "The search model openai:qwen at http://…/v1 did not
+    finish answering within models.timeout = 3 s (gave up after 3.0 s)."
     """
     from pydantic_ai import exceptions as x
 
     spec = resolved.spec if resolved else None
     extra = (spec.key_env,) if spec and spec.key_env else ()
     url = (spec.endpoint if spec else "") or _url_from(exc) or "(unknown)"
-    who = f"The model endpoint {url}"
     model = (spec.model_string if spec else None) or getattr(exc, "model_name", None) or "model"
+    who = f"The {role} model {model} at {url}" if role else f"The model endpoint {url}"
+    after = f" (gave up after {elapsed:.1f} s)" if elapsed is not None else ""
     chain = list(_chain(exc))
 
     def has(*types: type[BaseException]) -> bool:
@@ -73,9 +119,16 @@ def describe_model_error(exc: BaseException, resolved: ResolvedModel | None = No
     def named(*names: str) -> bool:
         return any(type(e).__name__ in names for e in chain)
 
+    def says(*texts: str) -> bool:
+        return any(t in str(e).lower() for e in chain for t in texts)
+
     status = _status(exc)
-    if has(ConfigError):
+    if has(ModelCallError):
+        text = next(str(e) for e in chain if isinstance(e, ModelCallError))
+        after = ""
+    elif has(ConfigError):
         text = next(str(e) for e in chain if isinstance(e, ConfigError))
+        after = ""
     elif (
         has(x.ModelAuthenticationError)
         or status in (401, 403)
@@ -87,18 +140,17 @@ def describe_model_error(exc: BaseException, resolved: ResolvedModel | None = No
         text = f"{who} rejected the API key ({hint})."
     elif has(x.ModelRequestTimeout):
         timeout = next(e.timeout for e in chain if isinstance(e, x.ModelRequestTimeout))
-        text = f"{who} did not finish answering within {timeout:g} s."
+        text = f"{who} did not finish answering within models.timeout = {timeout:g} s."
     elif has(x.ModelTimeoutError, TimeoutError) or named(
         "APITimeoutError", "Timeout", "ConnectTimeout", "ReadTimeout", "PoolTimeout"
     ):
         text = f"{who} did not answer in time (timed out)."
-    elif has(x.ModelConnectionError, ConnectionError, OSError) or named(
-        "APIConnectionError", "ConnectError", "RemoteProtocolError"
-    ):
-        refused = has(ConnectionRefusedError) or any(
-            "refused" in str(e).lower() or "connect" in type(e).__name__.lower() for e in chain
-        )
-        text = f"{who} is unreachable" + (" (connection refused)." if refused else ".")
+    elif (status is None or status == 200) and (named(*_DROPPED) or says(*_DROPPED_TEXT)):
+        text = f"{who} dropped the connection before the answer was complete."
+    elif has(ConnectionRefusedError) or named("ConnectError") or says("connection refused"):
+        text = f"{who} is unreachable (connection refused)."
+    elif has(x.ModelConnectionError, ConnectionError, OSError) or named("APIConnectionError"):
+        text = f"{who} is unreachable."
     elif has(x.ModelNotFoundError) or status == 404:
         text = (
             f"{who} does not know the model {model!r} (check the model name and base_url "
@@ -109,20 +161,38 @@ def describe_model_error(exc: BaseException, resolved: ResolvedModel | None = No
     elif has(x.ModelQuotaExceededError) or status == 402:
         text = f"{who} reports the account's quota or credits are exhausted."
     elif has(x.ModelRateLimitError) or status == 429:
-        text = f"{who} is rate-limiting requests; try again shortly."
+        wait = _retry_after(exc)
+        when = f"try again in {wait:g} s" if wait is not None else "try again shortly"
+        text = f"{who} is rate-limiting requests (HTTP 429); {when}."
     elif has(x.ModelUnavailableError, x.ModelServerError) or (status or 0) >= 500:
         text = f"{who} failed with a server error (HTTP {status or '5xx'}); try again later."
     elif has(x.ModelRequestRejectedError) or status is not None:
         text = f"{who} rejected the request (HTTP {status or 400}) for {model}."
+    elif says(*_NOT_JSON):
+        text = (
+            f"{who} sent a reply that is not JSON or is empty (is base_url an "
+            "OpenAI-compatible API?)."
+        )
+    elif has(x.UnexpectedModelBehavior) and says("exceeded maximum output retries"):
+        text = f"{who} sent unusable output three times in a row."
+    elif has(x.UnexpectedModelBehavior) and says("exceeded max retries"):
+        tool = next((str(e).split("'")[1] for e in chain if str(e).startswith("Tool '")), "")
+        what = f"arguments for {tool}" if tool else "output"
+        text = f"{who} sent invalid {what} three times in a row."
+    elif has(x.UnexpectedModelBehavior):
+        text = f"{who} answered in a form that could not be used."
     elif has(x.UserError):
         text = (
             f"The model setup failed: {next(str(e) for e in chain if isinstance(e, x.UserError))}"
         )
+        after = ""
     else:
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         text = f"The call to {model} failed: {type(exc).__name__}" + (
             f": {detail}" if detail else ""
         )
+    if after:
+        text = text[:-1] + after + "." if text.endswith(".") else text + after
     return redact(text, extra_env=extra)
 
 

@@ -11,7 +11,8 @@ Rules kept here:
   stored, printed or logged, and `redact` scrubs them from any text we produce.
 - No silent fallback: a missing key or package is a `ModelConfigError` at resolve time, a dead or
   unauthorised endpoint an error at use that `describe_model_error` turns into one sentence.
-- Connecting is capped at 5 s by the HTTP clients, so a dead endpoint fails in seconds.
+- Connecting is capped at 5 s by the HTTP clients, so a dead endpoint fails in seconds, and
+  `models.timeout` is the deadline of a whole call, retries included (`deadline_settings`).
 
 Beside it, one concept each: `role_spec` (what the config asks of a role, no network),
 `providers` (endpoints, key variables), `ollama_probe`, `telemetry`, `model_cost`,
@@ -161,7 +162,7 @@ def build_model(spec: RoleSpec, timeout: float = 120.0) -> ResolvedModel:
             f"{spec.config_key}: cannot set up {spec.model_string}: {redact(str(e))}"
         ) from None
     settings = cast(
-        ModelSettings, {"timeout": timeout, **thinking_setting(spec, can_think=can_think)}
+        ModelSettings, {**deadline_settings(timeout), **thinking_setting(spec, can_think=can_think)}
     )
     sent = "thinking" in settings
     warnings: tuple[str, ...] = ()
@@ -177,6 +178,16 @@ def build_model(spec: RoleSpec, timeout: float = 120.0) -> ResolvedModel:
         sent,
         warnings,
     )
+
+
+SDK_RETRIES = 2  # transient failures (429, 5xx, dropped connections) are retried this often
+
+
+def deadline_settings(timeout: float) -> ModelSettings:
+    """`models.timeout` as the deadline of one whole model call: every SDK retry and the whole
+    streamed answer fit inside it (`request_timeout`); each attempt waits at most as long
+    (`timeout`), and the SDK's retries are set here, not left to its default."""
+    return {"timeout": timeout, "request_timeout": timeout, "max_retries": SDK_RETRIES}
 
 
 def _envs(spec: RoleSpec) -> tuple[str, ...]:
@@ -294,7 +305,7 @@ class ModelRegistry:
                 if self._watcher.generation != self._generation:
                     self._cache.clear()
                     self._generation = self._watcher.generation
-                    self.telemetry_status = configure_telemetry(settings)
+                    self.telemetry_status = configure_telemetry(settings, self)
         return settings
 
     @property

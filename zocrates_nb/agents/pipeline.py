@@ -18,23 +18,30 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
+from zocrates_nb.agents import answerability
 from zocrates_nb.agents import citations as cit
+from zocrates_nb.agents.model_errors import ModelCallError
+from zocrates_nb.agents.parts import Part
 from zocrates_nb.agents.prompts import continuation_prompt, search_input
 from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.agents.search_agent import run_search
 from zocrates_nb.agents.synthesizer import synthesize
 from zocrates_nb.events import CheckpointEvent
 from zocrates_nb.retrieval import RunState, Toolkit, rerank_state
-from zocrates_nb.retrieval.rerank import filter_substantive
+from zocrates_nb.retrieval.rerank import filter_substantive, rerank_evidence
 from zocrates_nb.retrieval.state import MAX_EXTENSIONS, CompletionReport, Evidence
 from zocrates_nb.sessions.state import ActiveItem, AuditRecord, SessionState
-from zocrates_nb.turn import EvidenceRow
+from zocrates_nb.turn import EvidenceRow, QuestionPart, Scope, Source
+
+log = logging.getLogger("zocrates_nb.agents")
 
 REACTIVE_WORD_SHARE = 0.8
 
@@ -50,6 +57,7 @@ class PausedRun(BaseModel):
     goal: str = ""
     coordinator_messages: list[Any] = Field(default_factory=list)  # the turn's, so far
     active_items: list[Any] = Field(default_factory=list)  # ActiveItemView JSON
+    parts: list[dict[str, Any]] = Field(default_factory=list)  # the question's parts
 
 
 @dataclass
@@ -65,6 +73,13 @@ class Outcome:
     gathered: list[Evidence] = field(default_factory=list)  # everything the search found
     report: CompletionReport | None = None
     state: RunState | None = None  # the run as it ended (calls used, extensions granted)
+    parts: list[Part] = field(default_factory=list)  # a compound question's parts
+    elsewhere: list[Source] = field(default_factory=list)  # papers outside a narrower scope
+    widen_scope: Scope | None = None
+
+    @property
+    def question_parts(self) -> list[QuestionPart]:
+        return [QuestionPart(text=p.text, subject=p.subject) for p in self.parts]
 
     @property
     def evidence(self) -> list[EvidenceRow]:
@@ -81,6 +96,34 @@ class Outcome:
                 "whether to extend it or to answer with the evidence gathered."
             )
         return ""
+
+
+class AnswerFailed(ModelCallError):
+    """The search finished but writing its answer failed: the turn keeps what the search
+    gathered (`outcome`, `paused`) so `synthesize` can write the answer again."""
+
+    def __init__(
+        self,
+        cause: ModelCallError,
+        state: RunState,
+        ranked: list[Evidence],
+        report: CompletionReport,
+        parts: list[Part] | None = None,
+    ) -> None:
+        super().__init__(str(cause), cause.role, cause.model)
+        self.outcome = Outcome(
+            "answered",
+            state.goal,
+            ranked=ranked,
+            gathered=list(state.evidence),
+            report=report,
+            state=state,
+        )
+        self.paused = PausedRun(
+            run_state=state.to_json(),
+            goal=state.goal,
+            parts=[dataclasses.asdict(p) for p in parts or []],
+        )
 
 
 def dump_messages(messages: list[ModelMessage]) -> Any:
@@ -114,6 +157,19 @@ def should_checkpoint(state: RunState, hitl: bool) -> bool:
     return spent and gaps
 
 
+def checkpoint_reason(state: RunState) -> tuple[str, str]:
+    """Why a search pauses, and the sentence that says so with the true numbers."""
+    calls = f"{state.tool_count} of {state.budget} retrieval calls"
+    words = f"{state.words:,} of {state.word_ceiling:,} words"
+    if state.extension_pending:
+        return "agent", f"The search asks for more budget ({calls}, {words} used)"
+    if state.tool_count >= state.budget:
+        return "budget", f"The search budget is used up ({calls}, {words})"
+    if state.words >= state.word_ceiling:
+        return "word_ceiling", f"The evidence word ceiling is reached ({words}, {calls})"
+    return "word_ceiling_near", f"The evidence is near its word ceiling ({words}, {calls})"
+
+
 def checkpoint_gaps(state: RunState) -> tuple[str, list[str]]:
     """What a pause reports as covered and missing: the agent's extension request, else its
     completion report."""
@@ -129,6 +185,7 @@ def checkpoint_gaps(state: RunState) -> tuple[str, list[str]]:
 class SearchPipeline:
     def __init__(self, turn: TurnContext) -> None:
         self.turn = turn
+        self.parts: list[Part] = []
 
     # ------------------------------------------------------------------ start / resume
     def new_state(self, goal: str) -> RunState:
@@ -156,9 +213,17 @@ class SearchPipeline:
         t.step("route", f"Searching {self.where()} for “{goal}”", goal=goal)
         if await asyncio.to_thread(t.index.catalog.chunk_count) == 0:
             return self._empty_library(state)
-        outlines = await asyncio.to_thread(self.coverage_outlines)
+        outlines = await asyncio.to_thread(self.coverage_outlines, state)
         if outlines:
-            t.step("toc", f"Using the cached outlines of {len(outlines)} selected paper(s)")
+            t.step("toc", f"Using the outlines of {len(outlines)} selected paper(s)")
+        self.parts = await asyncio.to_thread(answerability.question_parts, t.index, goal)
+        if self.parts:
+            t.step(
+                "parts",
+                f"Searching {len(self.parts)} parts: "
+                + "; ".join(p.subject or p.text for p in self.parts),
+                parts=[p.text for p in self.parts],
+            )
         prompt = search_input(
             goal,
             t.active_items,
@@ -167,12 +232,14 @@ class SearchPipeline:
             t.collections,
             state.budget,
             state.word_ceiling,
+            self.parts,
         )
         return await self._loop(state, [], prompt)
 
     async def resume(self, paused: PausedRun, action: str, guidance: str = "") -> Outcome:
         t = self.turn
         state = RunState.from_json(paused.run_state)
+        self.parts = [Part(**p) for p in paused.parts]
         history = load_messages(paused.search_messages)
         if action == "extend_budget":
             _, missing = checkpoint_gaps(state)
@@ -220,14 +287,19 @@ class SearchPipeline:
         messages = await run_search(t, state, history, prompt)
         Toolkit(t.index, state).finish()  # the agent's report, or an automatic one
         if should_checkpoint(state, t.options.hitl):
-            return self._checkpoint(state, messages)
+            outcome = self._checkpoint(state, messages)
+            await asyncio.to_thread(self.record_audit, state, state.report)  # off the loop
+            return outcome
         return await self._finish(state)
 
     def _checkpoint(self, state: RunState, messages: list[ModelMessage]) -> Outcome:
         t = self.turn
         n = state.extension_count + 1
         covered, missing = checkpoint_gaps(state)
+        reason, headline = checkpoint_reason(state)
         event = CheckpointEvent(
+            reason=reason,
+            headline=headline,
             interrupt_id=interrupt_id(t.turn_id, n),
             extension=n,
             max_extensions=MAX_EXTENSIONS,
@@ -245,9 +317,11 @@ class SearchPipeline:
             interrupt_id=event.interrupt_id,
         )
         paused = PausedRun(
-            run_state=state.to_json(), search_messages=dump_messages(messages), goal=state.goal
+            run_state=state.to_json(),
+            search_messages=dump_messages(messages),
+            goal=state.goal,
+            parts=[dataclasses.asdict(p) for p in self.parts],
         )
-        self.record_audit(state, state.report)
         return Outcome(
             "checkpoint",
             state.goal,
@@ -271,8 +345,18 @@ class SearchPipeline:
         )
         with t.phase("rerank"):
             ranked = await asyncio.to_thread(rerank_state, state, t.reranker)
+            ranked = await asyncio.to_thread(self.cover_parts, state, ranked, pool)
         prior = await asyncio.to_thread(self.prior_context)
-        answer = await synthesize(t, state.goal, ranked, state.evidence, report, prior)
+        try:
+            answer = await synthesize(
+                t, state.goal, ranked, state.evidence, report, prior, self.parts
+            )
+        except ModelCallError as e:
+            await asyncio.to_thread(self.record_audit, state, report)
+            raise AnswerFailed(e, state, ranked, report, self.parts) from e
+        wider = await asyncio.to_thread(self.elsewhere, state.goal)
+        if wider.note:
+            answer = dataclasses.replace(answer, text=f"{answer.text.rstrip()}\n\n{wider.note}")
         await asyncio.to_thread(self.record_audit, state, report)
         return Outcome(
             "answered",
@@ -282,22 +366,69 @@ class SearchPipeline:
             gathered=list(state.evidence),
             report=report,
             state=state,
+            parts=self.parts,
+            elsewhere=wider.sources,
+            widen_scope=wider.widen,
         )
 
+    # ------------------------------------------------------------------ answerability
+    def cover_parts(
+        self, state: RunState, ranked: list[Evidence], pool: list[Evidence]
+    ) -> list[Evidence]:
+        """Each part's best passages among the synthesizer's evidence."""
+
+        def rank(query: str, items: list[Evidence]) -> list[Evidence]:
+            return rerank_evidence(
+                query, items, self.turn.reranker, max_chunks=answerability.PART_PASSAGES,
+                word_ceiling=state.word_ceiling,
+            )  # fmt: skip
+
+        return answerability.cover_parts(
+            ranked, pool, self.parts, rank, state.max_rerank_chunks + len(self.parts)
+        )
+
+    def elsewhere(self, goal: str) -> answerability.Elsewhere:
+        """Papers outside a narrower scope that answer it better (never fails the turn)."""
+        t = self.turn
+        try:
+            return answerability.elsewhere(
+                t.index, goal, self.parts, t.scope, t.allowed_keys, self.where()
+            )
+        except Exception:  # an optional hint: the answer stands without it
+            log.warning("the elsewhere check failed", exc_info=True)
+            t.step("elsewhere", "The check of the rest of the library could not run")
+            return answerability.Elsewhere()
+
     # ------------------------------------------------------------------ session state
-    def coverage_outlines(self) -> list[str]:
-        """Outlines of the 1–3 selected papers when every one is cached (else none at all)."""
+    def coverage_outlines(self, state: RunState | None = None) -> list[str]:
+        """Outlines of the 1–3 selected papers, from the first turn on: cached ones reused,
+        the others built from the index (no call counted) and cached for later turns. A paper
+        without an outline (nothing indexed) leaves the gate closed: no injection at all."""
         t = self.turn
         keys = [it.key for it in t.active_items]
         if not 1 <= len(keys) <= 3:
             return []
+        cached = t.store.get_state(t.session_id)
+        built: dict[str, tuple[list[str], str, str]] = {}
+        if state is not None:
+            tools = Toolkit(t.index, state)
+            for k in keys:
+                if cached.get_outline(k) is not None:
+                    continue
+                out = tools.document_toc(k)
+                if out.get("status") != "success" or not out.get("outline"):
+                    return []
+                ids = [k, str(out.get("doc_key", "")), str(out.get("parent_key", ""))]
+                built[k] = (ids, str(out["outline"]), str(out.get("title", "")))
         found: list[str] = []
 
-        def touch(state: SessionState) -> None:
-            if not state.has_outlines_for(keys):
+        def touch(st: SessionState) -> None:
+            for ids, outline, title in built.values():
+                st.cache_outline(ids, outline, title)
+            if not st.has_outlines_for(keys):
                 return
             for k in keys:
-                entry = state.get_outline(k, touch=True)
+                entry = st.get_outline(k, touch=True)
                 if entry is not None and entry.outline not in found:
                     found.append(entry.outline)
 
@@ -362,6 +493,7 @@ def evidence_rows(
                 cited=n is not None,
                 n=n,
                 support=answer.support.get(i) if answer else None,
+                unsupported=bool(answer and i in answer.refuted),
             )
         )
     shown = {e.chunk_id for e in ranked}

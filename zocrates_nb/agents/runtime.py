@@ -11,7 +11,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +20,14 @@ from pydantic import ValidationError
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
+from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.models import (
     OFFLINE_DISPLAY,
     ModelConfigError,
     ModelRegistry,
     ResolvedModel,
     cost_usd,
+    describe_model_error,
     resolve_model,
 )
 from zocrates_nb.agents.offline import OfflineEngine
@@ -55,6 +58,68 @@ class RoleModel:
     @property
     def offline(self) -> bool:
         return self.resolved.is_offline and not self.pinned
+
+    @property
+    def name(self) -> str:
+        """The model that runs, as the usage record and error messages name it."""
+        if self.pinned:
+            return str(self.model.model_name)
+        return self.model_string or OFFLINE_DISPLAY
+
+
+def is_model_failure(exc: BaseException) -> bool:
+    """A failure of the model call itself (transport, HTTP, deadline, unusable reply), as
+    opposed to a bug in our own code."""
+    from pydantic_ai import exceptions as x
+
+    kinds = (x.ModelAPIError, x.UnexpectedModelBehavior, ConnectionError, TimeoutError)
+    seen: BaseException | None = exc
+    for _ in range(20):
+        if seen is None:
+            return False
+        if isinstance(seen, kinds) or type(seen).__module__.split(".")[0] in ("openai", "httpx"):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+@dataclass
+class RoleCall:
+    """One agent run of a role: pass `run_id` to the run so its answers can be booked if it
+    fails (the captured messages also hold the history it was given)."""
+
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+@contextlib.contextmanager
+def role_call(rm: RoleModel, turn: TurnContext | None = None) -> Iterator[RoleCall]:
+    """Turn a failed model call of role `rm` into a `ModelCallError` whose message names the
+    role, the model and the time it took ("The search model … gave up after 3.0 s"). With
+    `turn`, a run that fails still books the usage of every answer it received."""
+    from pydantic_ai import capture_run_messages
+
+    call = RoleCall()
+    t0 = time.monotonic()
+    with capture_run_messages() as captured:
+        try:
+            yield call
+        except BaseException as e:
+            if turn is not None:
+                mine = [m for m in captured if getattr(m, "run_id", None) == call.run_id]
+                turn.usage.add_messages(rm.role, mine, rm)
+            if isinstance(e, ModelCallError) or not isinstance(e, Exception):
+                raise
+            if not is_model_failure(e):
+                raise
+            message = describe_model_error(
+                e,
+                None if rm.pinned else rm.resolved,
+                role=rm.role,
+                elapsed=time.monotonic() - t0,
+            )
+            if rm.pinned:
+                message = message.replace(" model model at ", f" model {rm.name} at ")
+            raise ModelCallError(message, rm.role, rm.name) from e
 
 
 @dataclass
@@ -149,17 +214,33 @@ class UsageBook:
 
     record: Usage = field(default_factory=Usage)
 
-    def add(self, role: str, usage: Any, model_string: str | None) -> None:
+    def add(self, role: str, usage: Any, model_string: str | None, name: str = "") -> None:
         inp = int(getattr(usage, "input_tokens", 0) or 0)
         out = int(getattr(usage, "output_tokens", 0) or 0)
         self.record.add(
             role,
-            model_string or OFFLINE_DISPLAY,
+            name or model_string or OFFLINE_DISPLAY,
             requests=int(getattr(usage, "requests", 0) or 0),
             input_tokens=inp,
             output_tokens=out,
             cost_usd=cost_usd(model_string, inp, out) if model_string else None,
         )
+
+    def add_messages(self, role: str, messages: Sequence[Any], rm: RoleModel) -> None:
+        """The usage of a run that did not finish (a request limit, a failure): every answer
+        it received counts, one request each, with the tokens that answer reported."""
+        from pydantic_ai.messages import ModelResponse
+        from pydantic_ai.usage import RunUsage
+
+        total = RunUsage()
+        for m in messages:
+            # A stream cut short is captured too ("interrupted"): it counts once it reported usage.
+            cut = getattr(m, "state", None) == "interrupted"
+            if isinstance(m, ModelResponse) and (not cut or m.usage.output_tokens):
+                total.requests += 1
+                total.input_tokens += m.usage.input_tokens
+                total.output_tokens += m.usage.output_tokens
+        self.add(role, total, rm.model_string, rm.name)
 
     @property
     def cost(self) -> float | None:
@@ -203,8 +284,9 @@ class TurnContext:
                 self.steps[-1].seconds = round(now - self._step_started, 3)
             self._step_started = now
             if event.phase != "done":
-                self.steps.append(TrailStep(phase=event.phase, label=event.label,
-                                            detail=event.detail))
+                self.steps.append(
+                    TrailStep(phase=event.phase, label=event.label, detail=event.detail)
+                )
         self.queue.put_nowait(event)
 
     def trail(self) -> list[TrailStep]:

@@ -10,6 +10,8 @@ calls on the shared run state, and cache outlines in the session.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import uuid
 from collections.abc import AsyncIterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,18 +25,22 @@ from pydantic_ai import (
     UsageLimitExceeded,
     capture_run_messages,
 )
+from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     AgentStreamEvent,
     ModelMessage,
+    ModelRequest,
     PartDeltaEvent,
     PartStartEvent,
     ThinkingPart,
     ThinkingPartDelta,
+    ToolReturnPart,
 )
 from pydantic_ai.usage import UsageLimits
 
+from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.prompts import SEARCH_INSTRUCTION
-from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.agents.runtime import TurnContext, role_call
 from zocrates_nb.events import Thinking
 from zocrates_nb.retrieval import RunState, Toolkit
 
@@ -96,22 +102,125 @@ async def search_corpus(
     elif everywhere:
         label = f"Looking for passages on “{_short(query)}”"
     else:
-        which = "one paper" if isinstance(item_key, str) else "some papers"
-        label = f"Looking inside {which} for “{_short(query)}”"
+        label = f"Looking inside {_paper_names(deps, item_key)} for “{_short(query)}”"
     deps.turn.step("search", label, query=query)
     out = await _call(deps, deps.toolkit.search_corpus, query, item_key, chunk_type, limit)
     _budget_step(deps, out)
-    if out.get("status") == "success":
+    if out.get("status") == "success" and _economy(deps):
+        out = for_model(out)
         n = len(out.get("results") or [])
         papers = len({r.get("item_key") for r in out.get("results") or []})
         deps.turn.step(
             "search",
-            f"Found {n} passages in {papers} papers",
+            f"Found {_plural(n, 'passage')} in {_plural(papers, 'paper')}",
             query=query,
             passages=n,
             papers=papers,
         )
     return out
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _paper_names(deps: SearchDeps, item_key: Any) -> str:
+    """“Title” of the paper searched (or of the first of several), for the step label."""
+    keys = [item_key] if isinstance(item_key, str) else [str(k) for k in item_key or []]
+    titles = []
+    for key in keys:
+        try:
+            record = deps.toolkit.index.item(key)
+        except Exception:  # a label must never fail the search
+            record = None
+        titles.append(f"“{_short(record.title)}”" if record is not None and record.title
+                      else "one paper")
+    if not titles:
+        return "some papers"
+    if len(titles) == 1:
+        return titles[0]
+    return f"{titles[0]} and {_plural(len(titles) - 1, 'other paper')}"
+
+
+# What the model needs of a passage: where it is (to read on) and what it says. Chunk ids,
+# attachment keys, authors and chunk types stay in the run state, not in every request.
+ECONOMY = True  # False only in `bench tokens --agent --compare`: the history as it was sent
+_RESULT_FIELDS = ("rank", "item_key", "section", "section_id", "page", "text")
+
+
+def for_model(out: dict[str, Any]) -> dict[str, Any]:
+    """A search result as the model sees it: each paper's title once, then its passages."""
+    papers: dict[str, str] = {}
+    results = []
+    for r in out.get("results") or []:
+        key = str(r.get("item_key", ""))
+        if key not in papers:
+            year = f" ({r['year']})" if r.get("year") else ""
+            papers[key] = f"{r.get('title', '')}{year}"
+        results.append({k: r[k] for k in _RESULT_FIELDS if r.get(k) not in (None, "")})
+    slim = {k: v for k, v in out.items() if k != "results"}
+    return {**slim, "papers": papers, "results": results}
+
+
+ELIDED_WORDS = 12  # what an older passage keeps: its opening words, as a reminder
+
+
+def _elide_text(text: str) -> str:
+    words = str(text).split()
+    if len(words) <= ELIDED_WORDS + 5:
+        return str(text)
+    head = " ".join(words[:ELIDED_WORDS])
+    return f"{head} … [{len(words)} words, read earlier: kept in the evidence]"
+
+
+def _elide_result(content: Any) -> Any:
+    if not isinstance(content, dict):
+        return content
+    out = dict(content)
+    for field_name in ("results", "assets"):
+        if isinstance(out.get(field_name), list):
+            out[field_name] = [
+                {**r, "text": _elide_text(r["text"])} if isinstance(r, dict) and "text" in r else r
+                for r in out[field_name]
+            ]
+    out.pop("csv", None)
+    return out
+
+
+def _economy(deps: SearchDeps) -> bool:
+    """Context economy is for language models: the embedded offline engine is local (no
+    tokens to pay) and reads the full results to steer its search."""
+    return ECONOMY and not deps.turn.roles.search.offline
+
+
+def elide_read_texts(
+    ctx: RunContext[SearchDeps], messages: list[ModelMessage]
+) -> list[ModelMessage]:
+    """The search agent's history processor: the latest tool results stay in full, older
+    passages shrink to their references (paper, section, page, opening words) once the model
+    has read them — the full texts are in the run state's evidence for the writer."""
+    if not _economy(ctx.deps):
+        return messages
+    last = max((i for i, m in enumerate(messages) if isinstance(m, ModelRequest)), default=-1)
+    out: list[ModelMessage] = []
+    for i, m in enumerate(messages):
+        if (
+            i != last
+            and isinstance(m, ModelRequest)
+            and any(isinstance(p, ToolReturnPart) and p.tool_name in _READS for p in m.parts)
+        ):
+            parts = [
+                dataclasses.replace(p, content=_elide_result(p.content))
+                if isinstance(p, ToolReturnPart) and p.tool_name in _READS
+                else p
+                for p in m.parts
+            ]
+            m = dataclasses.replace(m, parts=parts)
+        out.append(m)
+    return out
+
+
+_READS = ("search_corpus", "read_document")
 
 
 async def get_document_toc(ctx: RunContext[SearchDeps], item_key: str) -> dict[str, Any]:
@@ -208,19 +317,26 @@ async def request_search_extension(
     return SearchEnd("extension")
 
 
+SEARCH_OUTPUTS = [
+    ToolOutput[SearchEnd](conclude_search, name="conclude_search"),
+    ToolOutput[SearchEnd](request_search_extension, name="request_search_extension"),
+]
+
 search_agent: Agent[SearchDeps, SearchEnd | str] = Agent(
     None,
     name="search",
     deps_type=SearchDeps,
     instructions=SEARCH_INSTRUCTION,
-    output_type=[
-        ToolOutput[SearchEnd](conclude_search, name="conclude_search"),
-        ToolOutput[SearchEnd](request_search_extension, name="request_search_extension"),
-        str,
-    ],
+    output_type=[*SEARCH_OUTPUTS, str],
     tools=[search_corpus, get_document_toc, read_document],
     retries=2,
+    capabilities=[ProcessHistory(elide_read_texts)],
     defer_model_check=True,
+)
+
+INSIST = (
+    "You answered without calling any tool, so nothing was searched. Use your tools now: "
+    "search_corpus (or get_document_toc / read_document), then conclude_search."
 )
 
 
@@ -244,14 +360,59 @@ def thinking_handler(turn: TurnContext, role: str) -> Any:
 async def run_search(
     turn: TurnContext, state: RunState, history: Sequence[ModelMessage], prompt: str
 ) -> list[ModelMessage]:
-    """One pass of the search agent; returns its whole message history (for the snapshot)."""
+    """One pass of the search agent; returns its whole message history (for the snapshot).
+
+    A model that answers in prose without searching is asked once more with tool use required
+    (`tool_choice: required` on the wire); if it still does not search, or its replies cannot be
+    used (invalid tool arguments three times, a body that is not JSON), the turn fails with a
+    message naming the role and the model — never an empty "no evidence" answer.
+    """
     toolkit = Toolkit(turn.index, state)
     deps = SearchDeps(toolkit=toolkit, turn=turn)
     rm = turn.roles.search
+    before = state.tool_count
+    with turn.phase("search", role="search"), role_call(rm):
+        out, messages = await _pass(turn, deps, state, history, prompt)
+        if isinstance(out, str) and state.tool_count == before:
+            turn.step(
+                "search",
+                "The search model answered without searching: asking it to use its tools",
+                model=rm.name,
+            )
+            try:
+                out, messages = await _pass(turn, deps, state, messages, INSIST, insist=True)
+            except UnexpectedModelBehavior:
+                out = None
+            if state.tool_count == before:
+                raise ModelCallError(
+                    f"The search model {rm.name} answered without searching, even when asked "
+                    "to use its tools: choose a model that supports tool calls for the search "
+                    "role (models.search in zocrates_config.json).",
+                    "search",
+                    rm.name,
+                )
+    return messages
+
+
+async def _pass(
+    turn: TurnContext,
+    deps: SearchDeps,
+    state: RunState,
+    history: Sequence[ModelMessage],
+    prompt: str,
+    *,
+    insist: bool = False,
+) -> tuple[SearchEnd | str | None, list[ModelMessage]]:
+    """One agent run; its usage is booked however it ends (a request limit or a failure
+    counts every answer received)."""
+    rm = turn.roles.search
     # Requests beyond the retrieval budget only happen when the model ignores refusals.
     limits = UsageLimits(request_limit=max(state.budget - state.tool_count, 0) + 6)
-    messages: list[ModelMessage] = list(history)
-    with turn.phase("search", role="search"), capture_run_messages() as captured:
+    run_id = uuid.uuid4().hex
+    extra: dict[str, Any] = (
+        {"output_type": SEARCH_OUTPUTS, "retries": {"output": 0}} if insist else {}
+    )
+    with capture_run_messages() as captured:
         try:
             result = await search_agent.run(
                 prompt,
@@ -261,14 +422,21 @@ async def run_search(
                 model_settings=rm.settings or None,
                 usage_limits=limits,
                 event_stream_handler=thinking_handler(turn, "search"),
+                run_id=run_id,
+                **extra,
             )
-        except (UsageLimitExceeded, UnexpectedModelBehavior) as e:
-            # The run stopped without concluding: what it gathered stays in the run state and
-            # the pipeline writes an automatic report.
+        except UsageLimitExceeded as e:
+            # The model ignored the budget's refusals: what it gathered stays in the run state
+            # and the pipeline writes an automatic report.
+            turn.usage.add_messages("search", _of_run(captured, run_id), rm)
             turn.step("search", "The search agent stopped without concluding", reason=str(e)[:200])
-            messages = list(captured) if captured else messages
-            turn.usage.add("search", None, rm.model_string)
-        else:
-            messages = result.all_messages()
-            turn.usage.add("search", result.usage, rm.model_string)
-    return messages
+            return None, list(captured) or list(history)
+        except BaseException:
+            turn.usage.add_messages("search", _of_run(captured, run_id), rm)
+            raise
+    turn.usage.add("search", result.usage, rm.model_string, rm.name)
+    return result.output, result.all_messages()
+
+
+def _of_run(messages: Sequence[ModelMessage], run_id: str) -> list[ModelMessage]:
+    return [m for m in messages if getattr(m, "run_id", None) == run_id]

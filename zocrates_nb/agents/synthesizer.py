@@ -21,8 +21,9 @@ from pydantic_ai.messages import (
 )
 
 from zocrates_nb.agents import citations as cit
+from zocrates_nb.agents.parts import Part
 from zocrates_nb.agents.prompts import SYNTHESIZER_INSTRUCTION, synthesis_prompt
-from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.agents.runtime import TurnContext, role_call
 from zocrates_nb.agents.verifier import verify
 from zocrates_nb.events import TextDelta, Thinking
 from zocrates_nb.retrieval import format_evidence
@@ -72,6 +73,7 @@ async def synthesize(
     gathered: Sequence[Evidence],
     report: CompletionReport,
     prior_context: str,
+    parts: Sequence[Part] = (),
 ) -> cit.CitedAnswer:
     prompt = synthesis_prompt(
         turn.user_query,
@@ -82,6 +84,7 @@ async def synthesize(
         report.notes,
         report.gaps,
         format_evidence(ranked),
+        parts,
     )
     rm = turn.roles.synthesizer
     label = (
@@ -90,14 +93,15 @@ async def synthesize(
         else "Writing the answer (no evidence was found)"
     )
     turn.step("synthesize", label, passages=len(ranked))
-    with turn.phase("synthesize", role="synthesizer"):
+    with turn.phase("synthesize", role="synthesizer"), role_call(rm, turn) as call:
         result = await synthesizer_agent.run(
             prompt,
             model=rm.model,
             model_settings=rm.settings or None,
             event_stream_handler=stream_handler(turn, "synthesizer"),
+            run_id=call.run_id,
         )
-    turn.usage.add("synthesizer", result.usage, rm.model_string)
+    turn.usage.add("synthesizer", result.usage, rm.model_string, rm.name)
     keys, chunk_ids = plumbing(turn, [*ranked, *gathered])
     text = cit.sanitize(result.output, keys, chunk_ids)
     occurrences = cit.find_occurrences(text, len(ranked))
@@ -107,6 +111,12 @@ async def synthesize(
     answer = cit.finish(text, occurrences, verdicts, ranked, gathered)
     if answer.pruned:
         turn.step(
-            "verify", f"Removed {answer.pruned} unsupported citation(s)", pruned=answer.pruned
+            "verify",
+            f"Removed {answer.pruned} unsupported citation(s); "
+            f"{len(answer.unsupported)} sentence(s) marked unsupported",
+            pruned=answer.pruned,
+            unsupported=answer.unsupported,
         )
+    if answer.verified is False:
+        turn.step("verify", "Citations not verified: the check failed")
     return answer

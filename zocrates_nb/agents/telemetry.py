@@ -4,27 +4,53 @@
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 
 from zocrates_nb.config import Settings
 from zocrates_nb.redaction import safe_url
 
+# pydantic-ai's switch is process-wide while each App has its own config: it is on while any
+# live owner (an App's model registry) asks for it, so one App's config never switches another's
+# spans off.
+_WANTED: weakref.WeakSet[object] = weakref.WeakSet()
+_LOCK = threading.Lock()
 
-def configure_telemetry(settings: Settings) -> str:
-    """Switch pydantic-ai's OpenTelemetry instrumentation to match `telemetry.otel`.
+
+def configure_telemetry(settings: Settings, owner: object | None = None) -> str:
+    """Switch pydantic-ai's OpenTelemetry instrumentation to match `telemetry.otel` of `owner`
+    (with every other live owner's wish: on while any of them wants it).
 
     Spans carry no message content (no paper text, no prompts). They go to the global tracer
     provider; if none is set and OTEL_EXPORTER_OTLP_ENDPOINT is, an OTLP exporter is installed.
     """
     from pydantic_ai import Agent
-
-    if not settings.telemetry.otel:
-        Agent.instrument_all(False)
-        return "OpenTelemetry instrumentation is off (telemetry.otel is false)"
     from pydantic_ai.models.instrumented import InstrumentationSettings
 
-    Agent.instrument_all(InstrumentationSettings(include_content=False))
+    with _LOCK:
+        if owner is not None:
+            if settings.telemetry.otel:
+                _WANTED.add(owner)
+            else:
+                _WANTED.discard(owner)
+        on = settings.telemetry.otel or bool(len(_WANTED))
+        Agent.instrument_all(InstrumentationSettings(include_content=False) if on else False)
+    if not settings.telemetry.otel:
+        also = " (another App in this process has it on)" if on else ""
+        return f"OpenTelemetry instrumentation is off (telemetry.otel is false){also}"
     note = _ensure_tracer_provider()
     return f"OpenTelemetry instrumentation is on (content not recorded); {note}"
+
+
+def release_telemetry(owner: object) -> None:
+    """`owner` (a closing App's registry) no longer wants spans: off unless another does."""
+    from pydantic_ai import Agent
+
+    with _LOCK:
+        if owner in _WANTED:
+            _WANTED.discard(owner)
+            if not len(_WANTED):
+                Agent.instrument_all(False)
 
 
 def _ensure_tracer_provider() -> str:

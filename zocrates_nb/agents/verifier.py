@@ -2,7 +2,10 @@
 
 With a `verifier` model configured, the model judges each (claim, passage) pair with structured
 output (a support probability). Without one, the offline check is a semantic support score from
-the embedding model. Either way the check fails open: an error or a timeout keeps the citation.
+the embedding model. A passage can be a whole section (tens of thousands of characters): each
+claim is checked against the windows of the passage that best match it, wherever they are, not
+its beginning. A check that fails or times out keeps the citation but is never silent: the
+verdict has no probability and the answer says its citations were not verified.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from zocrates_nb.agents.citations import Occurrence, Verdict
 from zocrates_nb.agents.prompts import VERIFIER_INSTRUCTION, verifier_prompt
 from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.retrieval.state import Evidence
+from zocrates_nb.text import terms
 
 log = logging.getLogger("zocrates_nb.agents.verifier")
 
@@ -43,6 +47,42 @@ verifier_agent: Agent[None, SupportJudgement] = Agent(
 )
 
 
+WINDOW_CHARS = 2000  # one window of a long passage
+WINDOWS = 3  # at most this many per claim (≤ 6,000 characters, what the verifier reads)
+
+
+def best_windows(claim: str, passage: str, size: int = WINDOW_CHARS, k: int = WINDOWS) -> str:
+    """The parts of `passage` that best match `claim`: the whole passage when it is short, else
+    the `k` half-overlapping windows sharing the most (rare-weighted) terms with the claim, in
+    passage order, joined by " … ". A verbatim quote always lands inside one window."""
+    if len(passage) <= size * k:
+        return passage
+    flat = " ".join(claim.split()).lower().rstrip(".")
+    step = size // 2
+    starts = list(range(0, max(len(passage) - size, 0) + step, step))
+    windows = [passage[a : a + size] for a in starts]
+    wanted = set(terms(claim))
+    bags = [set(terms(w)) for w in windows]
+    df = {t: sum(t in b for b in bags) for t in wanted}
+    scores = [sum(1.0 / df[t] for t in wanted & b if df[t]) for b in bags]
+    if len(flat) > 20:  # a quote wins, whatever its terms
+        for i, w in enumerate(windows):
+            if flat in " ".join(w.split()).lower():
+                scores[i] = float("inf")
+                break
+    chosen = sorted(sorted(range(len(windows)), key=lambda i: -scores[i])[:k])
+    pieces: list[str] = []
+    end = -1
+    for i in chosen:  # merge overlapping windows into one span
+        a, b = starts[i], starts[i] + size
+        if pieces and a <= end:
+            pieces[-1] += passage[end:b]
+        else:
+            pieces.append(passage[a:b])
+        end = b
+    return " … ".join(p.strip() for p in pieces)
+
+
 def pairs(occurrences: Sequence[Occurrence], n_evidence: int) -> list[tuple[int, int]]:
     return [(i, n) for i, occ in enumerate(occurrences) for n in occ.ids if 1 <= n <= n_evidence]
 
@@ -62,7 +102,8 @@ async def verify(
 
             def offline() -> None:
                 for i, n in todo:
-                    p = engine.support(occurrences[i].claim, ranked[n - 1].text)
+                    claim = occurrences[i].claim
+                    p = engine.support(claim, best_windows(claim, ranked[n - 1].text))
                     verdicts[(i, n)] = Verdict(p >= SUPPORT_THRESHOLD, round(p, 4))
 
             try:
@@ -75,7 +116,8 @@ async def verify(
 
         async def judge(i: int, n: int) -> None:
             occ, e = occurrences[i], ranked[n - 1]
-            prompt = verifier_prompt(occ.claim, e.text, e.title, e.section, len(occ.ids) > 1)
+            passage = best_windows(occ.claim, e.text)
+            prompt = verifier_prompt(occ.claim, passage, e.title, e.section, len(occ.ids) > 1)
             async with sem:
                 try:
                     result = await verifier_agent.run(
@@ -87,7 +129,7 @@ async def verify(
                     )
                     verdicts[(i, n)] = Verdict(True, None)
                     return
-            turn.usage.add("verifier", result.usage, rm.model_string)
+            turn.usage.add("verifier", result.usage, rm.model_string, rm.name)
             p = float(result.output.supported_probability)
             verdicts[(i, n)] = Verdict(p >= SUPPORT_THRESHOLD, round(p, 4))
 

@@ -1,8 +1,9 @@
 """One sentence for any failure a researcher sees, whichever surface shows it.
 
 A user-facing error (`ZocratesError`) already says what went wrong; a failed model call is named
-by its endpoint and cause; anything else is an internal failure: logged with its traceback,
-shown as a plain sentence. Never an exception class name, never a secret.
+by its endpoint and cause; anything else is an internal failure: one plain sentence, its details
+(text and traceback) logged at debug level only. Never an exception class name, a traceback, a
+provider's response body or a secret.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def describe_error(e: BaseException, roles: Roles | None = None, *, doing: str =
     )
     causes = _causes(e)
     if isinstance(e, ZocratesError) and not isinstance(e, ConfigError):
-        return redact(str(e))
+        return redact(str(e))  # written for the researcher, possibly over several lines
     if any(isinstance(c, model_errors) for c in causes):
         resolved = None
         if roles is not None:
@@ -58,13 +59,23 @@ def describe_error(e: BaseException, roles: Roles | None = None, *, doing: str =
                 resolved = roles.coordinator.resolved
         return describe_model_error(e, resolved)
     if isinstance(e, ValidationError):
-        return redact(explain(e))
-    if isinstance(e, ValueError) and str(e):
-        return redact(str(e))
-    log.error("%s failed", doing or "a request", exc_info=e)
-    text = str(e).strip()
+        return plain(explain(e))
+    if isinstance(e, ValueError) and str(e).strip():
+        return plain(str(e))
     what = doing or "This request"
-    return redact(f"{what} failed: {text}" if text else f"{what} failed unexpectedly (see the log)")
+    # An internal failure: its text may be anything (a library's internals, a response body),
+    # so the person sees one plain sentence and the details go to the log at debug level.
+    log.warning("%s failed unexpectedly (details at debug level)", what)
+    log.debug("%s failed", what, exc_info=e)
+    return f"{what} failed unexpectedly (an internal error; debug logging shows the details)."
 
 
-__all__ = ["describe_error"]
+def plain(text: str, limit: int = 300) -> str:
+    """A message fit to show: its first line, capped, secrets masked."""
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return redact(line)
+
+
+__all__ = ["describe_error", "plain"]

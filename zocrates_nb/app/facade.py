@@ -22,8 +22,9 @@ raises `CheckpointClaimed`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,19 +44,35 @@ from zocrates_nb.sessions import (
     RENEW_SECONDS,
     CheckpointClaimed,
     NoPendingCheckpoint,
+    SessionBusy,
     SessionNotFound,
     SessionState,
     SessionStore,
     claim_holds,
 )
+from zocrates_nb.text import TextTooLong, safe_text
 from zocrates_nb.turn import AskOptions, Scope, SessionSummary, TurnResult
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Index, IndexReport
     from zocrates_nb.ingest.bundle import Bundle
+    from zocrates_nb.online import Candidate, Discovery
+    from zocrates_nb.writeback import SaveResult
 
 Action = Literal["extend_budget", "synthesize"]
 ACTIONS: tuple[Action, ...] = ("extend_budget", "synthesize")
+MAX_QUERY_CHARS = 2_000  # a search query (BM25 and the embedder see far less of it anyway)
+MAX_QUESTION_CHARS = 20_000  # a question or a resume's guidance (a pasted paragraph fits)
+
+
+def user_text(text: object, *, max_chars: int, what: str) -> str:
+    """`safe_text` with its cap as a UsageError: what every entry point does to typed text."""
+    try:
+        return safe_text(text, max_chars=max_chars, what=what)
+    except TextTooLong as e:
+        raise UsageError(str(e)) from None
 
 
 def overrides_from_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -93,6 +110,7 @@ class App:
         self._index = index
         self._own_index = index is None
         self.store = store or SessionStore.open(self.home)
+        self.store.recover()  # turns and resumes whose process died: failed, or waiting again
         self._engine: OfflineEngine | None = None
         self._reranker: Any = None
         self.claim_renew_seconds = RENEW_SECONDS  # heartbeat of a running resume's claim
@@ -124,6 +142,9 @@ class App:
         )
 
     def close(self) -> None:
+        from zocrates_nb.agents.telemetry import release_telemetry
+
+        release_telemetry(self.registry)  # this App's wish for spans ends with it
         if self._own_index and self._index is not None:
             self._index.close()
             self._index = None
@@ -165,6 +186,24 @@ class App:
             index = self.library_index
             self._engine = OfflineEngine(index.model_name, lexicon=library_lexicon(index))
         return self._engine
+
+    def warm_up(self, progress: Callable[[str], None] | None = None) -> None:
+        """Load what a turn needs (index, embedding model, offline engine, reranker) ahead of the
+        first question, so that it does not wait 15–30 s on a spinner. `progress(stage)` names
+        each part as it starts. A part that fails to load is left for the turn to report."""
+        stages: list[tuple[str, Callable[[], object]]] = [
+            ("the search index and embedding model",
+             lambda: self.library_index.search("warm up", limit=1)),
+            ("the offline engine", self.engine),
+            ("the reranker", lambda: self.reranker.rank("warm up", ["a passage to rank"])),
+        ]
+        for stage, load in stages:
+            if progress is not None:
+                progress(stage)
+            try:
+                load()
+            except Exception as e:
+                log.warning("could not load %s ahead of the first turn: %s", stage, e)
 
     def roles(self, model: str | None = None) -> Roles:
         return resolve_roles(self.registry, self.engine, model, self.role_models)
@@ -215,6 +254,7 @@ class App:
         limit: int = 10,
     ) -> list[SearchHit]:
         """Hybrid (BM25 + dense) search, within items or collections when given."""
+        query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
         scope = Scope(items=list(items or []), collections=list(collections or []))
         return library.search(self.library_index, query, scope, chunk_type=chunk_type,
                               limit=limit)  # fmt: skip
@@ -233,7 +273,8 @@ class App:
 
     def search_titles(self, query: str, limit: int = 10) -> list[TitleMatch]:
         """Items and collections whose title or name matches `query` (for scope pickers)."""
-        return search_titles(self.library_index, query, limit)
+        query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
+        return search_titles(self.library_index, query, limit) if query else []
 
     def doctor(self) -> dict[str, Any]:
         """Models per role, embedding and rerank models, library and index health, cloud use."""
@@ -290,6 +331,77 @@ class App:
 
         self.store.update_state(session_id, put)
 
+    # ------------------------------------------------------------------ discovery
+    def discover(
+        self, query: str, *, limit: int = 10, session_id: str | None = None
+    ) -> Discovery:
+        """Papers beyond the library from the enabled scholarly APIs (`online.*`), deduplicated,
+        ranked, each with why it is relevant and whether the library already holds it; they are
+        remembered for `stage`. Raises `OnlineDisabled` (sending nothing) while discovery is
+        off. Without `session_id` the data home's own list is used."""
+        from zocrates_nb.app.discovery import run_discovery
+
+        query = user_text(query or "", max_chars=MAX_QUERY_CHARS, what="the query")
+        return run_discovery(self, query, limit=limit, session_id=session_id)
+
+    def stage(self, ids: Sequence[str], *, session_id: str | None = None) -> list[Candidate]:
+        """Put discovered candidates on the staging list (all or none)."""
+        from zocrates_nb.app.discovery import list_of
+        from zocrates_nb.sessions.staging import Staging
+
+        return Staging(self.store).stage(list(ids), list_id=list_of(self, session_id))
+
+    def unstage(self, ids: Sequence[str], *, session_id: str | None = None) -> int:
+        """Take candidates off the staging list; how many were on it."""
+        from zocrates_nb.app.discovery import list_of
+        from zocrates_nb.sessions.staging import Staging
+
+        return Staging(self.store).unstage(list(ids), list_id=list_of(self, session_id))
+
+    def staged(self, *, session_id: str | None = None) -> list[Candidate]:
+        """The staging list, in staging order."""
+        from zocrates_nb.app.discovery import candidates_of
+
+        return candidates_of(self, session_id, staged=True)
+
+    def save_staged(
+        self,
+        to: str,
+        *,
+        confirmed: bool = False,
+        session_id: str | None = None,
+        out: Path | str | None = None,
+        collection: str | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> tuple[SaveResult, str | None]:
+        """Save the staging list to Zotero (`connector`: the running app's selected collection;
+        `web`: the Web API) or export it (`ris`, `bibtex`: to `out`, else returned as text).
+        Nothing is written unless `confirmed`; `zotero.sqlite` is never touched."""
+        from zocrates_nb.app.discovery import save_staged
+
+        target = Path(out) if out else None
+        return save_staged(self, to, session_id=session_id, confirmed=confirmed, out=target,
+                           collection=collection, ids=ids)  # fmt: skip
+
+    def save_note(
+        self,
+        session_id: str,
+        *,
+        to: str,
+        turn_id: str | None = None,
+        confirmed: bool = False,
+        collection: str | None = None,
+        tag_cited: bool = False,
+    ) -> SaveResult:
+        """Save an answer with its cited sources as a Zotero note (`connector`: standalone in
+        the selected collection; `web`: a child of the one cited item, else standalone).
+        Default: the session's last answered turn. `tag_cited` (web) tags the cited items
+        `zocrates:cited`. Nothing is written unless `confirmed`."""
+        from zocrates_nb.app.discovery import save_note
+
+        return save_note(self, session_id, turn_id=turn_id, to=to, confirmed=confirmed,
+                         collection=collection, tag_cited=tag_cited)  # fmt: skip
+
     # ------------------------------------------------------------------ turns
     def ask(
         self,
@@ -305,9 +417,11 @@ class App:
         Options come as an `AskOptions` or as its keywords (`items=`, `collections=`, `hitl=`,
         `budget=`, `word_ceiling=`, `model=`). Raises at once `CheckpointPending` when the
         session has a checkpoint waiting, `SessionNotFound` for an unknown session id, and
-        `UsageError` for an empty question or options out of bounds.
+        `UsageError` for an empty or over-long question or options out of bounds, and
+        `SessionBusy` while another turn of the session runs (in any process).
         """
-        if not prompt or not prompt.strip():
+        prompt = user_text(prompt or "", max_chars=MAX_QUESTION_CHARS, what="the question")
+        if not prompt:
             raise UsageError("ask needs a question")
         try:
             opts = AskOptions.of(options, **option_kwargs)
@@ -318,10 +432,12 @@ class App:
         else:
             from zocrates_nb.sessions import CheckpointPending
 
-            pending = self.store.pending_checkpoint(session_id)  # SessionNotFound when unknown
-            if pending is not None:
-                raise CheckpointPending(session_id, pending)
-        return self._runner.ask(session_id, prompt.strip(), opts, cancel)
+            state = self.store.get_state(session_id)  # SessionNotFound when unknown
+            if state.checkpoint is not None and state.checkpoint.kind == "checkpoint":
+                raise CheckpointPending(session_id, state.checkpoint)
+            if claim_holds(state.running):
+                raise SessionBusy(session_id, state.running)
+        return self._runner.ask(session_id, prompt, opts, cancel)
 
     def resume(
         self,
@@ -341,6 +457,7 @@ class App:
         """
         if action not in ACTIONS:
             raise UsageError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
+        guidance = user_text(guidance or "", max_chars=MAX_QUESTION_CHARS, what="the guidance")
         snapshot = self.store.pending_checkpoint(session_id)
         if snapshot is None:
             raise NoPendingCheckpoint(f"session {session_id} has no checkpoint waiting")
@@ -350,6 +467,10 @@ class App:
             )
         if claim_holds(snapshot.claim):
             raise CheckpointClaimed(session_id, snapshot)
+        if snapshot.kind == "answer" and action != "synthesize":
+            raise UsageError(
+                "this turn's search is kept but its answer failed: only `synthesize` retries it"
+            )
         return self._runner.resume(session_id, snapshot.interrupt_id, action, guidance, cancel)
 
 

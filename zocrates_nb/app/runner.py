@@ -14,12 +14,27 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 
 from zocrates_nb.agents.active import build_active_items, dump_active_items, load_active_items
 from zocrates_nb.agents.citations import sanitize
-from zocrates_nb.agents.coordinator import CoordinatorDeps, coordinator_agent, record_answer
+from zocrates_nb.agents.coordinator import (
+    SEARCH_TOOL,
+    CoordinatorDeps,
+    coordinator_agent,
+    record_answer,
+)
 from zocrates_nb.agents.pipeline import (
+    AnswerFailed,
     Outcome,
     PausedRun,
     SearchPipeline,
@@ -27,7 +42,7 @@ from zocrates_nb.agents.pipeline import (
     load_messages,
 )
 from zocrates_nb.agents.prompts import ActiveItemView
-from zocrates_nb.agents.runtime import Roles, TurnContext, UsageBook
+from zocrates_nb.agents.runtime import Roles, TurnContext, UsageBook, role_call
 from zocrates_nb.agents.synthesizer import stream_handler
 from zocrates_nb.app.describe import describe_error
 from zocrates_nb.app.stream import EventQueue, event_stream
@@ -36,6 +51,7 @@ from zocrates_nb.retrieval import RunState, allowed_keys, collection_names
 from zocrates_nb.sessions import (
     CheckpointPending,
     CheckpointSnapshot,
+    SessionBusy,
     maybe_compact,
     offline_summarize,
 )
@@ -45,6 +61,7 @@ from zocrates_nb.turn import AskOptions, CheckpointInfo, TurnResult
 if TYPE_CHECKING:
     from zocrates_nb.app.facade import App
 
+_T = TypeVar("_T")
 log = logging.getLogger("zocrates_nb.app")
 
 CANCELLED = "The turn was cancelled."
@@ -61,7 +78,27 @@ class TurnRunner:
     def ask(
         self, session_id: str, prompt: str, options: AskOptions, cancel: asyncio.Event | None
     ) -> AsyncIterator[Event]:
-        return event_stream(lambda q: self._ask(q, session_id, prompt, options), cancel)
+        return event_stream(
+            lambda q: self._leased(session_id, self._ask(q, session_id, prompt, options)), cancel
+        )
+
+    async def _leased(self, session_id: str, run: Awaitable[None]) -> None:
+        """Run a new question's turn while renewing its session lease (taken by `begin_turn`,
+        ended by the turn's last write), so a long turn never looks abandoned."""
+        beat = asyncio.ensure_future(self._renew_lease(session_id))
+        try:
+            await run
+        finally:
+            beat.cancel()
+
+    async def _renew_lease(self, session_id: str) -> None:
+        while True:
+            await asyncio.sleep(self.app.claim_renew_seconds)
+            try:
+                await asyncio.to_thread(self.store.renew_turn, session_id)
+            except Exception as e:  # a busy database: try again at the next beat
+                log.warning("renewing the turn lease of %s failed: %s", session_id,
+                            describe_error(e, doing="Renewing the lease"))  # fmt: skip
 
     async def _ask(
         self, queue: EventQueue, session_id: str, prompt: str, options: AskOptions
@@ -72,14 +109,22 @@ class TurnRunner:
         roles: Roles | None = None
         t0 = time.monotonic()
         try:
-            result = await asyncio.to_thread(store.begin_turn, session_id, prompt, options)
+            begin = asyncio.ensure_future(
+                asyncio.to_thread(store.begin_turn, session_id, prompt, options)
+            )
+            try:
+                result = await asyncio.shield(begin)
+            except asyncio.CancelledError:  # stopped at once: the thread still opens the turn
+                with contextlib.suppress(Exception):  # (and leases the session): end it too
+                    result = await begin
+                raise
             app.settings  # noqa: B018 - reload an edited config before the turn
             index = app.library_index
             scope = options.scope
             try:
                 allowed = await asyncio.to_thread(allowed_keys, index, scope)
             except ValueError as e:
-                self._fail(queue, result, None, str(e), retryable=False)
+                await self._fail(queue, result, None, str(e), retryable=False)
                 return
             names = await asyncio.to_thread(collection_names, index, scope.collections)
             active = await asyncio.to_thread(build_active_items, index, scope.items)
@@ -90,7 +135,7 @@ class TurnRunner:
             state = await asyncio.to_thread(store.get_state, session_id)
             deps = CoordinatorDeps(turn=turn, profile=state.research_profile)
             rm = roles.coordinator
-            with turn.phase("coordinator", role="coordinator"):
+            with turn.phase("coordinator", role="coordinator"), role_call(rm, turn) as call:
                 run = await coordinator_agent.run(
                     prompt,
                     message_history=history or None,
@@ -98,8 +143,9 @@ class TurnRunner:
                     model=rm.model,
                     model_settings=rm.settings or None,
                     event_stream_handler=stream_handler(turn, "coordinator"),
+                    run_id=call.run_id,
                 )
-            turn.usage.add("coordinator", run.usage, rm.model_string)
+            turn.usage.add("coordinator", run.usage, rm.model_string, rm.name)
             output, new_messages = run.output, run.new_messages()
             seconds = time.monotonic() - t0
             if isinstance(output, Outcome) and output.paused is not None:
@@ -123,14 +169,17 @@ class TurnRunner:
             await self._compact(session_id, roles)
         except asyncio.CancelledError:
             if result is not None:
-                self._end(result, turn, "cancelled", CANCELLED)
+                await _off_loop(self._end, result, turn, "cancelled", CANCELLED)
             queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=_id(result),
                                         message=CANCELLED, retryable=True))  # fmt: skip
-        except CheckpointPending as e:
-            self._fail(queue, result, turn, str(e), retryable=False, session_id=session_id)
+        except (CheckpointPending, SessionBusy) as e:
+            await self._fail(queue, result, turn, str(e), retryable=False, session_id=session_id)
+        except AnswerFailed as e:
+            assert result is not None and turn is not None
+            await self._keep_search(queue, result, turn, e, time.monotonic() - t0)
         except Exception as e:
             message = describe_error(e, roles, doing="The turn")
-            self._fail(queue, result, turn, message, session_id=session_id)
+            await self._fail(queue, result, turn, message, session_id=session_id)
 
     # ------------------------------------------------------------------ a resumed search
     async def resume(
@@ -152,8 +201,8 @@ class TurnRunner:
         finally:
             # Usually a no-op: the turn ended its claim. Not when the stream was closed before
             # the run began; then the checkpoint must wait again, not stay claimed.
-            with contextlib.suppress(Exception):
-                self.store.release_checkpoint(session_id, token)
+            with contextlib.suppress(BaseException):
+                await _off_loop(self.store.release_checkpoint, session_id, token)
 
     async def _resume(
         self,
@@ -169,6 +218,7 @@ class TurnRunner:
         result: TurnResult | None = None
         roles: Roles | None = None
         resolved = False  # the answer cleared the checkpoint: no claim left to release
+        turn: TurnContext | None = None
         t0 = time.monotonic()
 
         def end_claim(message: str) -> None:
@@ -215,16 +265,37 @@ class TurnRunner:
             await self._compact(session_id, roles)
         except asyncio.CancelledError:
             message = CANCELLED + ("" if resolved else " The checkpoint still waits.")
-            end_claim(message)
+            await _off_loop(end_claim, message)
             queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=snapshot.turn_id,
                                         message=message, retryable=True))  # fmt: skip
         except Exception as e:
             message = describe_error(e, roles, doing="The turn")
-            end_claim(message)
+            await _off_loop(end_claim, message)
+            retry_id = await _off_loop(self._failed_resume, snapshot, turn, message, resolved)
             queue.put_nowait(ErrorEvent(session_id=session_id, turn_id=snapshot.turn_id,
-                                        message=message, retryable=not resolved))  # fmt: skip
+                                        message=message, retryable=not resolved,
+                                        retry_id=retry_id))  # fmt: skip
         finally:
             heartbeat.cancel()
+
+    def _failed_resume(
+        self,
+        snapshot: CheckpointSnapshot,
+        turn: TurnContext | None,
+        message: str,
+        resolved: bool,
+    ) -> str | None:
+        """A resume that failed keeps what it spent on the turn's record; a kept search (an
+        "answer" snapshot) waits again for "Retry answer": its id, for the error event."""
+        if turn is not None:
+            with contextlib.suppress(Exception):
+                self.store.update_turn(snapshot.turn_id, usage=turn.usage.record,
+                                       steps=turn.trail())  # fmt: skip
+        if snapshot.kind == "answer" and not resolved:
+            with contextlib.suppress(Exception):
+                self.store.update_turn(snapshot.turn_id, error=message)
+            return snapshot.interrupt_id
+        return None
 
     async def _renew_claim(self, session_id: str, claim: str) -> None:
         """Keep a long resume's claim fresh, so its lease never lapses while it runs."""
@@ -282,14 +353,17 @@ class TurnRunner:
             "model": turn.roles.display,
         }
         if outcome is not None:
-            update.update(evidence=outcome.evidence, search_goal=outcome.goal)
+            update.update(evidence=outcome.evidence, search_goal=outcome.goal,
+                          parts=outcome.question_parts, elsewhere=outcome.elsewhere,
+                          widen_scope=outcome.widen_scope)  # fmt: skip
             if outcome.state is not None:
                 update.update(tool_calls=outcome.state.tool_count,
                               extensions=outcome.state.extension_count)  # fmt: skip
             if outcome.answer is not None:
                 a = outcome.answer
                 update.update(cited_sources=a.cited_sources, other_sources=a.other_sources,
-                              citations=a.citations)  # fmt: skip
+                              citations=a.citations, unsupported_claims=a.unsupported,
+                              citations_verified=a.verified)  # fmt: skip
         return result.model_copy(update={**update, **fields})
 
     async def _answer(
@@ -301,7 +375,7 @@ class TurnRunner:
         seconds: float,
     ) -> None:
         record = self._record(turn, result, outcome, seconds, status="answered", answer=text,
-                              checkpoint=None)  # fmt: skip
+                              checkpoint=None, error=None)  # fmt: skip
         stored = await asyncio.to_thread(self.store.save_turn, record)
         turn.emit(Final.of(stored))
 
@@ -317,8 +391,9 @@ class TurnRunner:
     ) -> None:
         ev = outcome.checkpoint
         assert ev is not None
-        info = CheckpointInfo.model_validate(ev.model_dump(exclude={"type", "session_id",
-                                                                    "turn_id"}))
+        info = CheckpointInfo.model_validate(
+            ev.model_dump(exclude={"type", "session_id", "turn_id"})
+        )
         record = self._record(turn, result, outcome, seconds, checkpoint=info)
         snapshot = CheckpointSnapshot(interrupt_id=ev.interrupt_id, turn_id=result.turn_id,
                                       payload=paused.model_dump(mode="json"))  # fmt: skip
@@ -326,6 +401,51 @@ class TurnRunner:
             self.store.save_checkpoint, result.session_id, snapshot, turn=record, claim=claim
         )
         turn.emit(ev)
+
+    async def _keep_search(
+        self,
+        queue: EventQueue,
+        result: TurnResult,
+        turn: TurnContext,
+        failed: AnswerFailed,
+        seconds: float,
+    ) -> None:
+        """Writing the answer failed after the search finished: keep the search (its evidence
+        in the turn's record, its run state as an "answer" snapshot) so `synthesize` writes the
+        answer again without searching again; the error says so and carries the retry id."""
+        retry_id = f"{result.turn_id}-answer"
+        message = (
+            f"{failed} The search is kept: retry the answer (zocrates-nb resume --session "
+            f"{result.session_id} --action synthesize) without searching again."
+        )
+        call = ToolCallPart(SEARCH_TOOL, {"request": failed.outcome.goal})
+        coordinator: list[ModelMessage] = [
+            ModelRequest(parts=[UserPromptPart(result.prompt)]),
+            ModelResponse(parts=[call]),
+            ModelRequest(parts=[ToolReturnPart(SEARCH_TOOL, "", tool_call_id=call.tool_call_id)]),
+        ]
+        paused = failed.paused.model_copy(update={
+            "coordinator_messages": dump_messages(coordinator),
+            "active_items": dump_active_items(turn.active_items),
+        })  # fmt: skip
+        snapshot = CheckpointSnapshot(
+            interrupt_id=retry_id,
+            turn_id=result.turn_id,
+            kind="answer",
+            payload=paused.model_dump(mode="json"),
+        )
+        record = self._record(turn, result, failed.outcome, seconds, error=message, answer="")
+        try:
+            await asyncio.to_thread(
+                self.store.save_checkpoint, result.session_id, snapshot, turn=record
+            )
+        except Exception as e:  # the store failed too: an ordinary failed turn
+            log.warning("keeping the search of %s failed: %s", result.turn_id, e)
+            await self._fail(queue, result, turn, str(failed))
+            return
+        error = ErrorEvent(session_id=result.session_id, turn_id=result.turn_id,
+                           message=message, retryable=True, retry_id=retry_id)  # fmt: skip
+        queue.put_nowait(error)
 
     def _end(self, result: TurnResult, turn: TurnContext | None, status: str, error: str) -> None:
         """Record a turn that ended without an answer (failed or cancelled)."""
@@ -336,7 +456,7 @@ class TurnRunner:
         with contextlib.suppress(Exception):
             self.store.update_turn(result.turn_id, status=status, answer="", error=error, **extra)
 
-    def _fail(
+    async def _fail(
         self,
         queue: EventQueue,
         result: TurnResult | None,
@@ -347,7 +467,7 @@ class TurnRunner:
         session_id: str = "",
     ) -> None:
         if result is not None:
-            self._end(result, turn, "error", message)
+            await _off_loop(self._end, result, turn, "error", message)
         queue.put_nowait(
             ErrorEvent(
                 session_id=result.session_id if result else session_id,
@@ -388,8 +508,17 @@ class TurnRunner:
                 ceiling=cfg.ceiling,
                 keep_last=cfg.keep_last,
             )
+        except asyncio.CancelledError:  # the answer is recorded: a stop now ends only this
+            return
         except Exception as e:  # compaction is an optimisation: never fail a turn on it
             log.warning("compaction of session %s failed: %s", session_id, type(e).__name__)
+
+
+async def _off_loop(fn: Callable[..., _T], *args: Any) -> _T:
+    """A store write from a turn's last moments, in a worker thread: a locked sessions.db must
+    not stall the event loop (the Jupyter server's, the kernel's). Shielded, so a second
+    cancellation cannot abandon the write halfway through awaiting it."""
+    return await asyncio.shield(asyncio.to_thread(fn, *args))
 
 
 def _id(result: TurnResult | None) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from zocrates_nb.cli import conversation as conv
+from zocrates_nb.cli import discovery
 from zocrates_nb.cli import library as lib
 from zocrates_nb.cli.options import add_ask_options, add_output_options, add_server_options
 from zocrates_nb.config import default_home
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     _library_parsers(sub)
     _conversation_parsers(sub)
+    discovery.add_parsers(sub)
 
     be = sub.add_parser("bench", help="benchmarks")
     be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui"])
@@ -137,12 +139,30 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--zotero-dir", type=Path, help="library to benchmark (default: the sample)")
     be.add_argument("--folder", type=Path)
     be.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    be.add_argument("--cold", action="store_true",
+                    help="ui: also time the first question of fresh processes, with and without "
+                         "the panel's background warm-up")
+    be.add_argument("--indexed", action="store_true",
+                    help="ui: use --home as it is (already indexed; sessions are added to it)")
     be.add_argument("--json", action="store_true")
+    be.add_argument("--agent", action="store_true",
+                    help="tokens: what a full-budget search pass sends a (scripted) model")
+    be.add_argument("--compare", action="store_true",
+                    help="tokens --agent: also measure the pass with its whole history resent")
     be.set_defaults(func=bench_command)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Text that cannot be encoded (a lone surrogate from undecodable argv or input bytes)
+    # prints as a replacement character instead of crashing the command.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if callable(reconfigure):
+            reconfigure(errors="replace")
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if callable(reconfigure):  # undecodable chat input reaches the App, which makes it safe
+        reconfigure(errors="surrogateescape")
     args = build_parser().parse_args(argv)
     args.home = (args.home or default_home()).expanduser().resolve()
     func: Callable[[argparse.Namespace], int] = args.func
@@ -154,6 +174,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zocrates-nb: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # not ours to explain: one plain line, details at debug level
+        from zocrates_nb.app.describe import describe_error
+
+        print(f"zocrates-nb: error: {describe_error(e, doing='The command')}", file=sys.stderr)
+        return 1
 
 
 __all__ = ["build_parser", "main"]

@@ -2,7 +2,8 @@
 Jupyter server with `--server URL`); and doctor (local).
 
 `ask --questions FILE.jsonl --json` is a batch: one JSON line per question (with its `id`),
-each in a fresh session, the models loaded once; a bad line stops the run naming it.
+each in a fresh session, the models loaded once; a bad line gets an error line and the batch
+goes on.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from zocrates_nb.app.describe import describe_error
 from zocrates_nb.cli.client import Client, open_client
 from zocrates_nb.cli.options import ask_options
 from zocrates_nb.cli.printer import TurnPrinter
@@ -59,32 +61,50 @@ async def _batch(args: argparse.Namespace) -> int:
     failures = 0
     try:
         for line_id, question, scope in lines:
-            options = ask_options(args, **scope)
             printer = _printer(client, args, True)
             try:
+                if isinstance(question, BadLine):
+                    raise UsageError(question.message)
+                options = ask_options(args, **scope)
                 await printer.run(client.ask(question, options))
             except ZocratesError as e:
-                printer.error = ErrorEvent(message=str(e))
+                printer.error = ErrorEvent(message=describe_error(e))
             failures += printer.batch_line(line_id)
     finally:
         client.close()
     return 0 if not failures else 1
 
 
-def question_lines(path: Path) -> Iterator[tuple[Any, str, dict[str, Any]]]:
-    """(id, question, scope options) per line of a batch file; a bad line stops the run naming
-    it. A line's `scope` object and its own `items` / `collections` keys override the flags."""
+class BadLine(NamedTuple):
+    """A batch line that is not a question: reported on its own output line, the batch goes
+    on."""
+
+    message: str
+
+
+def question_lines(path: Path) -> Iterator[tuple[Any, str | BadLine, dict[str, Any]]]:
+    """(id, question, scope options) per line of a batch file; a bad line yields a `BadLine`
+    in place of its question. A line's `scope` object and its own `items` / `collections` keys
+    override the flags."""
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
-    for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+    for n, line in enumerate(path.read_text("utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
         try:
             q = json.loads(line)
-            question = str(q["question"])
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            raise UsageError(f"{path}:{n}: bad question line ({e})") from None
-        scope = {**(q.get("scope") or {}),
+        except json.JSONDecodeError as e:
+            yield n, BadLine(f"{path.name}:{n}: not valid JSON (column {e.colno})"), {}
+            continue
+        if not isinstance(q, dict) or not isinstance(q.get("question"), str):
+            line_id = q.get("id", n) if isinstance(q, dict) else n
+            yield line_id, BadLine(f'{path.name}:{n}: the line has no "question" text'), {}
+            continue
+        question, given = q["question"], q.get("scope") or {}
+        if not isinstance(given, dict):
+            yield q.get("id", n), BadLine(f'{path.name}:{n}: "scope" must be an object'), {}
+            continue
+        scope = {**given,
                  **{k: v for k, v in q.items() if k in ("items", "collections", "collection")}}
         collections = scope.get("collections") or scope.get("collection")
         if isinstance(collections, str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,20 +88,42 @@ def print_hit(n: int, h: SearchHit) -> None:
 
 
 def _batch_search(app: App, args: argparse.Namespace) -> int:
-    with open(args.queries, encoding="utf-8") as fh:
+    """One JSON line per query line; a bad line gets `{"id", "error"}` (and a note on stderr)
+    and the batch goes on. Exit status 1 when any line failed."""
+    from zocrates_nb.app.describe import describe_error
+
+    if not Path(args.queries).is_file():
+        raise UsageError(f"no such file: {args.queries}")
+    failed = 0
+    with open(args.queries, encoding="utf-8", errors="replace") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
+            line_id: Any = n
             try:
                 q = json.loads(line)
+                if not isinstance(q, dict):
+                    raise UsageError("a line must be a JSON object with a \"query\"")
+                line_id = q.get("id", n)
+                if not isinstance(q.get("query"), str):
+                    raise UsageError('the line has no "query" text')
+                if not q["query"].strip():
+                    raise UsageError("the query is empty")
                 hits = app.search(q["query"], items=q.get("items"),
                                   collections=q.get("collections"), chunk_type=q.get("type"),
                                   limit=args.limit)  # fmt: skip
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise UsageError(f"{args.queries}:{n}: bad query line ({e})") from None
-            results = [h.model_dump(mode="json") for h in hits]
-            print(json.dumps({"id": q.get("id", n), "results": results}, ensure_ascii=False))
-    return 0
+            except json.JSONDecodeError as e:
+                message = f"not valid JSON (column {e.colno})"
+            except Exception as e:  # reported for this line; the batch goes on
+                message = describe_error(e, doing="This query")
+            else:
+                results = [h.model_dump(mode="json") for h in hits]
+                print(json.dumps({"id": line_id, "results": results}, ensure_ascii=False))
+                continue
+            failed += 1
+            print(json.dumps({"id": line_id, "error": message}, ensure_ascii=False), flush=True)
+            print(f"zocrates-nb: {args.queries}:{n}: {message}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def convert_command(args: argparse.Namespace) -> int:

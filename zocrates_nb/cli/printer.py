@@ -77,8 +77,11 @@ class TurnPrinter:
         """The turn's record: the answer's own, or the paused turn's as stored."""
         if self.final is not None:
             return self.final
-        if self.checkpoint is not None and self.turn_id:
-            return self.client.turn(self.turn_id, session_id=self.session_id or None)
+        if (self.checkpoint is not None or self.error is not None) and self.turn_id:
+            try:  # a failed turn's record keeps what it spent (and the search it kept)
+                return self.client.turn(self.turn_id, session_id=self.session_id or None)
+            except Exception:
+                return None
         return None
 
     def result(self) -> dict[str, Any]:
@@ -90,6 +93,8 @@ class TurnPrinter:
             "answer": self.final.answer if self.final else "",
             "cited_sources": _sources(r.cited_sources) if r else [],
             "other_sources": _sources(r.other_sources) if r else [],
+            "elsewhere": _sources(r.elsewhere) if r else [],
+            "widen_scope": r.widen_scope.model_dump(mode="json") if r and r.widen_scope else None,
             "evidence": [e.model_dump(mode="json") for e in r.evidence] if r else [],
             "checkpoint": self.checkpoint.model_dump(mode="json") if self.checkpoint else None,
             "usage": (r.usage if r else Usage()).model_dump(mode="json"),
@@ -119,6 +124,11 @@ class TurnPrinter:
                 print("\nOther considered", file=o)
                 for s in f.other_sources:
                     print(f"  - {s.title} ({s.year or 'n.d.'})", file=o)
+            if f.elsewhere:
+                print("\nElsewhere in your library (outside the scope; widen it to search them)",
+                      file=o)  # fmt: skip
+                for s in f.elsewhere:
+                    print(f"  - {s.title} ({s.year or 'n.d.'})", file=o)
             spent = usage_line(f.usage)
             print(f"\n[{f.seconds:.1f} s · {f.model}{spent} · session {self.session_id}]",
                   file=o)  # fmt: skip
@@ -127,9 +137,14 @@ class TurnPrinter:
             print("\n" + "─" * 72, file=o)
             print(f"Deep research checkpoint (extension {c.extension} of {c.max_extensions})",
                   file=o)  # fmt: skip
+            if c.headline:
+                print(f"  {c.headline}", file=o)
             print(f"  used {c.calls_used}/{c.budget} retrieval calls, "
                   f"{c.words_used:,}/{c.word_ceiling:,} words"
                   + (f", ${c.cost_usd:.4f} so far" if c.cost_usd is not None else ""), file=o)
+            r = self.record()
+            if r is not None and usage_line(r.usage):
+                print(f"  spent so far{usage_line(r.usage)}", file=o)
             if c.covered_summary:
                 print(f"  covered: {c.covered_summary}", file=o)
             for m in c.missing_aspects:
@@ -142,6 +157,9 @@ class TurnPrinter:
             )
         elif self.error is not None:
             print(f"\nzocrates-nb: error: {self.error.message}", file=self.err)
+            r = self.record()
+            if r is not None and usage_line(r.usage):
+                print(f"[spent{usage_line(r.usage)} · session {self.session_id}]", file=self.err)
 
     def finish(self) -> int:
         """Print the turn (one JSON object, or text for a human); the exit status."""

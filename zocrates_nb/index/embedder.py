@@ -58,22 +58,30 @@ def loaded_models() -> list[str]:
     return list(_MODELS)
 
 
+# torch's thread count is process-wide: a block that changes it holds this lock from the change
+# to the restore, so two threads (a query during indexing, the server's handlers) can never
+# restore each other's value and leave the process on the wrong count for good.
+_THREADS_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def _torch_threads(n: int | None) -> Iterator[None]:
-    """torch's intra-op thread count set to `n` for a block (process-wide, restored after)."""
+    """torch's intra-op thread count set to `n` for a block (process-wide, restored after;
+    blocks that change it run one at a time)."""
     if n is None:
         yield
         return
     import torch
 
-    previous = torch.get_num_threads()
-    if previous != n:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
+    with _THREADS_LOCK:
+        previous = torch.get_num_threads()
         if previous != n:
-            torch.set_num_threads(previous)
+            torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            if previous != n:
+                torch.set_num_threads(previous)
 
 
 def native_bf16() -> bool:

@@ -312,6 +312,18 @@ class Catalog:
         rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))
         return str(rows[0]["value"]) if rows else None
 
+    def generation(self) -> str | None:
+        """The writers' generation (`Index.writer_lock` changes it on release): readable in
+        any catalogue format, None before the first write."""
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT value FROM meta WHERE key = 'generation'"
+                ).fetchone()
+        except sqlite3.Error:
+            return None
+        return str(row[0]) if row else None
+
     def set_meta(self, key: str, value: str) -> None:
         with self.transaction() as db:
             db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))

@@ -15,11 +15,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from zocrates_nb.config import Settings, load_settings
+from zocrates_nb.errors import ZocratesError
 from zocrates_nb.index.dedup import distinct
 from zocrates_nb.index.dense import DenseStore
 from zocrates_nb.index.embedder import Embedder, model_name
@@ -51,8 +53,11 @@ SearchMode = Literal["hybrid", "bm25", "dense"]
 _KIND_ORDER = {"pdf": 0, "html": 1, "markdown": 2, "text": 3, "note": 4}
 
 
-class IndexBusyError(RuntimeError):
-    """Another process is indexing this data home."""
+GENERATION_KEY = "generation"  # catalogue meta: changes whenever a writer lets go of the index
+
+
+class IndexBusyError(ZocratesError, RuntimeError):
+    """Another process is indexing this data home (one writer at a time)."""
 
 
 class Index:
@@ -64,6 +69,7 @@ class Index:
         self.index_dir = self.home / INDEX_DIR
         self.catalog = Catalog(self.index_dir / CATALOG_FILE)
         self._dense: DenseStore | None = None
+        self._generation: str | None = None  # the writers' generation `_dense` was opened at
         self._embedder: Embedder | None = None
         self.purge_unfinished()
 
@@ -105,11 +111,25 @@ class Index:
 
     @property
     def dense(self) -> DenseStore:
+        """The vector store, reopened when another process wrote the index since: embedded
+        Chroma keeps the vectors it loaded in memory and never sees another process's writes
+        (nor should a writer persist such a stale copy over them)."""
+        generation = self.catalog.generation()
+        if self._dense is not None and generation != self._generation:
+            self._reopen_dense()
         if self._dense is None:
             self._dense = DenseStore(
                 self.settings.index.chroma, self.index_dir / CHROMA_DIR, self.model_name
             )
+            self._generation = generation
         return self._dense
+
+    def _reopen_dense(self) -> None:
+        self._dense = None
+        if self.settings.index.chroma.mode != "server":
+            from chromadb.api.client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()  # Chroma's per-path clients, in-process
 
     def bundle_cache_dir(self, sha256: str) -> Path:
         """Cached bundle of some content, per converter version (an upgrade converts anew)."""
@@ -135,20 +155,43 @@ class Index:
 
     @contextlib.contextmanager
     def writer_lock(self, *, wait: bool = False) -> Iterator[None]:
-        """Exclusive right to write this index (held by `index_library`)."""
+        """Exclusive right to write this index (held by `index_library`), across processes.
+
+        The holder's pid is written in the lock file for the refusal's message. On release the
+        catalogue's generation changes, so every reader (a kernel, the Jupyter server) reopens
+        its vectors at its next search and sees the new index. A killed holder's lock goes with
+        its process (flock).
+        """
         self.index_dir.mkdir(parents=True, exist_ok=True)
         with open(self.index_dir / LOCK_FILE, "a+") as fh:
             if fcntl is not None:
                 try:
                     fcntl.flock(fh, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-                except BlockingIOError as e:
+                except BlockingIOError:
+                    fh.seek(0)
+                    pid = fh.read().strip()
+                    who = f" (pid {pid})" if pid.isdigit() else ""
                     raise IndexBusyError(
-                        f"another process is indexing {self.home}; try again when it is done"
-                    ) from e
+                        f"The index of {self.home} is being updated by another process{who}; "
+                        "try again when it finishes."
+                    ) from None
+                fh.seek(0)
+                fh.truncate()
+                fh.write(str(os.getpid()))
+                fh.flush()
+            if self._dense is not None and self.catalog.generation() != self._generation:
+                self._reopen_dense()  # write over what is on disk now, never a stale copy
             try:
                 yield
             finally:
+                generation = uuid.uuid4().hex
+                with contextlib.suppress(Exception):  # readers then reopen at their next use
+                    self.catalog.set_meta(GENERATION_KEY, generation)
+                    if self._dense is not None:
+                        self._generation = generation  # this process's copy is current
                 if fcntl is not None:
+                    fh.seek(0)
+                    fh.truncate()
                     fcntl.flock(fh, fcntl.LOCK_UN)
 
     def rebuild(self) -> None:

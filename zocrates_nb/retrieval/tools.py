@@ -9,6 +9,7 @@ are de-duplicated on canonical ids; items outside the run's scope are refused.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -220,6 +221,13 @@ class Toolkit:
                 by_item.setdefault(h.chunk.item_key, h)
             hits = list(by_item.values())[:limit]
         items = [_evidence_from_hit(h, rank, query) for rank, h in enumerate(hits, 1)]
+        fit = _within_ceiling(items, st.word_ceiling - st.words)
+        if len(fit) < len(items):
+            notices.append(
+                f"[Word ceiling: {len(items) - len(fit)} more matching passage(s) not added "
+                f"({st.word_ceiling:,} words is the limit). Call `conclude_search`.]"
+            )
+        items, hits = fit, hits[: len(fit)]
         st.mark_seen([h.chunk.chunk_id for h in hits])
         st.add_evidence(items)
         results = [
@@ -492,9 +500,11 @@ class Toolkit:
         st = self.state
         toc = bundle.toc
         csv = ref.csv
+        # Never past the word ceiling: a read that would overshoot is cut at what is left.
+        left = max(st.word_ceiling - st.words, 1)
         if ref.text is None and ref.line_start is not None and ref.line_end is not None:
             table = ref.kind == "table"
-            limit = TABLE_READ_WORDS if table else max(st.word_ceiling, READ_MAX_WORDS)
+            limit = min(TABLE_READ_WORDS if table else READ_MAX_WORDS, left)
             cut = _cut_to_words(bundle, ref.line_start, ref.line_end, limit, rows=table)
             if cut is not None:
                 end, words, shown_rows, total_rows = cut
@@ -506,14 +516,17 @@ class Toolkit:
                         "search_corpus, or read one page of it with page=N.]"
                     )
                 else:
+                    why = " (what the word ceiling leaves)" if limit == left else ""
                     notices.append(
                         f"[{ref.heading or ref.id} is long (~{words:,} words): showing its "
-                        f"first ~{limit:,} words. Read its subsections or pages (page=N) for "
-                        "the rest.]"
+                        f"first ~{limit:,} words{why}. Read its subsections or pages (page=N) "
+                        "for the rest.]"
                     )
+                if limit == left and not table:  # fill up to the ceiling exactly (cut below)
+                    end = min(end + 1, ref.line_end)
                 ref = replace(ref, line_end=end, csv=csv)
         if ref.text is not None:  # the abstract lives only in metadata
-            text = ref.text
+            text = _fit_words(ref.text, left)
             seen = [
                 c.chunk_id
                 for c in self._chunks_of(doc.doc_key)
@@ -523,7 +536,7 @@ class Toolkit:
         else:
             assert ref.line_start is not None and ref.line_end is not None
             a, b = ref.line_start, ref.line_end
-            text = _words_at_most(bundle.text(a, b).strip(), max(st.word_ceiling, READ_MAX_WORDS))
+            text = _fit_words(bundle.text(a, b).strip(), min(left, READ_MAX_WORDS))
             seen = self.index.chunks_intersecting(doc.doc_key, a, b)
             if ref.kind in ("section", "page"):  # passages this read now holds in full
                 st.drop_evidence(
@@ -647,6 +660,17 @@ class Toolkit:
         return self.state.report
 
 
+def _within_ceiling(items: list[Evidence], left: int) -> list[Evidence]:
+    """The leading passages that fit in the `left` words (never one past the ceiling)."""
+    out: list[Evidence] = []
+    for e in items:
+        if e.words > left:
+            break
+        out.append(e)
+        left -= e.words
+    return out
+
+
 def _cut_to_words(
     bundle: Bundle, start: int, end: int, limit: int, *, rows: bool
 ) -> tuple[int, int, int, int] | None:
@@ -670,12 +694,13 @@ def _cut_to_words(
     return last, total, max(shown - 2, 0), max(len(table) - 2, 0)  # minus header, separator
 
 
-def _words_at_most(text: str, limit: int) -> str:
-    """A single line longer than a read may be (a 1 MB line) is cut at a word."""
-    words = text.split(" ")
-    if len(words) <= limit:
+def _fit_words(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` words as evidence counts them (whitespace-separated), the
+    last of them a visible "…" when it was cut."""
+    if len(text.split()) <= limit:
         return text
-    return " ".join(words[:limit]) + " …"
+    ends = [m.end() for m in re.finditer(r"\S+", text)]
+    return text[: ends[max(limit - 2, 0)]] + " …"
 
 
 def _as_list(value: list[str] | str | None) -> list[str]:

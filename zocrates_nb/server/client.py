@@ -91,7 +91,10 @@ class RemoteClient:
         try:
             async with (
                 httpx.AsyncClient(headers=self._headers, timeout=timeout, trust_env=False) as http,
-                http.stream("POST", self.base + path, json=body) as response,
+                # ASCII JSON: a lone surrogate travels as a `\\ud800` escape (the server makes
+                # it safe) instead of failing to encode here.
+                http.stream("POST", self.base + path, content=json.dumps(body),
+                            headers={"Content-Type": "application/json"}) as response,
             ):
                 if response.status_code != 200:
                     await response.aread()

@@ -5,6 +5,7 @@ answers errors as Jupyter's JSON `{message, reason}`."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,8 +21,18 @@ from zocrates_nb.events import ErrorEvent
 from zocrates_nb.server import service
 from zocrates_nb.server.relay import TurnRun
 from zocrates_nb.server.runtime import Runtime
-from zocrates_nb.server.schema import ChatRequest, ResumeRequest
+from zocrates_nb.server.schema import (
+    ChatRequest,
+    DiscoverRequest,
+    NoteRequest,
+    ResumeRequest,
+    SaveReply,
+    SaveRequest,
+    StageRequest,
+    StagingList,
+)
 from zocrates_nb.server.sse import KEEPALIVE, format_event
+from zocrates_nb.text import safe_text
 
 SESSION_HEADER = "X-Zocrates-Session"
 KEEPALIVE_SECONDS = 15.0
@@ -39,10 +50,43 @@ class ZocratesHandler(APIHandler):
         return runtime
 
     def body_as(self, model: type[B]) -> B:
+        """The JSON body as `model`, every string in it made safe first: a browser's
+        JSON.stringify writes a lone surrogate as a `\\ud800` escape, which must reach the
+        App as U+FFFD, not fail the request."""
         try:
-            return model.model_validate_json(self.request.body or b"")
+            data = json.loads(self.request.body or b"")
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+            where = ""
+            if isinstance(e, json.JSONDecodeError):
+                where = f" (line {e.lineno}, column {e.colno})"
+            raise web.HTTPError(
+                400, f"the request body is not valid JSON{where}", reason="Bad Request"
+            ) from None
+        if not isinstance(data, dict):
+            raise web.HTTPError(400, "the request body must be a JSON object", reason="Bad Request")
+        try:
+            return model.model_validate(_safe_strings(data))
         except ValidationError as e:
             raise web.HTTPError(400, explain(e), reason="Bad Request") from None
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Every error as Jupyter's JSON `{message, reason}` in plain words: an exception no
+        handler mapped becomes `service.http_error`'s reply (never a class name or traceback)."""
+        exc_info = kwargs.get("exc_info")
+        if exc_info and not isinstance(exc_info[1], web.HTTPError):
+            mapped = service.http_error(exc_info[1])
+            self.set_status(mapped.status_code, mapped.reason)
+            kwargs["exc_info"] = (type(mapped), mapped, None)
+        super().write_error(self.get_status(), **kwargs)
+
+    def log_exception(self, typ: Any, value: BaseException | None, tb: Any) -> None:
+        """One plain warning line per failed request; an unexpected exception's details only at
+        debug level (`describe_error`). Messages may hold '%' (a session id from the URL)."""
+        if isinstance(value, web.HTTPError):
+            self.log.warning("%d %s: %s", value.status_code, self._request_summary(),
+                             value.log_message or value.reason or "")  # fmt: skip
+        elif value is not None:
+            describe_error(value, doing="The request")  # logs it
 
     def reply(self, model: BaseModel) -> None:
         self.finish(model.model_dump_json())
@@ -70,6 +114,77 @@ class TurnHandler(ZocratesHandler):
     async def get(self, session_id: str, turn_id: str) -> None:
         app = await self.runtime.app()
         self.reply(await asyncio.to_thread(service.turn_detail, app, session_id, turn_id))
+
+
+class DiscoverHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(DiscoverRequest)
+        app = await self.runtime.app()
+        self.reply(await asyncio.to_thread(
+            app.discover, req.query, limit=req.limit, session_id=req.session_id))  # fmt: skip
+
+
+class StagingHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        session_id = self.get_query_argument("session_id", None)
+        app = await self.runtime.app()
+        staged = await asyncio.to_thread(app.staged, session_id=session_id)
+        self.reply(StagingList(staged=staged))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(StageRequest)
+        app = await self.runtime.app()
+
+        def stage() -> StagingList:
+            app.stage(req.ids, session_id=req.session_id)
+            return StagingList(staged=app.staged(session_id=req.session_id))
+
+        self.reply(await asyncio.to_thread(stage))
+
+
+class UnstageHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(StageRequest)
+        app = await self.runtime.app()
+
+        def unstage() -> StagingList:
+            app.unstage(req.ids, session_id=req.session_id)
+            return StagingList(staged=app.staged(session_id=req.session_id))
+
+        self.reply(await asyncio.to_thread(unstage))
+
+
+class SaveStagedHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(SaveRequest)
+        app = await self.runtime.app()
+        result, text = await asyncio.to_thread(
+            app.save_staged, req.to, confirmed=req.confirmed, session_id=req.session_id,
+            collection=req.collection)  # fmt: skip
+        self.reply(SaveReply(result=result, text=text))
+
+
+class NoteHandler(ZocratesHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        req = self.body_as(NoteRequest)
+        app = await self.runtime.app()
+        result = await asyncio.to_thread(
+            app.save_note, req.session_id, to=req.to, turn_id=req.turn_id,
+            confirmed=req.confirmed, collection=req.collection, tag_cited=req.tag_cited,
+        )  # fmt: skip
+        self.reply(result)
 
 
 class OpenApiHandler(ZocratesHandler):
@@ -106,8 +221,7 @@ class _StreamHandler(ZocratesHandler):
         seq, item = 0, first
         try:
             while True:
-                if isinstance(item, BaseException):
-                    self.log.error("zocrates: turn failed", exc_info=item)
+                if isinstance(item, BaseException):  # describe_error logs it (details: debug)
                     item = ErrorEvent(session_id=session_id,
                                       message=describe_error(item, doing="The turn"))
                 if item is not None:
@@ -158,12 +272,28 @@ class ResumeHandler(_StreamHandler):
 
 _SESSION_ID = r"(?P<session_id>[^/]+)"
 _TURN_ID = r"(?P<turn_id>[^/]+)"
+def _safe_strings(data: Any) -> Any:
+    """`safe_text` on every string of a parsed JSON body (keys too); nothing else changes."""
+    if isinstance(data, str):
+        return safe_text(data) if data.strip() else data
+    if isinstance(data, list):
+        return [_safe_strings(v) for v in data]
+    if isinstance(data, dict):
+        return {_safe_strings(k): _safe_strings(v) for k, v in data.items()}
+    return data
+
+
 ROUTES: list[tuple[str, type[APIHandler]]] = [
     (r"/zocrates/chat", ChatHandler),
     (r"/zocrates/chat/resume", ResumeHandler),
     (r"/zocrates/sessions", SessionsHandler),
     (rf"/zocrates/sessions/{_SESSION_ID}", SessionHandler),
     (rf"/zocrates/sessions/{_SESSION_ID}/turns/{_TURN_ID}", TurnHandler),
+    (r"/zocrates/discover", DiscoverHandler),
+    (r"/zocrates/staging", StagingHandler),
+    (r"/zocrates/staging/remove", UnstageHandler),
+    (r"/zocrates/staging/save", SaveStagedHandler),
+    (r"/zocrates/notes", NoteHandler),
     (r"/zocrates/openapi.json", OpenApiHandler),
 ]
 

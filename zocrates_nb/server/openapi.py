@@ -16,12 +16,20 @@ from zocrates_nb import __version__
 from zocrates_nb.events import EVENT_ADAPTER
 from zocrates_nb.server.schema import (
     ChatRequest,
+    DiscoverRequest,
+    Discovery,
     ErrorReply,
+    NoteRequest,
     ResumeRequest,
+    SaveReply,
+    SaveRequest,
     SessionDetail,
     SessionList,
+    StageRequest,
+    StagingList,
     TurnResult,
 )
+from zocrates_nb.writeback import SaveResult
 
 PATH = Path(__file__).with_name("openapi.json")
 _REF = "#/components/schemas/{model}"
@@ -70,6 +78,26 @@ def _stream_responses(conflict: str, bad: str) -> dict[str, Any]:
     }
 
 
+def _post_op(op: str, summary: str, request: str, reply: str, ok: str,
+             bad: str) -> dict[str, Any]:  # fmt: skip
+    return {
+        "post": {
+            "operationId": op,
+            "summary": summary,
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": _REF.format(model=request)}}},
+            },
+            "responses": {
+                "200": _json(reply, ok),
+                "400": _error(bad),
+                "403": _error("Missing or invalid Jupyter token."),
+                "404": _error("Unknown session."),
+            },
+        }
+    }
+
+
 def build() -> dict[str, Any]:
     _, defs = models_json_schema(
         [
@@ -79,6 +107,14 @@ def build() -> dict[str, Any]:
             (SessionDetail, "serialization"),
             (TurnResult, "serialization"),
             (ErrorReply, "serialization"),
+            (DiscoverRequest, "validation"),
+            (StageRequest, "validation"),
+            (SaveRequest, "validation"),
+            (NoteRequest, "validation"),
+            (SaveResult, "serialization"),
+            (Discovery, "serialization"),
+            (StagingList, "serialization"),
+            (SaveReply, "serialization"),
         ],
         ref_template=_REF,
     )
@@ -177,6 +213,40 @@ def build() -> dict[str, Any]:
                     },
                 }
             },
+            "/zocrates/discover": _post_op(
+                "discover", "Find papers beyond the library (online.enabled)", "DiscoverRequest",
+                "Discovery", "Candidates (deduplicated, ranked, in-library marked) and per-source "
+                "errors.", "Discovery is off (the message says how to turn it on; nothing was "
+                "sent), or a malformed body."),
+            "/zocrates/staging": {
+                "get": {
+                    "operationId": "listStaged",
+                    "summary": "The staging list (the data home's, or a session's)",
+                    "parameters": [{"name": "session_id", "in": "query", "required": False,
+                                    "schema": {"type": "string"}}],
+                    "responses": {
+                        "200": _json("StagingList", "The staged candidates, in order."),
+                        "403": _error("Missing or invalid Jupyter token."),
+                        "404": _error("Unknown session."),
+                    },
+                },
+                **_post_op("stage", "Stage discovered candidates (all or none)", "StageRequest",
+                           "StagingList", "The staging list.",
+                           "An id no discover run of this list produced, or a malformed body."),
+            },
+            "/zocrates/staging/remove": _post_op(
+                "unstage", "Take candidates off the staging list", "StageRequest",
+                "StagingList", "The staging list.", "A malformed body."),
+            "/zocrates/staging/save": _post_op(
+                "saveStaged", "Save the staging list to Zotero, or export it as RIS/BibTeX",
+                "SaveRequest", "SaveReply", "What was saved, where, and what failed.",
+                "Not confirmed, nothing staged, Zotero not running or refusing, a malformed "
+                "body."),
+            "/zocrates/notes": _post_op(
+                "saveNote", "Save an answer and its cited sources as a Zotero note",
+                "NoteRequest", "SaveResult", "Where the note went; items tagged; failures.",
+                "Not confirmed, no answer in the session, Zotero not running or refusing, a "
+                "malformed body."),
             "/zocrates/openapi.json": {
                 "get": {
                     "operationId": "openapi",

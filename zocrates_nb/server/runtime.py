@@ -38,8 +38,11 @@ class Runtime:
                 try:
                     self._app = await asyncio.to_thread(App.open, self.home)
                 except Exception as e:  # a bad config file: say so, and retry next request
-                    log.exception("zocrates: cannot open the data home")
-                    raise web.HTTPError(500, f"cannot open the zocrates data home: {e}") from e
+                    from zocrates_nb.app.describe import describe_error
+
+                    message = describe_error(e, doing="Opening the zocrates data home")
+                    log.warning("zocrates: cannot open the data home: %s", message)
+                    raise web.HTTPError(500, message) from e
                 log.info("zocrates: opened the data home %s", self.home or "(default)")
             return self._app
 

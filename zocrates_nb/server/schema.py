@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from zocrates_nb.errors import explain
 from zocrates_nb.events import CheckpointEvent
+from zocrates_nb.online import Candidate, Discovery
 from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult
+from zocrates_nb.writeback import SaveResult
 
 Action = Literal["extend_budget", "synthesize"]
 
@@ -83,14 +85,73 @@ class SessionDetail(BaseModel):
         )
 
 
+class DiscoverRequest(BaseModel):
+    """Papers beyond the library (only when `online.enabled`; otherwise 400 saying how)."""
+
+    model_config = _STRICT
+
+    query: str = Field(min_length=1, pattern=r"\S", description="What to look for.")
+    limit: int = Field(10, ge=1, le=100)
+    session_id: str | None = Field(None, description="The session's list (default: the home's).")
+
+
+class StageRequest(BaseModel):
+    """Candidate ids (from a discover run of the same list) to stage or to take off the list."""
+
+    model_config = _STRICT
+
+    ids: list[str] = Field(min_length=1)
+    session_id: str | None = None
+
+
+class SaveRequest(BaseModel):
+    """Save the staging list: nothing is written unless `confirmed` is true."""
+
+    model_config = _STRICT
+
+    to: Literal["connector", "web", "ris", "bibtex"]
+    confirmed: bool = False
+    session_id: str | None = None
+    collection: str | None = Field(None, description="web: a collection key for the items.")
+
+
+class NoteRequest(BaseModel):
+    """Save an answer as a Zotero note: nothing is written unless `confirmed` is true."""
+
+    model_config = _STRICT
+
+    session_id: str
+    turn_id: str | None = Field(None, description="Default: the last answered turn.")
+    to: Literal["connector", "web"]
+    confirmed: bool = False
+    collection: str | None = Field(None, description="web: a collection key (standalone note).")
+    tag_cited: bool = Field(False, description="web: also tag the cited items zocrates:cited.")
+
+
+class StagingList(BaseModel):
+    staged: list[Candidate]
+
+
+class SaveReply(BaseModel):
+    result: SaveResult
+    text: str | None = Field(None, description="ris/bibtex: the exported file's text.")
+
+
 __all__ = [
     "Action",
     "ChatRequest",
+    "DiscoverRequest",
+    "Discovery",
     "ErrorReply",
+    "NoteRequest",
     "ResumeRequest",
+    "SaveReply",
+    "SaveRequest",
     "SessionDetail",
     "SessionList",
     "SessionSummary",
+    "StageRequest",
+    "StagingList",
     "TurnResult",
     "explain",
 ]

@@ -17,7 +17,12 @@ from zocrates_nb.server.schema import (
     SessionDetail,
     SessionList,
 )
-from zocrates_nb.sessions import CheckpointPending, NoPendingCheckpoint, SessionNotFound
+from zocrates_nb.sessions import (
+    CheckpointPending,
+    NoPendingCheckpoint,
+    SessionBusy,
+    SessionNotFound,
+)
 from zocrates_nb.turn import TurnResult
 
 if TYPE_CHECKING:
@@ -29,23 +34,27 @@ def http_error(e: BaseException) -> web.HTTPError:
     The message is always plain text for a person (no exception names)."""
     if isinstance(e, web.HTTPError):
         return e
-    if isinstance(e, CheckpointPending | NoPendingCheckpoint):
-        return web.HTTPError(409, str(e), reason="Conflict")
+    if isinstance(e, CheckpointPending | NoPendingCheckpoint | SessionBusy):
+        return web.HTTPError(409, describe_error(e), reason="Conflict")
     if isinstance(e, SessionNotFound):
-        return web.HTTPError(404, str(e), reason="Not Found")
+        return web.HTTPError(404, describe_error(e), reason="Not Found")
     if isinstance(e, ZocratesError | ValueError):
         return web.HTTPError(400, describe_error(e), reason="Bad Request")
     return web.HTTPError(500, describe_error(e, doing="The request"))
 
 
 def check_chat(app: App, req: ChatRequest) -> None:
-    """Refuse before streaming: unknown session (404), pending checkpoint (409)."""
+    """Refuse before streaming: unknown session (404), pending checkpoint or a turn running in
+    it (409)."""
     if req.session_id is None:
         return
     try:
         pending = app.session(req.session_id).pending_checkpoint
+        running = app.store.running_turn(req.session_id)
     except SessionNotFound as e:
         raise http_error(e) from None
+    if running is not None:
+        raise http_error(SessionBusy(req.session_id, running))
     if pending is not None:
         raise web.HTTPError(
             409,

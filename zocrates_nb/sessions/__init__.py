@@ -36,9 +36,11 @@ from zocrates_nb.sessions.state import (
 )
 from zocrates_nb.sessions.store import (
     DB_FILE,
+    INTERRUPTED,
     CheckpointClaimed,
     CheckpointPending,
     NoPendingCheckpoint,
+    SessionBusy,
     SessionNotFound,
     SessionStore,
 )
@@ -46,6 +48,7 @@ from zocrates_nb.sessions.store import (
 __all__ = [
     "COMPLETED_STATUSES",
     "DB_FILE",
+    "INTERRUPTED",
     "LEASE_SECONDS",
     "MAX_AUDIT_TURNS",
     "MAX_CACHED_OUTLINES",
@@ -64,6 +67,7 @@ __all__ = [
     "MessageBlock",
     "NewerSessionStore",
     "NoPendingCheckpoint",
+    "SessionBusy",
     "SessionNotFound",
     "SessionRecord",
     "SessionState",

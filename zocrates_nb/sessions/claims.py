@@ -53,11 +53,11 @@ def _zombie(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def new_claim() -> CheckpointClaim:
-    """A claim for this process, with a fresh token."""
+def new_claim(token: str | None = None) -> CheckpointClaim:
+    """A claim for this process, with `token` or a fresh one."""
     pid = os.getpid()
     return CheckpointClaim(
-        token=uuid.uuid4().hex, pid=pid, host=host_name(), started=process_started(pid)
+        token=token or uuid.uuid4().hex, pid=pid, host=host_name(), started=process_started(pid)
     )
 
 

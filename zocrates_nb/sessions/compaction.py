@@ -15,6 +15,8 @@ turn boundaries come from those ids, not from guessing at message shapes.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -43,6 +45,7 @@ SUMMARY_MARK = "zocrates_summary"
 CHARS_PER_TOKEN = 4
 TOOL_RESULT_CHARS = 2000  # per tool result in the transcript given to the summarizer
 OFFLINE_SUMMARY_CHARS = 4000
+OFFLINE_ANSWER_CHARS = 400  # of each answer, in the offline summary
 
 Summarizer = Callable[[str, str], Awaitable[str] | str]
 """`summarize(previous_summary, transcript) -> new summary` (sync or async).
@@ -72,15 +75,18 @@ def estimate_tokens(messages: Sequence[ModelMessage]) -> int:
 
 def prompt_tokens(messages: Sequence[ModelMessage]) -> int:
     """The coordinator's prompt size for its next request: the last response's measured input +
-    output tokens when the provider reported usage, else the chars/4 estimate.
+    output tokens when the model reported usage, plus the estimate of what came after it (a
+    tool's result, such as the answer of a search, arrives after the last response and is not
+    in its usage); else the chars/4 estimate of the whole history.
 
     Measured usage includes instructions and tool schemas, which the estimate cannot see.
     """
-    for m in reversed(messages):
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
         if isinstance(m, ModelResponse):
             u = m.usage
             if u.input_tokens:
-                return u.input_tokens + u.output_tokens
+                return u.input_tokens + u.output_tokens + estimate_tokens(messages[i + 1 :])
             break
     return estimate_tokens(messages)
 
@@ -157,24 +163,76 @@ def render_transcript(messages: Sequence[ModelMessage]) -> str:
 
 def offline_summarize(previous: str, transcript: str) -> str:
     """An extractive summary for the offline engine (no language model): one line per question
-    with the start of its answer, appended to the previous summary, oldest lines dropped beyond
-    OFFLINE_SUMMARY_CHARS."""
+    with the gist of its answer (the assistant's reply, or the answer a search returned),
+    appended to the previous summary, oldest lines dropped beyond OFFLINE_SUMMARY_CHARS."""
     bullets = [b for b in previous.splitlines() if b.strip()]
     question: str | None = None
-    for line in transcript.splitlines():
-        if line.startswith("User: "):
+    for kind, body in _transcript_blocks(transcript):
+        if kind == "user":
             if question is not None:
                 bullets.append(f"- Asked: {question}")
-            question = _clip(line.removeprefix("User: "), 200)
-        elif line.startswith("Assistant: ") and question is not None:
-            answer = _first_sentences(line.removeprefix("Assistant: "), 300)
-            bullets.append(f"- Asked: {question} — answered: {answer}")
-            question = None
+            question = _clip(body, 200)
+        elif kind in ("assistant", "answer") and question is not None:
+            gist = answer_gist(body, OFFLINE_ANSWER_CHARS)
+            if gist:
+                bullets.append(f"- Asked: {question} — answered: {gist}")
+                question = None
     if question is not None:
         bullets.append(f"- Asked: {question}")
     while len("\n".join(bullets)) > OFFLINE_SUMMARY_CHARS and len(bullets) > 1:
         bullets.pop(0)
     return "\n".join(bullets)
+
+
+_BLOCK_RE = re.compile(
+    r"^(User: |Assistant: |\[tool call [^:\]]+: |\[tool result ([^:\]]+): |"
+    r"\[earlier summary: )"
+)
+
+
+def _transcript_blocks(transcript: str) -> list[tuple[str, str]]:
+    """`render_transcript`'s lines grouped back into blocks (a tool result spans many lines):
+    ("user" | "assistant" | "answer" | "other", text). A search's result is the answer."""
+    blocks: list[tuple[str, list[str]]] = []
+    for line in transcript.splitlines():
+        m = _BLOCK_RE.match(line)
+        if m is None:
+            if blocks:
+                blocks[-1][1].append(line)
+            continue
+        head = m.group(1)
+        body = line[m.end() :]
+        if head == "User: ":
+            kind = "user"
+        elif head == "Assistant: ":
+            kind = "assistant"
+        elif head.startswith("[tool result") and m.group(2) == "search_library":
+            kind = "answer"
+        else:
+            kind = "other"
+        blocks.append((kind, [body]))
+    out = []
+    for kind, lines in blocks:
+        text = "\n".join(lines)
+        if kind in ("answer", "other") and text.endswith("]"):
+            text = text[:-1]
+        out.append((kind, text))
+    return out
+
+
+def answer_gist(text: str, n: int) -> str:
+    """The start of an answer without its framing: headings that only introduce ("… say, in
+    their own words:"), italic notes about how it was made, citation markers."""
+    lines = []
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or (s.startswith("_") and s.endswith("_")) or s.endswith(":"):
+            continue
+        s = re.sub(r"_\(§[^)]*\)_", "", s)
+        s = re.sub(r"^[-*]\s+", "", s)
+        lines.append(s.replace("**", ""))
+    flat = re.sub(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]", "", " ".join(lines))
+    return _first_sentences(flat, n)
 
 
 def _clip(text: str, n: int) -> str:
@@ -214,15 +272,16 @@ async def compact(
     on the exact history), or another process compacted meanwhile. The summarizer runs outside
     any transaction; the replacement itself is atomic.
     """
-    if store.pending_checkpoint(session_id) is not None:
+    # Every store call in a worker thread: a locked sessions.db must not stall the event loop.
+    if await asyncio.to_thread(store.pending_checkpoint, session_id) is not None:
         return None
-    turns = store.turns(session_id)
+    turns = await asyncio.to_thread(store.turns, session_id)
     completed = [t for t in turns if t.status in COMPLETED_STATUSES]
     if len(completed) <= keep_last:
         return None
     kept_ids = {t.turn_id for t in completed[-keep_last:]}
     kept_ids |= {t.turn_id for t in turns if t.status not in COMPLETED_STATUSES}
-    blocks = store.message_blocks(session_id)
+    blocks = await asyncio.to_thread(store.message_blocks, session_id)
     boundary = next((i for i, b in enumerate(blocks) if b.turn_id in kept_ids), None)
     if boundary is None:
         return None  # the kept turns' messages are not tagged: nothing is safely compactable
@@ -262,8 +321,11 @@ async def compact(
         )
 
     all_before = [m for b in blocks for m in b.messages]
-    applied = store.replace_messages(
-        session_id, [message], seqs=[b.seq for b in old], state_fn=record
+    applied = await asyncio.to_thread(
+        functools.partial(
+            store.replace_messages, session_id, [message], seqs=[b.seq for b in old],
+            state_fn=record,
+        )
     )
     if not applied:
         return None
@@ -293,9 +355,10 @@ async def maybe_compact(
     `tokens` is the coordinator's measured prompt size when the caller knows it; otherwise it is
     taken from the stored history (`prompt_tokens`).
     """
-    completed = sum(t.status in COMPLETED_STATUSES for t in store.turns(session_id))
+    turns = await asyncio.to_thread(store.turns, session_id)
+    completed = sum(t.status in COMPLETED_STATUSES for t in turns)
     if tokens is None:
-        tokens = prompt_tokens(store.load_messages(session_id))
+        tokens = prompt_tokens(await asyncio.to_thread(store.load_messages, session_id))
     if not should_compact(
         completed,
         tokens,
@@ -317,6 +380,7 @@ __all__ = [
     "SUMMARY_PREFIX",
     "CompactionResult",
     "Summarizer",
+    "answer_gist",
     "compact",
     "estimate_tokens",
     "is_summary_request",

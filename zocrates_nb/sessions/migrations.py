@@ -10,6 +10,9 @@ two processes opening an old file at once migrate it once. A file written by a n
    release's payloads are converted with everything a surface showed: sources, citations,
    evidence (filled in from the session's audit trail where the payload lacked it), usage,
    timings, error, the pending checkpoint, model, seconds and search goal.
+3. Discovery's candidates: each discover run's papers are remembered (so `stage add ID` works in
+   another process), and a staged flag makes the staging list. A list belongs to a session, or
+   to the data home itself (`list_id` ''); deleting a session deletes its list.
 """
 
 from __future__ import annotations
@@ -229,8 +232,28 @@ def _loads(text: str | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+# --------------------------------------------------------------------------------- 3
+def candidate_staging(c: sqlite3.Connection) -> None:
+    c.execute(
+        """CREATE TABLE candidates (
+            list_id TEXT NOT NULL,
+            id TEXT NOT NULL,
+            data TEXT NOT NULL,
+            query TEXT NOT NULL DEFAULT '',
+            found REAL NOT NULL,
+            staged INTEGER,  -- position on the staging list; NULL when not staged
+            PRIMARY KEY (list_id, id)
+        )"""
+    )
+    c.execute("CREATE INDEX candidates_staged ON candidates(list_id, staged)")
+    c.execute(
+        """CREATE TRIGGER candidates_of_deleted_session AFTER DELETE ON sessions
+           BEGIN DELETE FROM candidates WHERE list_id = OLD.id; END"""
+    )
+
+
 # --------------------------------------------------------------------------------- apply
-MIGRATIONS: tuple[Migration, ...] = (initial_schema, typed_turns)
+MIGRATIONS: tuple[Migration, ...] = (initial_schema, typed_turns, candidate_staging)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

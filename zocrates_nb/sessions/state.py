@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,7 +48,8 @@ class AuditRecord(_Doc):
 
 
 class CheckpointClaim(_Doc):
-    """Who is resuming a checkpoint: one process on one host, holding a random token.
+    """Who is resuming a checkpoint (or running a session's turn): one process on one host,
+    holding a token (random for a resume, the turn id for a running turn).
 
     `started` (the process's start time, where the OS tells it) tells a reused pid apart from
     the process that claimed; `renewed` is the holder's last heartbeat, which the lease counts
@@ -72,6 +73,9 @@ class CheckpointSnapshot(_Doc):
 
     interrupt_id: str
     turn_id: str
+    # "checkpoint": a paused search; "answer": a search whose answer failed to be written, kept
+    # so `synthesize` can write it again without searching (a new question drops it).
+    kind: Literal["checkpoint", "answer"] = "checkpoint"
     payload: dict[str, Any] = Field(default_factory=dict)  # run state, opaque to the store
     created: float = Field(default_factory=time.time)
     claim: CheckpointClaim | None = None
@@ -107,6 +111,9 @@ class SessionState(_Doc):
     scope: Scope = Field(default_factory=Scope)
     audit: list[AuditRecord] = Field(default_factory=list)
     checkpoint: CheckpointSnapshot | None = None
+    # The turn running now, leased to one process (token: its turn id): one turn per session at
+    # a time, across processes; a dead holder's lease is taken over (see `claims.claim_holds`).
+    running: CheckpointClaim | None = None
     outlines: list[CachedOutline] = Field(default_factory=list)  # least recently used first
     research_profile: str | None = None
     compaction: CompactionInfo | None = None

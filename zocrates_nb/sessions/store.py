@@ -21,7 +21,13 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from zocrates_nb.errors import ZocratesError
-from zocrates_nb.sessions.claims import LEASE_SECONDS, claim_holds, describe_claim, new_claim
+from zocrates_nb.sessions.claims import (
+    LEASE_SECONDS,
+    claim_holds,
+    describe_claim,
+    host_name,
+    new_claim,
+)
 from zocrates_nb.sessions.migrations import migrate, result_json
 from zocrates_nb.sessions.records import (
     TURN_STATUSES,
@@ -82,6 +88,25 @@ class CheckpointClaimed(NoPendingCheckpoint):
             f"fails or is stopped, the checkpoint waits again (session {session_id}, "
             f"checkpoint {snapshot.interrupt_id})."
         )
+
+
+class SessionBusy(ZocratesError, RuntimeError):
+    """Another turn of this session is running (this or another process): one at a time, so
+    the conversation's history never interleaves. Surfaces map it to a conflict (HTTP 409)."""
+
+    def __init__(self, session_id: str, lease: CheckpointClaim | None) -> None:
+        self.session_id = session_id
+        self.holder = lease
+        here = lease is not None and lease.pid == os.getpid() and lease.host == host_name()
+        where = "in this process" if here else "in another window or process"
+        who = f" ({describe_claim(lease)})" if lease is not None and not here else ""
+        super().__init__(
+            f"A question is already running in this session ({where}){who}. Wait for it to "
+            "finish or stop it, then ask again."
+        )
+
+
+INTERRUPTED = "The turn was interrupted: the process running it ended before it finished."
 
 
 class SessionStore:
@@ -304,14 +329,22 @@ class SessionStore:
         *,
         turn_id: str | None = None,
     ) -> TurnResult:
-        """Open a turn (status running). Refuses with CheckpointPending while a checkpoint waits;
-        the first turn names the session."""
+        """Open a turn (status running) and lease the session to it (this process) until the turn
+        ends: its record is written with another status. Refuses with CheckpointPending while a
+        checkpoint waits and SessionBusy while another live turn holds the lease; a dead
+        holder's turn is marked failed. The first turn names the session."""
         now = time.time()
         with self._tx() as c:
             self._require(c, session_id)
             state = self._load_state(c, session_id)
-            if state.checkpoint is not None:
+            if state.checkpoint is not None and _supersedable(state.checkpoint):
+                self._apply_state(c, session_id, _drop_checkpoint)
+            elif state.checkpoint is not None:
                 raise CheckpointPending(session_id, state.checkpoint)
+            if state.running is not None:
+                if claim_holds(state.running, now=now):
+                    raise SessionBusy(session_id, state.running)
+                self._interrupted(c, state.running.token, now)
             idx = c.execute(
                 "SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
@@ -327,6 +360,12 @@ class SessionStore:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (result.turn_id, session_id, idx, result.status, result_json(result), now, now),
             )
+            lease = new_claim(result.turn_id)
+
+            def hold(st: SessionState) -> None:
+                st.running = lease
+
+            self._apply_state(c, session_id, hold)
             c.execute(
                 "UPDATE sessions SET title = ? WHERE id = ? AND title = ''",
                 (make_title(prompt), session_id),
@@ -377,7 +416,71 @@ class SessionStore:
             raise SessionNotFound(
                 f"no turn {result.turn_id!r} in session {result.session_id!r}"
             )
+        if result.status != "running":  # the turn ended (or paused): its lease ends with it
+            lease = self._load_state(c, result.session_id).running
+            if lease is not None and lease.token == result.turn_id:
+                self._apply_state(c, result.session_id, _drop_lease)
         self._touch(c, result.session_id, now)
+
+    def _interrupted(self, c: sqlite3.Connection, turn_id: str, now: float) -> None:
+        """A turn whose process died: marked failed (its lease ends with the write)."""
+        with contextlib.suppress(SessionNotFound):
+            turn = self._read_turn(c, turn_id)
+            if turn.status == "running":
+                failed = turn.model_copy(update={"status": "error", "error": INTERRUPTED})
+                self._write_turn(c, failed, now)
+                return
+        # No such turn, or it ended without releasing: just drop the stale lease.
+        row = c.execute("SELECT session_id FROM turns WHERE turn_id = ?", (turn_id,)).fetchone()
+        if row is not None:
+            self._apply_state(c, row["session_id"], _drop_lease)
+
+    def renew_turn(self, session_id: str) -> bool:
+        """The running turn's heartbeat: push its lease forward while this process holds it;
+        False once it does not."""
+        with self._tx() as c:
+            lease = self._load_state(c, session_id).running
+            if lease is None or lease.pid != os.getpid() or lease.host != host_name():
+                return False
+
+            def renew(st: SessionState) -> None:
+                assert st.running is not None
+                st.running.renewed = time.time()
+
+            self._apply_state(c, session_id, renew)
+        return True
+
+    def running_turn(self, session_id: str) -> CheckpointClaim | None:
+        """The live lease of the session's running turn, if any (a dead holder's: None)."""
+        lease = self.get_state(session_id).running
+        return lease if claim_holds(lease) else None
+
+    def recover(self) -> list[str]:
+        """After a crash: fail the turns whose process died mid-turn and let checkpoints whose
+        resume died wait again. Returns the sessions it repaired; live holders are untouched."""
+        rows = self._conn().execute(
+            "SELECT session_id FROM state WHERE json_extract(data, '$.running') IS NOT NULL "
+            "OR json_extract(data, '$.checkpoint.claim') IS NOT NULL"
+        ).fetchall()
+        repaired: list[str] = []
+        for row in rows:
+            sid = row["session_id"]
+            with self._tx() as c:
+                state = self._load_state(c, sid)
+                now = time.time()
+                fixed = False
+                if state.running is not None and not claim_holds(state.running, now=now):
+                    self._interrupted(c, state.running.token, now)
+                    fixed = True
+                snap = state.checkpoint
+                if snap is not None and snap.claim is not None and not claim_holds(
+                    snap.claim, now=now
+                ):
+                    self._put_claim(c, sid, snap, None, "checkpoint", now)
+                    fixed = True
+            if fixed:
+                repaired.append(sid)
+        return repaired
 
     def _set_status(self, c: sqlite3.Connection, turn_id: str, status: TurnStatus,
                     now: float) -> None:
@@ -439,7 +542,7 @@ class SessionStore:
         claim: str | None = None,
     ) -> None:
         """Pause a turn: store the snapshot and the turn's record (status `checkpoint`, its
-        `checkpoint` set) in one transaction.
+        `checkpoint` set; an "answer" snapshot keeps its turn at `error`) in one transaction.
 
         A resumed run passes its claim token: the new snapshot replaces the one it holds (and
         ends the claim); CheckpointClaimed or NoPendingCheckpoint if it no longer holds it.
@@ -454,7 +557,7 @@ class SessionStore:
                 state.checkpoint = snapshot.model_copy(update={"claim": None})
 
             self._apply_state(c, session_id, put)
-            paused = turn.model_copy(update={"status": "checkpoint"})
+            paused = turn.model_copy(update={"status": _waiting_status(snapshot)})
             if paused.turn_id != snapshot.turn_id or paused.session_id != session_id:
                 raise SessionNotFound(f"no turn {snapshot.turn_id!r} in session {session_id!r}")
             self._write_turn(c, paused, now)
@@ -538,7 +641,7 @@ class SessionStore:
             snap = self._held_by(c, session_id, token)
             if snap is None:
                 return False
-            self._put_claim(c, session_id, snap, None, "checkpoint", now)
+            self._put_claim(c, session_id, snap, None, _waiting_status(snap), now)
         return True
 
     def _put_claim(
@@ -582,6 +685,24 @@ class SessionStore:
         if snap.claim.token != token:
             raise CheckpointClaimed(session_id, snap)
         return snap
+
+def _drop_lease(state: SessionState) -> None:
+    state.running = None
+
+
+def _waiting_status(snap: CheckpointSnapshot) -> TurnStatus:
+    """A waiting checkpoint's turn is at `checkpoint`; a failed answer's stays an `error`."""
+    return "error" if snap.kind == "answer" else "checkpoint"
+
+
+def _supersedable(snap: CheckpointSnapshot) -> bool:
+    """A failed answer kept for a retry gives way to a new question (unless a retry runs)."""
+    return snap.kind == "answer" and not claim_holds(snap.claim)
+
+
+def _drop_checkpoint(state: SessionState) -> None:
+    state.checkpoint = None
+
 
 def _session(row: sqlite3.Row) -> SessionRecord:
     return SessionRecord(

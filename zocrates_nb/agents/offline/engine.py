@@ -4,20 +4,25 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
-from collections.abc import AsyncIterator, Callable
-from typing import ClassVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, ClassVar
 
 from pydantic_ai import ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelMessage, ModelRequest
+from pydantic_ai.models import ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.settings import ModelSettings
 
 from zocrates_nb.agents.offline.coordinator import coordinator_compute
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.search import OfflineSearch
 from zocrates_nb.agents.offline.support import offline_support
 from zocrates_nb.agents.offline.writer import OfflineSynthesizer
+from zocrates_nb.sessions.compaction import CHARS_PER_TOKEN, estimate_tokens
 
 
 def stream_from(
@@ -50,10 +55,46 @@ def stream_from(
     return stream
 
 
+def prompt_tokens(messages: list[ModelMessage], params: ModelRequestParameters) -> int:
+    """What the prompt would cost a language model: the messages, the instructions and the
+    tool definitions, at the same characters-per-token rate compaction estimates with."""
+    instructions = sum(len(m.instructions or "") for m in messages if isinstance(m, ModelRequest))
+    tools = [*params.function_tools, *params.output_tools]
+    schema = sum(
+        len(t.name) + len(t.description or "") + len(json.dumps(t.parameters_json_schema))
+        for t in tools
+    )
+    return estimate_tokens(messages) + (instructions + schema) // CHARS_PER_TOKEN
+
+
+class OfflineModel(FunctionModel):
+    """A `FunctionModel` whose streamed responses report the prompt's estimated size.
+
+    pydantic-ai's streamed function responses count a constant 50 input tokens; the offline
+    roles' usage would then never grow with the conversation, and compaction (which reads the
+    coordinator's reported usage) would never fire offline.
+    """
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: Any = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        async with super().request_stream(
+            messages, model_settings, model_request_parameters, run_context
+        ) as response:
+            # The stream's usage record is a plain dataclass; its output side counts as it streams.
+            response._usage.input_tokens = prompt_tokens(messages, model_request_parameters)
+            yield response
+
+
 def function_model(
     name: str, compute: Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 ) -> FunctionModel:
-    return FunctionModel(compute, stream_function=stream_from(compute), model_name=name)
+    return OfflineModel(compute, stream_function=stream_from(compute), model_name=name)
 
 
 class OfflineEngine:

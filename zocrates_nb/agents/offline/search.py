@@ -15,11 +15,37 @@ from pydantic_ai.models.function import AgentInfo
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import tool_call
 from zocrates_nb.agents.offline.search_state import Outline, SearchPlanState, read_plan_state
+from zocrates_nb.agents.parts import Part
 from zocrates_nb.text import entities, mentions, split_sentences, strip_reference_markers
 
 # A passage whose similarity to the goal is below this counts as weak evidence.
 WEAK_EVIDENCE = 0.38
+STRONG_EVIDENCE = 0.6  # a passage this similar to the goal reads as answering it
+# A heading this similar to the question's aspect heads the section that answers it.
+ASPECT_HEADING = 0.62
 NOTHING_RELEVANT = 0.30
+
+
+_ASPECT_DROP_RE = re.compile(
+    r"\(Follow-up.*$|\b(how|what|which|why|when|where|who|does|do|did|is|are|was|were|the|a|an|"
+    r"in|of|this|these|paper|papers)\b",
+    re.I | re.S,
+)
+
+
+def aspect(query: str) -> str:
+    """What a question asks about, for matching headings: without question words and the
+    names of what it is about ("how does Raft elect a leader?" → "elect leader")."""
+    text = _ASPECT_DROP_RE.sub(" ", query)
+    for name in entities(query):
+        text = re.sub(rf"\b{re.escape(name)}(['’]s)?\b", " ", text)
+    out = " ".join(text.split()).strip(" ?.,")
+    return out if len(out.split()) >= 1 and len(out) >= 4 else query
+
+
+def bare_heading(heading: str) -> str:
+    """A heading without its numbering ("5.2 Leader election" → "Leader election")."""
+    return re.sub(r"^\s*(?:[A-Z]|\d+)(?:\.\d+)*\.?\s+(?=[A-Za-z])", "", heading) or heading
 
 
 def _norm_heading(h: str) -> str:
@@ -39,13 +65,17 @@ class OfflineSearch:
         self.emb = emb
 
     # -------------------------------------------------------------- judging what was found
-    def passage_scores(self, st: SearchPlanState) -> dict[str, float]:
-        """How well each passage (by chunk id) matches the goal: its best sentence counts most,
-        since a long passage's single embedding dilutes the one sentence that answers."""
-        ps = [p for p in st.passages if p.text]
+    def passage_scores(
+        self, st: SearchPlanState, query: str | None = None, only: str | None = None
+    ) -> dict[str, float]:
+        """How well each passage (by chunk id) matches the goal (or `query`; `only`: the
+        passages that query found): its best sentence counts most, since a long passage's
+        single embedding dilutes the one sentence that answers."""
+        query = query or st.goal
+        ps = [p for p in st.passages if p.text and (only is None or p.query == only)]
         if not ps:
             return {}
-        whole = self.emb.similarity(st.goal, [p.text[:1500] for p in ps])
+        whole = self.emb.similarity(query, [p.text[:1500] for p in ps])
         sents: list[str] = []
         owner: list[int] = []
         for i, p in enumerate(ps):
@@ -55,7 +85,7 @@ class OfflineSearch:
                     owner.append(i)
         best = [float(w) for w in whole]
         if sents:
-            ss = self.emb.similarity(st.goal, sents)
+            ss = self.emb.similarity(query, sents)
             top = [-1.0] * len(ps)
             for i, v in zip(owner, ss, strict=True):
                 top[i] = max(top[i], float(v))
@@ -70,7 +100,7 @@ class OfflineSearch:
         """Candidate papers (parent keys): their passages (many good hits add up) and the survey."""
         score: dict[str, float] = {}
         for p in st.passages:
-            if p.query != st.goal:
+            if p.query not in (st.goal, self._guided(st)):
                 continue  # focused searches inside a paper say nothing about other papers
             s = sims.get(p.chunk_id, 0.0)
             score[p.item_key] = score.get(p.item_key, 0.0) + self._weight(p.rank) * (0.5 + s)
@@ -86,7 +116,7 @@ class OfflineSearch:
 
     def calls_for(self, st: SearchPlanState, key: str) -> int:
         """Retrieval calls still needed to cover one paper (focused search, outline, read)."""
-        n = 0 if self._focused_done(st, key) else 1
+        n = 0 if key in st.injected or self._focused_done(st, key) else 1
         n += 0 if self._outline(st, key) is not None else 1
         return n + (0 if st.read.get(key) else 1)
 
@@ -113,6 +143,12 @@ class OfflineSearch:
             if named and not any(k in chosen for k in named):
                 chosen.append(named[0])
         return chosen[:3]
+
+    @staticmethod
+    def _guided(st: SearchPlanState) -> str:
+        """The goal steered by the researcher's guidance (after an extension), or ""."""
+        goal = st.goal.split("(Follow-up", 1)[0].strip() or st.goal
+        return f"{st.guidance} {goal}" if st.guidance else ""
 
     def _focused_query(self, st: SearchPlanState) -> str:
         """Inside one paper the goal itself ranks best (the paper's own terms are already in
@@ -141,9 +177,18 @@ class OfflineSearch:
         return int(0.85 * st.ceiling) - gathered
 
     def sections_to_read(
-        self, st: SearchPlanState, outline: Outline, key: str, sims: dict[str, float]
+        self,
+        st: SearchPlanState,
+        outline: Outline,
+        key: str,
+        sims: dict[str, float],
+        query: str | None = None,
+        fresh: bool = True,
     ) -> list[str]:
-        """The one or two sections the passages (and headings) point to."""
+        """The one or two sections the passages (and headings) point to. A heading that
+        names the question's aspect ("Leader election" for "how does Raft elect a leader?")
+        weighs as much as a good passage: the section it heads is where the answer is stated."""
+        query = query or st.goal
         skip = re.compile(r"\b(references|bibliography|acknowledg|appendix)", re.I)
         entries = {
             e.id: e
@@ -153,10 +198,13 @@ class OfflineSearch:
         by_norm = {_norm_heading(e.heading): e for e in entries.values()}
         score: dict[str, float] = {}
         peak: dict[str, float] = {}
+        named: str | None = None
         words: dict[str, int] = {k: e.words for k, e in entries.items()}
         for p in st.passages:
             if key not in (p.item_key, p.doc_key) and outline.doc_key != p.doc_key:
                 continue
+            if p.chunk_id not in sims:
+                continue  # found for another part of the question
             sid = p.section_id
             if not re.fullmatch(r"s\d+", sid or ""):
                 e = by_norm.get(_norm_heading(p.section))
@@ -173,14 +221,21 @@ class OfflineSearch:
             score[sid] += 0.5 * sim
         if entries:
             ids = list(entries)
-            hs = self.emb.similarity(st.goal, [entries[i].heading for i in ids])
+            hs = self.emb.similarity(aspect(query), [bare_heading(entries[i].heading) for i in ids])
             for i, h in zip(ids, hs, strict=True):
                 if i in score or float(h) >= 0.5:
                     score[i] = score.get(i, 0.0) + 0.3 * max(float(h), 0.0)
+            best_i, best_h = max(zip(ids, hs, strict=True), key=lambda x: float(x[1]))
+            if float(best_h) >= ASPECT_HEADING:
+                named = best_i  # the heading names the aspect: read it first
         if not score:
             return []
+        if named is not None:
+            score[named] = max(score.values()) + 1.0
         already = st.read.get(key, set()) | st.read.get(outline.doc_key, set())
         already |= st.read.get(outline.parent_key, set())
+        if not fresh:
+            already = set()
         ranked = sorted(score, key=lambda i: score[i], reverse=True)
         best = score[ranked[0]]
         left = self.words_left(st)
@@ -200,9 +255,80 @@ class OfflineSearch:
                 break
         return picked
 
+    # -------------------------------------------------------------- a question in parts
+    def part_step(self, st: SearchPlanState) -> ModelResponse | None:
+        """The next call for a question in parts: first a search for every part (inside the
+        papers it names when the scope allows), then for each part its best paper's outline
+        and the sections that answer that part. None: every part is covered."""
+        scope_key: Any = "active" if st.scope == "selection" else None
+        attempted = {(q, k) for q, t, k in st.searched_queries if t == ""}
+        found = {p.query for p in st.passages}
+
+        def key_for(part: Part) -> Any:
+            items = part.items
+            if st.scope == "selection":
+                items = [k for k in items if k in st.active_keys]
+            return (items[0] if len(items) == 1 else items) if items else scope_key
+
+        for part in st.parts:
+            key = key_for(part)
+            if (part.text, str(key)) not in attempted:
+                return tool_call("search_corpus", self._search_args(part.text, key, 6))
+            if part.text not in found and (part.text, str(scope_key)) not in attempted:
+                # The named paper was out of scope (or held nothing): the whole scope.
+                return tool_call("search_corpus", self._search_args(part.text, scope_key, 6))
+        for part in st.parts:
+            sims = self.passage_scores(st, part.text, only=part.text)
+            if not sims or max(sims.values()) < NOTHING_RELEVANT:
+                continue
+            key = self.part_paper(st, part, sims)
+            outline = self._outline(st, key)
+            if outline is None:
+                if key in st.toc_fetched:
+                    continue
+                return tool_call("get_document_toc", {"item_key": key})
+            best = self.sections_to_read(st, outline, key, sims, part.text, fresh=False)
+            read = st.read.get(key, set()) | st.read.get(outline.doc_key, set())
+            if best and best[0] not in read | st.read.get(outline.parent_key, set()):
+                ids = [i for i in best if i not in read]
+                return tool_call("read_document", {"item_key": key, "asset_id": ", ".join(ids)})
+        return None
+
+    @staticmethod
+    def _search_args(query: str, key: Any, limit: int) -> dict[str, Any]:
+        args: dict[str, Any] = {"query": query, "limit": limit}
+        if key:
+            args["item_key"] = key
+        return args
+
+    def part_paper(self, st: SearchPlanState, part: Part, sims: dict[str, float]) -> str:
+        """The paper that answers a part: the one it names, else its passages' best paper."""
+        score: dict[str, float] = {}
+        for p in st.passages:
+            if p.query == part.text:
+                s = self._weight(p.rank) * (0.5 + sims.get(p.chunk_id, 0.0))
+                score[p.item_key] = score.get(p.item_key, 0.0) + s
+        named = [k for k in part.items if k in score]
+        pool = named or list(score)
+        return max(pool, key=lambda k: score[k])
+
+    def part_gaps(self, st: SearchPlanState) -> list[str]:
+        """The parts no passage found closely matches."""
+        gaps = []
+        for part in st.parts:
+            sims = self.passage_scores(st, part.text, only=part.text)
+            if max(sims.values(), default=0.0) < WEAK_EVIDENCE:
+                gaps.append(f"nothing found about: {part.text}")
+        return gaps
+
     # -------------------------------------------------------------- the next step
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         st = read_plan_state(messages)
+        if len(st.parts) >= 2:
+            action = None if st.exhausted or st.used >= st.budget else self.part_step(st)
+            if action is not None:
+                return action
+            return self.conclude(st, self.passage_scores(st), self.part_gaps(st))
         sims = self.passage_scores(st)
         remaining = max(st.budget - st.used, 0)
         scope_key: Any = "active" if st.scope == "selection" else None
@@ -230,19 +356,28 @@ class OfflineSearch:
             return search(st.goal, None, chunk_type="frontmatter", limit=5)
 
         def paper_step(key: str) -> ModelResponse | None:
-            if not self._focused_done(st, key):
+            # A selected paper whose outline came with the prompt is read directly.
+            if key not in st.injected and not self._focused_done(st, key):
                 return search(self._focused_query(st), key, limit=6)
             outline = self._outline(st, key)
             if outline is None:
                 if key in st.toc_fetched:
                     return None
                 return tool_call("get_document_toc", {"item_key": key})
-            ids = self.sections_to_read(st, outline, key, sims)
-            if ids and not st.read.get(key):
+            ids = self.sections_to_read(st, outline, key, sims, self._guided(st) or None)
+            # Guidance from the researcher earns each paper one more read, chosen by it.
+            if ids and (not st.read.get(key) or (st.guidance and key not in st.read_now)):
                 return tool_call("read_document", {"item_key": key, "asset_id": ", ".join(ids)})
             return None
 
+        def guided_search() -> ModelResponse | None:
+            guided = self._guided(st)
+            if not guided or (guided, "", str(scope_key)) in st.searched_queries:
+                return None
+            return search(guided, scope_key, limit=8)
+
         plan.append(("passages", passage_search))
+        plan.append(("guided", guided_search))
         searched = (st.goal, "", str(scope_key)) in st.searched_queries
         if searched and max(sims.values(), default=0.0) < NOTHING_RELEVANT:
             # Negative-evidence early exit: the library has nothing close; do not burn calls.
@@ -265,7 +400,7 @@ class OfflineSearch:
             if not st.exhausted and remaining > 0:
                 part = action.parts[0]
                 if (
-                    name not in ("passages", "survey")
+                    name not in ("passages", "survey", "guided")
                     and isinstance(part, ToolCallPart)
                     and self.calls_for(st, name) > remaining
                     and st.read
@@ -276,7 +411,7 @@ class OfflineSearch:
             # Out of budget: what the plan still wanted to do is the gap to report.
             if name == "passages":
                 gaps.append(f"passages not yet searched for: {st.goal}")
-            elif name == "survey":
+            elif name in ("survey", "guided"):
                 continue
             else:
                 gaps.append(f"{self._title(st, name)}: relevant sections not read yet")
@@ -299,19 +434,26 @@ class OfflineSearch:
         evidence_text = " ".join(
             f"{p.title} {p.section} {p.text}" for p in [*st.passages, *st.survey]
         )
-        ents = entities(st.goal)
+        ents = [] if st.parts else entities(st.goal)
         missing = [e for e in ents if not mentions(evidence_text, e)]
         if missing and len(missing) * 2 > len(ents):
             gaps.append("nothing found about " + ", ".join(missing))
         papers = {p.item_key for p in st.passages}
         read = sum(len(v) for v in st.read.values())
+        # Plain words for the researcher's checkpoint card (the number stays in the notes).
+        match = ("a close match" if best >= STRONG_EVIDENCE else
+                 "a partial match" if best >= WEAK_EVIDENCE else "a weak match")
         summary = (
-            f"{len(st.passages)} passages from {len(papers)} papers"
-            + (f" and {read} sections read in full" if read else "")
-            + f"; best match similarity {best:.2f}."
+            f"{_plural(len(st.passages), 'passage')} from {_plural(len(papers), 'paper')}"
+            + (f" and {_plural(read, 'section')} read in full" if read else "")
+            + f"; the closest passage is {match} for the question."
         )
         notes = (
             "Offline search (no language model): passages chosen by hybrid search, "
-            "sections by outline."
+            f"sections by outline; best match similarity {best:.2f}."
         )
         return tool_call("conclude_search", {"summary": summary, "notes": notes, "gaps": gaps})
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

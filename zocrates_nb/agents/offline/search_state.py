@@ -21,6 +21,7 @@ from zocrates_nb.agents.offline.messages import (
     sections_of,
     user_prompts,
 )
+from zocrates_nb.agents.parts import PARTS_HEADING, Part, parse_parts
 
 
 @dataclass
@@ -117,11 +118,13 @@ class SearchPlanState:
     outlines: dict[str, Outline]  # by doc key and by parent key
     injected: set[str]
     guidance: str = ""
+    parts: list[Part] = field(default_factory=list)  # a compound question's parts
     passages: list[Passage] = field(default_factory=list)
     survey: list[Passage] = field(default_factory=list)
     searched_queries: set[tuple[str, str, str]] = field(default_factory=set)  # (q, type, key)
     toc_fetched: set[str] = field(default_factory=set)
     read: dict[str, set[str]] = field(default_factory=dict)  # key → asset ids read
+    read_now: set[str] = field(default_factory=set)  # keys read since the latest prompt
     read_sections: set[tuple[str, str]] = field(default_factory=set)  # (doc key, asset id)
     read_words: int = 0
     used: int = 0
@@ -170,6 +173,7 @@ def read_plan_state(messages: Sequence[ModelMessage]) -> SearchPlanState:
         outlines=outlines,
         injected=injected,
         guidance=guidance,
+        parts=parse_parts(secs.get(PARTS_HEADING, "")),
     )
     # Only refusals and notices since the latest prompt count: an extension lifts them.
     last_prompt = max(
@@ -208,6 +212,8 @@ def read_plan_state(messages: Sequence[ModelMessage]) -> SearchPlanState:
                 if key:
                     outlines[key] = o
         elif ex.tool == "read_document":
+            if current:
+                st.read_now.add(str(ex.args.get("item_key", "")))
             doc = str(d.get("doc_key") or d.get("item_key") or "")
             for a in d.get("assets") or []:
                 if isinstance(a, dict):

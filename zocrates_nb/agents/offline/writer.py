@@ -4,6 +4,7 @@ paper and cited `[n]`, or says plainly that the library holds no evidence."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
@@ -15,6 +16,8 @@ from pydantic_ai.models.function import AgentInfo
 
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import sections_of, text_response, user_prompts
+from zocrates_nb.agents.offline.search import aspect, bare_heading
+from zocrates_nb.agents.parts import PARTS_HEADING, Part, parse_parts
 from zocrates_nb.text import (
     STOPWORDS,
     TermStats,
@@ -117,6 +120,7 @@ class Candidate:
     text: str
     score: float = 0.0
     paragraph: int = 0  # paragraph of the chunk the sentence is in
+    heading: float = 0.0  # how well its section's heading names the question's aspect
 
 
 class OfflineSynthesizer:
@@ -143,6 +147,12 @@ class OfflineSynthesizer:
         if top < HARD_FLOOR:
             return True
         if named and len(missing) * 2 > len(named):
+            return True
+        # A name the library never uses ("Amazon Aurora", "RoBERTa") is what the question is
+        # about: passages that share its other words ("Amazon", "quorum") do not answer it.
+        if self.lexicon is not None and any(
+            not self.lexicon(w.lower()) for e in missing for w in re.findall(r"[A-Za-z]+", e)
+        ):
             return True
         unknown, n = self.unknown_words(question)
         share = len(unknown) / n if n else 0.0
@@ -184,11 +194,18 @@ class OfflineSynthesizer:
         # "How many…", "what rate…": the sentence that states a number is the answer; a
         # sentence that only talks about the topic is not.
         wants_number = bool(_QUANTITY_RE.search(question))
+        # A section whose heading names the question's aspect ("Leader election" for "how does
+        # Raft elect a leader?") is where the answer is stated; its sentences come first.
+        heads = sorted({c.chunk.section for c in cands if c.chunk.section})
+        sims = self.emb.similarity(aspect(question), [bare_heading(h) for h in heads])
+        fit = dict(zip(heads, sims, strict=True))
         for c, d, t in zip(cands, dense, doc_terms, strict=True):
             lex = stats.overlap(q_terms, t)
             prior = 0.03 * (1 - (c.chunk.index - 1) / max(n_chunks, 1))
             states = 0.05 if wants_number and states_quantity(c.text) else 0.0
-            c.score = 0.72 * float(d) + 0.28 * lex + prior + states
+            heading = 0.3 * max(float(fit.get(c.chunk.section, 0.0)) - 0.45, 0.0)
+            c.heading = heading
+            c.score = 0.72 * float(d) + 0.28 * lex + prior + states + heading
 
     def units(self, question: str, cands: list[Candidate]) -> list[tuple[list[Candidate], float]]:
         """Answer units: single sentences, and passages of up to four consecutive sentences of
@@ -229,11 +246,18 @@ class OfflineSynthesizer:
                 lex = stats.overlap(q_terms, terms(t))
                 best = max(c.score for c in run)
                 score = 0.55 * float(d) + 0.2 * lex + 0.25 * best - 0.015 * (len(run) - 1)
+                score += 0.75 * run[0].heading
                 units.append((run, score))
         return units
 
-    def select(self, question: str, cands: list[Candidate]) -> list[tuple[list[Candidate], float]]:
-        """Greedy MMR over answer units (no sentence twice), at most MAX_ANSWER_SENTENCES
+    def select(
+        self,
+        question: str,
+        cands: list[Candidate],
+        max_sentences: int = MAX_ANSWER_SENTENCES,
+        max_words: int = MAX_ANSWER_WORDS,
+    ) -> list[tuple[list[Candidate], float]]:
+        """Greedy MMR over answer units (no sentence twice), at most `max_sentences`
         sentences, making room for a second paper when it is nearly as relevant."""
         units = self.units(question, cands)
         if not units:
@@ -248,13 +272,13 @@ class OfflineSynthesizer:
         n_sent = 0
         lam = 0.75
         words = 0
-        while n_sent < MAX_ANSWER_SENTENCES and words < MAX_ANSWER_WORDS:
+        while n_sent < max_sentences and words < max_words:
             best_i, best_v = -1, -1e9
             titles = {pool[j][0][0].chunk.title for j in chosen}
             for i, (run, score) in enumerate(pool):
                 if i in chosen or any(id(c) in used for c in run):
                     continue
-                if n_sent + len(run) > MAX_ANSWER_SENTENCES + 1:
+                if n_sent + len(run) > max_sentences + 1:
                     continue
                 red = max((float(vecs[i] @ vecs[j]) for j in chosen), default=0.0)
                 if red > 0.9:  # near-duplicate content adds nothing
@@ -279,7 +303,7 @@ class OfflineSynthesizer:
                     and sc >= 0.85 * pool[best_i][1]
                     and j not in chosen
                     and not any(id(c) in used for c in r)
-                    and n_sent + len(r) <= MAX_ANSWER_SENTENCES + 1
+                    and n_sent + len(r) <= max_sentences + 1
                 ]
                 if wider:
                     best_i = max(wider, key=lambda j: pool[j][1])
@@ -336,6 +360,9 @@ class OfflineSynthesizer:
             else []
         )
         chunks = parse_evidence(prompt)
+        parts = parse_parts(secs.get(PARTS_HEADING, ""))
+        if len(parts) >= 2:
+            return self.answer_parts(question, parts, chunks, gaps)
         cands = self.candidates(chunks)
         self.score(question, cands)
         everything = " ".join(f"{c.title} {c.section} {c.text}" for c in chunks)
@@ -350,25 +377,8 @@ class OfflineSynthesizer:
                 "_Answered by the embedded offline engine, without a language model._"
             )
         picked = self.select(question, cands)
-        # Group by paper (papers in order of their best passage); passages in reading order,
-        # each quoted as one bullet with its citation.
-        groups: dict[str, list[tuple[list[Candidate], float]]] = {}
-        for run, score in sorted(picked, key=lambda u: u[1], reverse=True):
-            groups.setdefault(run[0].chunk.title, []).append((run, score))
         lines = ["What the papers in your library say, in their own words:", ""]
-        for title, runs in groups.items():
-            ch = runs[0][0][0].chunk
-            who = ", ".join(x for x in (ch.authors, ch.year if ch.year != "n.d." else "") if x)
-            lines.append(f"**{title}**" + (f" ({who})" if who else ""))
-            for run, _ in sorted(runs, key=lambda u: (u[0][0].chunk.index, u[0][0].order)):
-                sents = []
-                for c in run:
-                    t = c.text.rstrip()
-                    sents.append(t if t[-1:] in ".!?" else t + ".")
-                first = run[0].chunk
-                section = f" _(§ {first.section})_" if first.section else ""
-                lines.append(f"- {' '.join(sents)} [{first.index}]{section}")
-            lines.append("")
+        lines += self.quote_groups(picked)
         if missing:
             lines.append(f"The evidence does not mention: {', '.join(missing)}.")
             lines.append("")
@@ -378,6 +388,80 @@ class OfflineSynthesizer:
             lines.append("")
         lines.append(NO_LM_NOTE)
         return "\n".join(lines)
+
+    def answer_parts(
+        self, question: str, parts: Sequence[Part], chunks: list[EvidenceChunk], gaps: list[str]
+    ) -> str:
+        """A compound question: a short quoted paragraph per part that has evidence (from the
+        passages about that part), and the parts without evidence named at the end."""
+        cands = self.candidates(chunks)
+        lines = ["What the papers in your library say about each part, in their own words:", ""]
+        uncovered: list[str] = []
+        used: set[str] = set()
+        for i, part in enumerate(parts, 1):
+            mine = [c for c in cands if c.chunk.title in part.titles] if part.titles else []
+            mine = [dataclasses.replace(c) for c in (mine or cands)]
+            self.score(part.text, mine)
+            text = " ".join(f"{c.chunk.title} {c.chunk.section} {c.text}" for c in mine)
+            named = entities(part.subject or part.text)
+            missing = [e for e in named if not mentions(text, e)]
+            top = max((c.score for c in mine), default=0.0)
+            if not mine or self.off_topic(part.text, top, missing, named):
+                uncovered.append(part.text)
+                continue
+            mine = [c for c in mine if c.text not in used]
+            picked = self.select(part.text, mine, max_sentences=3, max_words=110)
+            used.update(c.text for run, _ in picked for c in run)
+            lines.append(f"**{i}. {part.text}**")
+            lines += self.quote_groups(picked)
+        if len(uncovered) == len(parts):
+            return self.no_evidence(question, [])
+        if uncovered:
+            lines.append("Not covered by the library: " + "; ".join(uncovered))
+            lines.append("")
+        real_gaps = [
+            g for g in gaps
+            if not g.startswith(("passages not yet", "nothing found about:", "no passage"))
+        ]  # fmt: skip
+        if real_gaps:
+            lines.append("Not covered by the evidence gathered: " + "; ".join(real_gaps) + ".")
+            lines.append("")
+        lines.append(NO_LM_NOTE)
+        return "\n".join(lines)
+
+    @staticmethod
+    def no_evidence(question: str, missing: list[str]) -> str:
+        about = f" (nothing in it mentions {', '.join(missing)})" if missing else ""
+        return (
+            "The library holds no evidence on this question: none of the passages found "
+            f"addresses it{about}, so there is nothing I can cite.\n\n"
+            "_Answered by the embedded offline engine, without a language model._"
+        )
+
+    @staticmethod
+    def quote_groups(picked: list[tuple[list[Candidate], float]]) -> list[str]:
+        """Quotes grouped by paper (papers in order of their best passage), in reading order,
+        each a bullet with its citation."""
+        lines: list[str] = []
+        groups: dict[str, list[tuple[list[Candidate], float]]] = {}
+        for run, score in sorted(picked, key=lambda u: u[1], reverse=True):
+            groups.setdefault(run[0].chunk.title, []).append((run, score))
+        for title, runs in groups.items():
+            ch = runs[0][0][0].chunk
+            who = ", ".join(x for x in (ch.authors, ch.year if ch.year != "n.d." else "") if x)
+            lines.append(f"**{title}**" + (f" ({who})" if who else ""))
+            # The passages that state the answer first (best first), not in reading order.
+            for run, _ in runs:
+                sents = []
+                for c in run:
+                    # Quoted paper text is text: a stray backtick must not open a code span.
+                    t = c.text.rstrip().replace("`", "\\`")
+                    sents.append(t if t[-1:] in ".!?" else t + ".")
+                first = run[0].chunk
+                section = f" _(§ {first.section})_" if first.section else ""
+                lines.append(f"- {' '.join(sents)} [{first.index}]{section}")
+            lines.append("")
+        return lines
 
 
 _FILLER_RE = re.compile(

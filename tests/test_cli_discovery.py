@@ -1,0 +1,207 @@
+"""`zocrates-nb discover` and `stage …` end to end: a real indexed folder library, the recorded
+scholarly-API responses on a loopback server, and loopback fakes of Zotero's write paths."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import bibtexparser
+import pytest
+from conftest import corpus_path
+from online_fixtures import FixtureServer
+from zotero_fakes import FakeConnector, FakeWebAPI
+
+from zocrates_nb.cli import main
+
+BOETTIGER = "crossref/crossref_works_query-ecology_query.author-carl-boettiger.json"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FixtureServer]:
+    with FixtureServer(corpus_path("online-fixtures")) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def recorded() -> list[dict[str, Any]]:
+    body = json.loads(corpus_path("online-fixtures", BOETTIGER).read_text("utf-8"))
+    return list(body["message"]["items"])
+
+
+@pytest.fixture(scope="module")
+def indexed_home(tmp_path_factory: pytest.TempPathFactory, recorded: list[dict[str, Any]]) -> Path:
+    """A folder library of two papers the recorded Crossref search also returns: one sharing
+    its DOI (under another title), one its title (no DOI)."""
+    from zocrates_nb.index import Index, index_library
+    from zocrates_nb.library import open_library
+
+    home = tmp_path_factory.mktemp("discover-home")
+    lib = home / "papers"
+    lib.mkdir()
+    first, second = recorded[0], recorded[1]
+    (lib / "by-doi.md").write_text(
+        f'---\ntitle: "A local copy under another name"\ndoi: "{first["DOI"]}"\n---\n\n'
+        "# Notes\n\nSome text about ecology and reproducible research.\n", "utf-8")  # fmt: skip
+    (lib / "by-title.md").write_text(
+        f"---\ntitle: {json.dumps(second['title'][0])}\n---\n\n# Body\n\nMore text.\n", "utf-8"
+    )
+    with Index.open(home) as index:
+        index_library(open_library(folder=lib), index, progress=False)
+    return home
+
+
+def configure(home: Path, server: FixtureServer, **zotero: Any) -> None:
+    config = {"online": server.online_config(), "zotero": zotero}
+    (home / "zocrates_config.json").write_text(json.dumps(config), "utf-8")
+
+
+def run(capsys: pytest.CaptureFixture[str], home: Path, *argv: str) -> tuple[int, str, str]:
+    code = main(["--home", str(home), *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_discover_is_off_by_default_and_sends_nothing(
+    tmp_path: Path, server: FixtureServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = len(server.requests)
+    code, out, err = run(capsys, tmp_path, "discover", "consensus protocols", "--json")
+    assert code == 2 and out == ""
+    assert "nothing was sent" in err and '"online": {"enabled": true}' in err
+    assert len(server.requests) == before
+    assert not (tmp_path / "index").exists()  # nothing opened either
+
+
+def test_discover_json_marks_library_papers_and_stages_across_processes(
+    indexed_home: Path, server: FixtureServer, recorded: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.delenv("OPENALEX_API_KEY", raising=False)
+    configure(indexed_home, server)
+    code, out, err = run(capsys, indexed_home, "discover", "reproducible ecology software",
+                         "--limit", "100", "--json")  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["errors"] == []
+    cands = data["candidates"]
+    assert cands and all(list(c) == ["id", "title", "authors", "year", "venue", "doi",
+                                     "arxiv_id", "url", "pdf_url", "in_library", "library_key",
+                                     "why", "sources"] for c in cands)  # fmt: skip
+    marked = {c["doi"] or c["title"]: c for c in cands if c["in_library"]}
+    assert recorded[0]["DOI"].lower() in marked
+    assert any(c["title"] == recorded[1]["title"][0] for c in marked.values())
+    assert len(marked) == 2 and all(c["library_key"] for c in marked.values())
+    assert any(c["why"] for c in cands)
+
+    fresh = [c["id"] for c in cands if not c["in_library"]][:3]
+    code, out, _ = run(capsys, indexed_home, "stage", "add", *fresh[:2])
+    assert code == 0 and out.strip().endswith("2 staged")
+    code, out, _ = run(capsys, indexed_home, "stage", "list", "--json")
+    assert [c["id"] for c in json.loads(out)["staged"]] == fresh[:2]
+    code, out, _ = run(capsys, indexed_home, "stage", "remove", fresh[0])
+    assert code == 0 and out.strip() == "removed 1 of 1"
+    code, _, err = run(capsys, indexed_home, "stage", "add", "cnotfound0")
+    assert code == 2 and "no candidate cnotfound0" in err
+    code, out, _ = run(capsys, indexed_home, "stage", "list", "--json")
+    assert [c["id"] for c in json.loads(out)["staged"]] == fresh[1:2]
+
+
+def _stage(capsys: pytest.CaptureFixture[str], home: Path, n: int) -> list[dict[str, Any]]:
+    code, out, err = run(capsys, home, "discover", "ecology", "--limit", "50", "--json")
+    assert code == 0, err
+    picked = [c for c in json.loads(out)["candidates"] if not c["in_library"]][:n]
+    run(capsys, home, "stage", "add", *[c["id"] for c in picked])
+    return picked
+
+
+def test_stage_save_to_connector_asks_first_then_sends_exactly_the_staged_items(
+    indexed_home: Path, server: FixtureServer, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    with FakeConnector() as zotero:
+        configure(indexed_home, server, connector_url=zotero.url)
+        for c in json.loads(run(capsys, indexed_home, "stage", "list", "--json")[1])["staged"]:
+            run(capsys, indexed_home, "stage", "remove", c["id"])
+        picked = _stage(capsys, indexed_home, 3)
+        monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+        code, _, err = run(capsys, indexed_home, "stage", "save", "--to", "connector")
+        assert code == 2 and "add --yes" in err and zotero.requests == []
+        code, out, err = run(capsys, indexed_home, "stage", "save", "--to", "connector", "--yes")
+    assert code == 0, err
+    assert out.strip() == "saved 3 to the collection 'Distributed systems' in My Library"
+    assert [(i["id"], i["title"], i.get("DOI")) for i in zotero.saved] == [
+        (c["id"], c["title"], c["doi"]) for c in picked]  # fmt: skip
+    assert json.loads(run(capsys, indexed_home, "stage", "list", "--json")[1])["staged"] == []
+
+
+def test_stage_save_to_web_and_bibtex(
+    indexed_home: Path, server: FixtureServer, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    with FakeWebAPI() as api:
+        configure(indexed_home, server, web={"library_id": "475425", "base_url": api.url})
+        picked = _stage(capsys, indexed_home, 2)
+        out_file = tmp_path / "staged.bib"
+        code, _, err = run(capsys, indexed_home, "stage", "save", "--to", "bibtex", "--out",
+                           str(out_file), "--yes")  # fmt: skip
+        assert code == 0, err
+        entries = bibtexparser.loads(out_file.read_text("utf-8")).entries
+        assert [e["title"] for e in entries] == [c["title"] for c in picked]
+        code, out, err = run(capsys, indexed_home, "stage", "save", "--to", "web", "--yes",
+                             "--json")  # fmt: skip
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["saved"] == [c["id"] for c in picked] and result["failed"] == {}
+    assert [i["title"] for i in api.created] == [c["title"] for c in picked]
+    assert "test-zotero-key" not in out + err
+
+
+def test_candidates_frame_of_a_run_and_of_a_sessions_staging_list(
+    indexed_home: Path, server: FixtureServer
+) -> None:
+    from zocrates_nb.app import App
+    from zocrates_nb.frames import CANDIDATE_COLUMNS, candidates_frame
+
+    configure(indexed_home, server)
+    with App.open(indexed_home) as app:
+        sid = app.new_session("discovery")
+        found = app.discover("ecology", limit=5, session_id=sid)
+        frame = candidates_frame(found)
+        assert frame["id"].tolist() == [c.id for c in found.candidates]
+        assert (~frame["in_library"]).sum() == 5  # 5 recommendations, then what the library has
+        scores = frame[~frame["in_library"]]["score"].tolist()
+        assert scores == sorted(scores, reverse=True)
+        app.stage([found.candidates[1].id], session_id=sid)  # a recommendation
+        staged = candidates_frame(app, session_id=sid, staged=True)
+        assert staged["id"].tolist() == [found.candidates[1].id]
+        assert candidates_frame(app, staged=True)["id"].tolist() != staged["id"].tolist()
+    empty = candidates_frame([])
+    assert list(empty.columns) == list(CANDIDATE_COLUMNS)
+    assert [str(t) for t in empty.dtypes] == list(CANDIDATE_COLUMNS.values())
+
+
+def test_discovery_still_answers_when_the_library_cannot_be_checked(
+    indexed_home: Path, server: FixtureServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from zocrates_nb.app import App
+    from zocrates_nb.app import discovery as app_discovery
+    from zocrates_nb.errors import ZocratesError
+
+    def unreadable(app: object, *args: object) -> object:
+        raise ZocratesError("the index needs rebuilding: run zocrates-nb index")
+
+    configure(indexed_home, server)
+    monkeypatch.setattr(app_discovery, "library_match", unreadable)
+    monkeypatch.setattr(app_discovery, "embedding_similarity", unreadable)
+    with App.open(indexed_home) as app:
+        found = app.discover("ecology", limit=3)
+    assert len(found.candidates) == 3 and not any(c.in_library for c in found.candidates)
+    assert found.errors == [
+        "Ranking by meaning was unavailable; ranked by shared words instead.",
+        "Your library could not be checked for these papers: the index needs rebuilding: run "
+        "zocrates-nb index",
+    ]

@@ -1,0 +1,141 @@
+"""An answer saved as a Zotero note, through the connector and the Web API (loopback fakes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import corpus_path
+from zotero_fakes import FakeConnector, FakeWebAPI
+
+from zocrates_nb.cli import main
+from zocrates_nb.sessions import SessionStore
+from zocrates_nb.turn import Source, TurnResult
+
+ANSWER = ("Raft elects a leader with randomized election timeouts [1]. "
+          "<script>alert(1)</script> A candidate needs a majority of votes [1].")  # fmt: skip
+RAFT = Source(n=1, numbers=[1], item_key="RAFTKEY1", tier="cited", year=2014,
+              title="In Search of an Understandable Consensus Algorithm",
+              authors=["Diego Ongaro", "John Ousterhout"])  # fmt: skip
+PAXOS = Source(n=2, numbers=[2], item_key="PAXOSKY2", tier="cited", title="Paxos Made Simple",
+               authors=["Leslie Lamport"], year=2001)  # fmt: skip
+
+
+def answered(home: Path, sources: list[Source]) -> TurnResult:
+    store = SessionStore.open(home)
+    sid = store.create_session("raft").id
+    turn = store.begin_turn(sid, "How does Raft elect a leader?")
+    done = store.save_turn(turn.model_copy(update={
+        "status": "answered", "answer": ANSWER, "cited_sources": sources}))  # fmt: skip
+    store.close()
+    return done
+
+
+def run(capsys: pytest.CaptureFixture[str], home: Path, *argv: str) -> tuple[int, str, str]:
+    code = main(["--home", str(home), *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def configure(home: Path, **zotero: object) -> None:
+    (home / "zocrates_config.json").write_text(json.dumps({"zotero": zotero}), "utf-8")
+
+
+def test_one_cited_paper_makes_a_child_note_through_the_web_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turn = answered(tmp_path, [RAFT])
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    with FakeWebAPI() as api:
+        configure(tmp_path, web={"library_id": "475425", "base_url": api.url})
+        code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                             "--to", "web", "--yes")  # fmt: skip
+    assert code == 0, err
+    assert out.strip() == "saved the answer as a child note of item RAFTKEY1"
+    (note,) = api.created
+    assert note["itemType"] == "note" and note["parentItem"] == "RAFTKEY1"
+    assert note["tags"] == [{"tag": "zocrates:answer"}] and "collections" not in note
+    body = note["note"]
+    assert body.startswith("<h1>How does Raft elect a leader?</h1>\n<p>Raft elects a leader")
+    assert "<script>" not in body and "&lt;script&gt;" in body  # model text stays text
+    assert (
+        '<li>[1] Diego Ongaro, John Ousterhout (2014). <a href="zotero://select/library/'
+        'items/RAFTKEY1">In Search of an Understandable Consensus Algorithm</a></li>'
+    ) in body
+
+
+def test_several_cited_papers_make_a_standalone_note_in_the_collection(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turn = answered(tmp_path, [RAFT, PAXOS])
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    with FakeWebAPI() as api:
+        configure(tmp_path, web={"library_id": "475425", "base_url": api.url})
+        code, _, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                           "--turn", turn.turn_id, "--to", "web", "--collection", "COLL2345",
+                             "--yes")  # fmt: skip
+    assert code == 0, err
+    (note,) = api.created
+    assert "parentItem" not in note and note["collections"] == ["COLL2345"]
+    assert note["note"].count("<li>") == 2
+
+
+def test_through_the_connector_it_is_a_standalone_note_after_a_yes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    turn = answered(tmp_path, [RAFT])
+    with FakeConnector() as zotero:
+        configure(tmp_path, connector_url=zotero.url)
+        monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+        code, _, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                           "--to", "connector")  # fmt: skip
+        assert code == 2 and "add --yes" in err and zotero.requests == []
+        code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                             "--to", "connector", "--yes")  # fmt: skip
+    assert code == 0, err
+    assert "standalone note in the collection 'Distributed systems'" in out
+    (item,) = zotero.saved
+    assert item["itemType"] == "note" and item["id"] == f"note-{turn.turn_id}"
+    assert "In Search of an Understandable Consensus Algorithm" in item["note"]
+
+
+def test_a_session_without_an_answer_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sid = SessionStore.open(tmp_path).create_session("empty").id
+    code, _, err = run(capsys, tmp_path, "note", "save", "--session", sid, "--to", "web",
+                       "--yes")  # fmt: skip
+    assert code == 2 and "has no answer to save yet" in err
+
+
+def test_cited_items_are_tagged_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorded Web API item X42A7DEE (cited) gets `zocrates:cited` by a versioned PATCH;
+    an item the library lacks is reported, the rest goes on."""
+    recorded = corpus_path("online-fixtures", "zotero")
+    real = RAFT.model_copy(update={"item_key": "X42A7DEE"})
+    missing = PAXOS.model_copy(update={"item_key": "MISSING2"})
+    turn = answered(tmp_path, [real, missing])
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    with FakeWebAPI(recorded=recorded) as api:
+        configure(tmp_path, web={"library_id": "475425", "base_url": api.url})
+        code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                             "--to", "web", "--tag-cited", "--yes")  # fmt: skip
+    assert code == 1, err  # one item could not be tagged
+    assert "tagged zocrates:cited: X42A7DEE" in out and "MISSING2: not tagged: not in this" in out
+    assert len(api.created) == 1  # the note
+    tags = api.patched["X42A7DEE"]["tags"]
+    assert tags[-1] == {"tag": "zocrates:cited"} and len(tags) >= 1
+    patch = next(r for r in api.requests if r["method"] == "PATCH")
+    assert {k.lower(): v for k, v in patch["headers"].items()}["if-unmodified-since-version"] == "1"
+
+
+def test_tagging_through_the_connector_is_refused_plainly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turn = answered(tmp_path, [RAFT])
+    code, _, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id, "--to",
+                       "connector", "--tag-cited", "--yes")  # fmt: skip
+    assert code == 2 and "needs the Web API" in err

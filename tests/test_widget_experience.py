@@ -1,0 +1,248 @@
+"""The chat panel's Python side for the notebook experience (issue 12), spoken to through its comm
+as the front end would: models loading in the background with a "Loading models…" step, plain
+refusals (a checkpoint waits, a question too long), paused sessions marked, rename and delete,
+each turn's scope by name, the empty screen's library line, Zotero links on sources, and
+`chat()` returning a panel that gives its session's evidence and audit frames.
+
+Real App, real index (the built-in sample library; a Zotero item made of a real PDF for the
+links), real session store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_widget_protocol import BROAD, FACTUAL, TIMEOUT, ended, kinds, panel, run
+
+from zocrates_nb.app import App
+from zocrates_nb.errors import UsageError
+from zocrates_nb.widget import MAX_PROMPT_CHARS, PAUSED_HINT, WarmUp, chat, start_warm_up
+from zocrates_nb.widget_comm import recording_comms, send_from_front_end
+
+
+def test_a_question_asked_while_models_load_waits_with_a_loading_step(app: App) -> None:
+    widget, comm = panel(app, warm_up=False)
+    loading = WarmUp(stage="the reranker")  # a load still under way (released below)
+    widget._warmup = loading
+
+    async def scenario() -> None:
+        send_from_front_end(widget, {"kind": "ask", "prompt": FACTUAL})
+        await comm.wait_for(lambda c: c.events("step"), 30)
+        # While the models load nothing else happens: no turn, no busy flag.
+        await asyncio.sleep(0.3)
+        assert comm.messages("turn_started") == [] and comm.updates("busy") == []
+        loading.done.set()
+        await comm.wait_for(ended, TIMEOUT)
+        await widget.wait()
+
+    run(scenario())
+    first = comm.events("step")[0]
+    assert first["phase"] == "loading" and first["turn_id"] == ""
+    assert first["label"] == "Loading models: the reranker…"
+    order = kinds(comm)
+    assert order[0] == "event:step" and order[1:3] == ["turn_started", "busy=True"]
+    assert order[-2:] == ["event:final", "busy=False"]
+
+
+def test_the_warm_up_loads_the_models_once_per_app_and_names_each_stage(sample_home: Path) -> None:
+    with App.open(sample_home) as fresh:
+        stages: list[str] = []
+        fresh.warm_up(stages.append)
+        assert stages == ["the search index and embedding model", "the offline engine",
+                          "the reranker"]
+        assert fresh._engine is not None  # the turn will not load it again
+        warm = start_warm_up(fresh)
+        assert start_warm_up(fresh) is warm, "one load per App, however many panels"
+        assert warm.done.wait(120)
+        assert warm.stage == "the reranker"
+
+
+def test_a_panel_on_an_empty_home_does_not_warm_up_and_its_banner_has_no_backticks(
+    tmp_path: Path,
+) -> None:
+    with App.open(tmp_path / "empty") as empty:
+        widget, _ = panel(empty, warm_up=True)
+        assert widget._warmup is None, "nothing to search: no models to load"
+        assert "not indexed yet" in widget.error and "`" not in widget.error
+        assert widget.library == {}
+
+
+def test_asking_while_a_checkpoint_waits_is_refused_in_plain_words(app: App) -> None:
+    widget, comm = panel(app, budget=1)
+
+    async def ask(prompt: str) -> None:
+        send_from_front_end(widget, {"kind": "ask", "prompt": prompt})
+        await comm.wait_for(ended, TIMEOUT)
+        await widget.wait()
+
+    run(ask(BROAD))
+    (checkpoint,) = comm.events("checkpoint")
+    # The card names the papers the search covered so far.
+    assert checkpoint["papers"] and all(isinstance(p, str) and p for p in checkpoint["papers"])
+    assert "similarity" not in checkpoint["covered_summary"]
+    paused = [s for s in widget.sessions if s["id"] == widget.session_id]
+    assert paused and paused[0]["paused"] is True
+
+    comm.clear()
+    run(ask("And something else?"))
+    (refusal,) = comm.events("error")
+    assert refusal["message"] == PAUSED_HINT
+    assert checkpoint["turn_id"] not in refusal["message"]
+    assert not re.search(r"[0-9a-f]{8}", refusal["message"]), "no internal ids"
+    assert comm.messages("turn_started") == []
+
+    # Reopened (a kernel restart), the paused turn's card names the papers again.
+    send_from_front_end(widget, {"kind": "open_session", "session_id": widget.session_id})
+    (turn,) = comm.messages("history")[-1]["turns"]
+    assert turn["checkpoint"]["papers"] == checkpoint["papers"]
+    assert turn["steps"], "the stored step trail comes back with the paused turn"
+
+
+def test_a_question_over_the_limit_is_refused_with_its_length(app: App) -> None:
+    widget, comm = panel(app)
+
+    async def scenario() -> None:
+        send_from_front_end(widget, {"kind": "ask", "prompt": "x" * (MAX_PROMPT_CHARS + 1)})
+        await comm.wait_for(lambda c: c.events("error"), 30)
+
+    run(scenario())
+    (refusal,) = comm.events("error")
+    assert f"{MAX_PROMPT_CHARS + 1:,} characters" in refusal["message"]
+    assert widget.max_prompt == MAX_PROMPT_CHARS
+
+
+def test_turns_carry_their_scope_by_name_and_sessions_can_be_renamed_and_deleted(
+    app: App,
+) -> None:
+    widget, comm = panel(app)
+    leases = next(m for m in app.search_titles("Leases") if m.kind != "collection")
+    send_from_front_end(widget, {"kind": "set_scope", "scope": {
+        "mode": "items", "items": [{"key": leases.key, "title": ""}], "collections": []}})
+
+    async def scenario() -> None:
+        send_from_front_end(widget, {"kind": "ask", "prompt": "What is a fencing token?"})
+        await comm.wait_for(ended, TIMEOUT)
+        await widget.wait()
+
+    run(scenario())
+    final = comm.events("final")[0]
+    assert final["scope"]["mode"] == "items"
+    assert final["scope"]["items"][0]["title"].startswith("Leases")
+    session_id = widget.session_id
+    send_from_front_end(widget, {"kind": "open_session", "session_id": session_id})
+    (turn,) = comm.messages("history")[-1]["turns"]
+    assert turn["scope"] == final["scope"]
+
+    send_from_front_end(widget, {"kind": "rename_session", "session_id": session_id,
+                                 "title": "  Fencing   tokens "})
+    assert next(s for s in widget.sessions if s["id"] == session_id)["title"] == "Fencing tokens"
+    assert app.session(session_id).title == "Fencing tokens"
+
+    comm.clear()
+    send_from_front_end(widget, {"kind": "delete_session", "session_id": session_id})
+    assert all(s["id"] != session_id for s in widget.sessions)
+    assert widget.session_id == ""
+    assert comm.messages("history") == [{"kind": "history", "turns": []}]
+    assert widget.error == ""
+
+
+def test_the_empty_screen_knows_the_library_size_and_examples_from_it(app: App) -> None:
+    widget, _ = panel(app)
+    status = app.status()
+    assert widget.library["items"] == status.items == 4
+    assert widget.library["collections"] == 0
+    examples = widget.library["examples"]
+    assert examples, "at least one example question"
+    titles = [i.title for i in app.library_index.items()]
+    assert any(t[:30] in examples[0] for t in titles), "drawn from the library's own titles"
+
+
+def zotero_pdf_home(tmp_path: Path) -> Path:
+    """A data home holding one Zotero item (a real PDF attachment) with Zotero's keys."""
+    from zocrates_nb import sample
+    from zocrates_nb.index import Index, index_library
+    from zocrates_nb.library.model import Attachment, Creator, Item, Library
+
+    pdf = sample.build(tmp_path / "files") / "hybrid-retrieval.pdf"
+    library = Library(source=f"test:{tmp_path}")
+    library.items["HYBRID23"] = Item(
+        key="HYBRID23", item_type="journalArticle", title="Hybrid Retrieval",
+        creators=[Creator("Okafor", "Ada")], year=2024, version="v7:2024-05-01T00:00:00Z",
+        attachments=[Attachment(key="PDFATT23", parent_key="HYBRID23", title="Full Text PDF",
+                                content_type="application/pdf", link_mode="imported_file",
+                                path=pdf, filename=pdf.name, version="v7:2024-05-01T00:00:00Z")],
+    )
+    home = tmp_path / "home"
+    with Index.open(home) as index:
+        index_library(library, index, progress=False)
+    return home
+
+
+def test_sources_from_zotero_link_to_the_item_and_its_pdf(tmp_path: Path, app: App) -> None:
+    from zocrates_nb.panel_records import zotero_links
+
+    with App.open(zotero_pdf_home(tmp_path)) as zapp:
+        assert zotero_links(zapp, "HYBRID23") == {
+            "select": "zotero://select/library/items/HYBRID23",
+            "pdf": "zotero://open-pdf/library/items/PDFATT23",
+        }
+        widget, comm = panel(zapp, warm_up=False)
+
+        async def scenario() -> None:
+            send_from_front_end(widget, {"kind": "ask", "prompt": FACTUAL})
+            await comm.wait_for(ended, TIMEOUT)
+            await widget.wait()
+
+        run(scenario())
+        final = comm.events("final")[0]
+        assert final["cited_sources"][0]["links"]["pdf"].startswith("zotero://open-pdf/")
+    # Folder and sample items are not in Zotero: no links.
+    key = app.library_index.items()[0].key
+    assert zotero_links(app, key) == {}
+
+
+def test_chat_returns_a_panel_with_its_session_evidence_and_audit(app: App) -> None:
+    with recording_comms():
+        widget = chat(app, warm_up=False)
+    assert widget.app is app
+    with pytest.raises(UsageError, match="no session yet"):
+        widget.evidence()
+
+    async def scenario() -> None:
+        send_from_front_end(widget, {"kind": "ask", "prompt": FACTUAL})
+        await widget.comm.wait_for(ended, TIMEOUT)  # type: ignore[union-attr]
+        await widget.wait()
+
+    run(scenario())
+    evidence: Any = widget.evidence()
+    audit: Any = widget.audit()
+    assert len(evidence) > 0 and evidence["cited"].any()
+    assert list(audit["query"]) == [FACTUAL]
+    assert audit["words"].iloc[0] > 0
+
+
+def test_a_stray_backtick_in_quoted_paper_text_stays_text(tmp_path: Path) -> None:
+    """The offline engine quotes papers as Markdown: a lone backtick in a quote is escaped, so
+    the panel does not turn the rest of the answer into a code span."""
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "flags.md").write_text(
+        "# Command Line Flags for Safe Deployments\n\n## 1 The force flag\n\n"
+        "The deploy tool skips every safety check when the operator passes the `--force flag "
+        "on the command line, which is why operators should never pass the force flag during "
+        "a production deployment of the service.\n", "utf-8")
+    with App.open(tmp_path / "home") as fapp:
+        fapp.index(folder=folder)
+
+        async def ask() -> Any:
+            events = [e async for e in fapp.ask("Why should operators never pass the force flag?")]
+            return events[-1]
+
+        final = run(ask())
+    assert final.type == "final"
+    assert "\\`--force flag" in final.answer
+    assert "`--force" not in final.answer.replace("\\`", "")

@@ -1,0 +1,55 @@
+"""The evidence word ceiling is exact (a read that would pass it is cut, a search adds only
+the passages that fit, each with a notice), and a checkpoint says truly why it paused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agents_helpers import GARDEN, RAFT
+
+from zocrates_nb.agents.pipeline import checkpoint_reason
+from zocrates_nb.config import RetrievalSettings
+from zocrates_nb.retrieval import RunState, Toolkit
+
+
+def test_the_word_ceiling_is_never_passed(small_index: Any) -> None:
+    ceiling = 250
+    kit = Toolkit(small_index, RunState.new(RetrievalSettings(word_ceiling=ceiling, budget=20)))
+    st = kit.state
+    notices: list[str] = []
+    calls = [
+        lambda: kit.search_corpus("raft leader election", limit=10),
+        lambda: kit.read_document(RAFT, "s1, s2, s3"),
+        lambda: kit.read_document(GARDEN, "s1"),
+        lambda: kit.search_corpus("tomatoes", limit=10),
+    ]
+    for call in calls:
+        out = call()
+        notices.append(str(out.get("notice", "")) + str(out.get("message", "")))
+        assert st.words <= ceiling, (st.words, out)
+        assert st.words == sum(len(e.text.split()) for e in st.evidence)
+    assert st.words >= ceiling - 60  # it filled up to the ceiling, not stopped far short
+    text = " ".join(notices)
+    assert "word ceiling" in text.lower()
+
+
+def test_a_cut_read_says_what_the_ceiling_left(small_index: Any) -> None:
+    kit = Toolkit(small_index, RunState.new(RetrievalSettings(word_ceiling=100, budget=5)))
+    out = kit.read_document(RAFT, "s1, s2")
+    assert kit.state.words <= 100
+    assert "what the word ceiling leaves" in out.get("notice", "") or any(
+        a["text"].endswith(" …") for a in out["assets"]
+    )
+
+
+def test_the_checkpoint_reason_matches_its_numbers() -> None:
+    st = RunState.new(RetrievalSettings(budget=10, word_ceiling=7500))
+    st.tool_count, st.words = 8, 6100
+    reason, headline = checkpoint_reason(st)
+    assert reason == "word_ceiling_near" and "used up" not in headline
+    assert "6,100 of 7,500 words" in headline and "8 of 10 retrieval calls" in headline
+    st.tool_count = 10
+    assert checkpoint_reason(st)[0] == "budget"
+    st.tool_count, st.words = 4, 7500
+    reason, headline = checkpoint_reason(st)
+    assert reason == "word_ceiling" and "7,500 of 7,500 words" in headline

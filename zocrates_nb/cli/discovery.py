@@ -1,0 +1,201 @@
+"""discover and stage: papers beyond the library, a staging list, and saving it to Zotero or a
+RIS/BibTeX file. Every command is a call of `App`; the list is the data home's unless
+`--session` names a session's."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from zocrates_nb.errors import UsageError
+
+if TYPE_CHECKING:
+    from zocrates_nb.app import App
+    from zocrates_nb.online import Candidate
+
+CANDIDATE_FIELDS = ("id", "title", "authors", "year", "venue", "doi", "arxiv_id", "url",
+                    "pdf_url", "in_library", "library_key", "why", "sources")  # fmt: skip
+
+
+def _app(args: argparse.Namespace) -> App:
+    from zocrates_nb.app import App
+
+    return App.open(args.home)
+
+
+def _json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=1))
+
+
+def candidate_json(c: Candidate) -> dict[str, Any]:
+    return c.model_dump(mode="json", include=set(CANDIDATE_FIELDS))
+
+
+def print_candidate(c: Candidate) -> None:
+    authors = ", ".join(c.authors[:3]) + (" et al." if len(c.authors) > 3 else "")
+    where = ", ".join(str(p) for p in (c.venue, c.year) if p)
+    ident = f"doi:{c.doi}" if c.doi else f"arXiv:{c.arxiv_id}" if c.arxiv_id else c.url or ""
+    lines = [
+        " — ".join(p for p in (authors, where) if p),
+        f"{ident}  [{', '.join(c.sources)}]".strip(),
+        f"already in your library ({c.library_key})" if c.in_library else "",
+        f"why: {c.why}" if c.why else "",
+    ]
+    print(f"{c.id}  {c.title}")
+    for line in filter(None, lines):
+        print(f"            {line}")
+
+
+def discover_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        found = app.discover(args.query, limit=args.limit, session_id=args.session)
+    if args.json:
+        _json({"candidates": [candidate_json(c) for c in found.candidates],
+               "errors": found.errors})  # fmt: skip
+        return 0
+    for e in found.errors:
+        print(f"warning: {e}", file=sys.stderr)
+    if not found.candidates:
+        print("no candidates")
+    for c in found.candidates:
+        print_candidate(c)
+    if found.candidates:
+        print("\nstage some with: zocrates-nb stage add ID …")
+    return 0
+
+
+def stage_add_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        added = app.stage(args.ids, session_id=args.session)
+        total = len(app.staged(session_id=args.session))
+    for c in added:
+        print(f"staged {c.id}  {c.title}")
+    print(f"{total} staged")
+    return 0
+
+
+def stage_list_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        staged = app.staged(session_id=args.session)
+    if args.json:
+        _json({"staged": [candidate_json(c) for c in staged]})
+        return 0
+    if not staged:
+        print("nothing staged")
+    for c in staged:
+        print_candidate(c)
+    return 0
+
+
+def stage_remove_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        removed = app.unstage(args.ids, session_id=args.session)
+    print(f"removed {removed} of {len(args.ids)}")
+    return 0
+
+
+def stage_save_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        staged = app.staged(session_id=args.session)
+        writes = args.to in ("connector", "web") or args.out is not None
+        confirmed = args.yes or not writes or _ask(args, len(staged), app)
+        if not confirmed:
+            print("nothing saved")
+            return 1
+        result, text = app.save_staged(args.to, confirmed=True, session_id=args.session,
+                                       out=args.out, collection=args.collection)  # fmt: skip
+    if text is not None:
+        sys.stdout.write(text)
+        return 0
+    if args.json:
+        _json(result.model_dump(mode="json"))
+        return 0
+    print(f"saved {len(result.saved)} to {result.where}")
+    for cid, reason in result.failed.items():
+        print(f"  not saved {cid}: {reason}")
+    return 0 if not result.failed else 1
+
+
+def note_save_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        if not args.yes:
+            where = "the Zotero app" if args.to == "connector" else "your Zotero library"
+            if not sys.stdin.isatty():
+                raise UsageError(f"saving the answer as a note in {where} needs a yes: add --yes")
+            if input(f"Save the answer as a note in {where}? [y/N] ").strip().lower() not in (
+                "y", "yes"):  # fmt: skip
+                print("nothing saved")
+                return 1
+        result = app.save_note(args.session, to=args.to, turn_id=args.turn, confirmed=True,
+                               collection=args.collection, tag_cited=args.tag_cited)  # fmt: skip
+    if args.json:
+        _json(result.model_dump(mode="json"))
+    else:
+        print(f"saved the answer as {result.where}")
+        if result.tagged:
+            print(f"tagged zocrates:cited: {', '.join(result.tagged)}")
+        for key, reason in result.failed.items():
+            print(f"  {key}: {reason}")
+    return 0 if not result.failed else 1
+
+
+def _ask(args: argparse.Namespace, n: int, app: App) -> bool:
+    if not n:
+        return True  # App.save_staged explains that nothing is staged
+    where = {
+        "connector": f"the Zotero app at {app.settings.zotero.connector_url} (its selected "
+                     "collection)",
+        "web": "your Zotero library through the Web API",
+    }.get(args.to, str(args.out))  # fmt: skip
+    if not sys.stdin.isatty():
+        raise UsageError(f"saving {n} staged papers to {where} needs a yes: add --yes")
+    answer = input(f"Save {n} staged papers to {where}? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def session(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--session", help="a session's list (default: the data home's list)")
+
+    di = sub.add_parser("discover", help="find papers beyond your library (online.enabled)")
+    di.add_argument("query")
+    di.add_argument("--limit", type=int, default=10)
+    di.add_argument("--json", action="store_true")
+    session(di)
+    di.set_defaults(func=discover_command)
+
+    st = sub.add_parser("stage", help="stage discovered papers, then save them to Zotero")
+    ss = st.add_subparsers(dest="stage_command", required=True)
+    add = ss.add_parser("add", help="stage candidates by id (from discover)")
+    add.add_argument("ids", nargs="+", metavar="ID")
+    add.set_defaults(func=stage_add_command)
+    ls = ss.add_parser("list", help="the staging list")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=stage_list_command)
+    rm = ss.add_parser("remove", help="take candidates off the staging list")
+    rm.add_argument("ids", nargs="+", metavar="ID")
+    rm.set_defaults(func=stage_remove_command)
+    sv = ss.add_parser("save", help="save the staging list to Zotero, or export it")
+    sv.add_argument("--to", required=True, choices=["connector", "web", "ris", "bibtex"])
+    sv.add_argument("--out", help="ris/bibtex: the file to write (default: standard output)")
+    sv.add_argument("--collection", help="web: a collection key to add the items to")
+    sv.add_argument("--yes", action="store_true", help="do not ask before writing")
+    sv.add_argument("--json", action="store_true")
+    sv.set_defaults(func=stage_save_command)
+    for p in (add, ls, rm, sv):
+        session(p)
+
+    no = sub.add_parser("note", help="save an answer as a Zotero note")
+    ns = no.add_subparsers(dest="note_command", required=True)
+    nsv = ns.add_parser("save", help="save an answer and its cited sources as a Zotero note")
+    nsv.add_argument("--session", required=True)
+    nsv.add_argument("--turn", help="the turn id (default: the last answered turn)")
+    nsv.add_argument("--to", required=True, choices=["connector", "web"])
+    nsv.add_argument("--collection", help="web: a collection key for a standalone note")
+    nsv.add_argument("--tag-cited", action="store_true",
+                     help="web: also tag the cited items zocrates:cited")
+    nsv.add_argument("--yes", action="store_true", help="do not ask before writing")
+    nsv.add_argument("--json", action="store_true")
+    nsv.set_defaults(func=note_save_command)

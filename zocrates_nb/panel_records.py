@@ -1,0 +1,168 @@
+"""What the chat panel shows about the library, as the JSON of widgets/PROTOCOL.md.
+
+The panel's front end holds no library logic: Python names a turn's scope (titles and collection
+names, not keys), links a source to Zotero (only for items that come from Zotero), and describes
+the library for the empty screen (its size and example questions drawn from its own titles and
+tags). Every function reads the index and never writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from zocrates_nb.events import CheckpointEvent
+from zocrates_nb.turn import Scope, TurnResult
+
+if TYPE_CHECKING:
+    from zocrates_nb.app import App
+
+_STATUS = {"answered": "done", "checkpoint": "checkpoint", "error": "error",
+           "cancelled": "stopped", "running": "running"}
+_ZOTERO_KEY = re.compile(r"^[A-Z0-9]{8}$")
+MAX_TITLE = 70
+
+
+def history_turn(turn: TurnResult, app: App | None = None) -> dict[str, Any]:
+    """One stored turn as the front end's `history` entry (PROTOCOL.md)."""
+    status = _STATUS[turn.status]
+    checkpoint = CheckpointEvent.of(turn)
+    if status == "checkpoint" and checkpoint is None:
+        status = "stopped"  # paused, but its snapshot is gone: nothing to resume
+    if status == "running":
+        status = "stopped"  # not running here: the process that ran it is gone
+    out: dict[str, Any] = {
+        "turn_id": turn.turn_id,
+        "prompt": turn.prompt,
+        "answer": turn.answer,
+        "status": status,
+        "cited_sources": source_records(app, turn.cited_sources),
+        "other_sources": source_records(app, turn.other_sources),
+        "citations": [c.model_dump(mode="json") for c in turn.citations],
+        "steps": [s.model_dump(mode="json", exclude_none=True) for s in turn.steps],
+        "checkpoint": (checkpoint.model_dump(mode="json") | {"papers": papers_covered(turn)}
+                       if checkpoint else None),
+        "scope": scope_record(app, turn.scope),
+        # A narrower scope whose question another paper answers better: the "widen" button.
+        "widen_scope": scope_record(app, turn.widen_scope) if turn.widen_scope else None,
+    }
+    if status == "error":
+        out["error"] = turn.error or "This turn failed."
+    if turn.model:
+        out["model"] = turn.model
+    if turn.seconds:
+        out["seconds"] = turn.seconds
+    return out
+
+
+def papers_covered(turn: TurnResult, limit: int = 12) -> list[str]:
+    """Titles of the papers a turn's search has gathered passages from, best first."""
+    return list(dict.fromkeys(e.title for e in turn.evidence if e.title))[:limit]
+
+
+def scope_record(app: App | None, scope: Scope) -> dict[str, Any]:
+    """A turn's scope as the chips show it: `{mode, items: [{key, title}], collections: [{key,
+    name}]}`, with titles and collection names looked up (the key when unknown)."""
+    if scope.items:
+        items = []
+        for key in scope.items:
+            record = _item(app, key)
+            items.append({"key": key, "title": (record.title if record else "") or key,
+                          "year": record.year if record else None})
+        return {"mode": "items", "items": items, "collections": []}
+    if scope.collections:
+        names = _collection_names(app)
+        return {"mode": "collections", "items": [],
+                "collections": [{"key": c, "name": names.get(c, c)} for c in scope.collections]}
+    return {"mode": "library", "items": [], "collections": []}
+
+
+def source_records(app: App | None, sources: list[Any]) -> list[dict[str, Any]]:
+    """Sources as JSON, each with `links` to Zotero (`zotero://select/…`, `zotero://open-pdf/…`)
+    when the item comes from a Zotero library; folder and sample items get none."""
+    out = []
+    for source in sources:
+        record = source.model_dump(mode="json") if hasattr(source, "model_dump") else dict(source)
+        links = zotero_links(app, str(record.get("item_key", "")))
+        if links:
+            record["links"] = links
+        out.append(record)
+    return out
+
+
+def zotero_links(app: App | None, item_key: str) -> dict[str, str]:
+    """`{select, pdf?}` zotero:// URLs for an item of a Zotero library, else `{}`."""
+    record = _item(app, item_key)
+    if app is None or record is None or not _ZOTERO_KEY.match(item_key):
+        return {}
+    if not record.version.startswith("v"):  # Zotero's change marker; folder items have none
+        return {}
+    links = {"select": f"zotero://select/library/items/{item_key}"}
+    try:
+        pdfs = [d for d in app.library_index.documents(item_key) if d.kind == "pdf"]
+    except Exception:
+        pdfs = []
+    if pdfs and _ZOTERO_KEY.match(pdfs[0].doc_key):
+        links["pdf"] = f"zotero://open-pdf/library/items/{pdfs[0].doc_key}"
+    return links
+
+
+def library_summary(app: App) -> dict[str, Any]:
+    """The empty screen's line and examples: `{items, collections, examples: [str]}`."""
+    index = app.library_index
+    items = [i for i in index.items() if i.item_type not in ("note", "attachment")] \
+        or index.items()
+    collections = index.collection_paths()
+    return {"items": len(items), "collections": len(collections),
+            "examples": example_prompts(items, collections)}
+
+
+def example_prompts(items: list[Any], collections: dict[str, str]) -> list[str]:
+    """Up to three questions drawn from the library itself: a recent paper, its most common
+    tag, a collection (nothing generic that the library may not hold)."""
+    prompts: list[str] = []
+    titled = sorted((i for i in items if i.title), key=lambda i: (-(i.year or 0), i.title))
+    if titled:
+        prompts.append(f"What problem does “{_short(titled[0].title)}” address, and how?")
+    # A topic: the tag that the most papers also speak of in their title or abstract (a tag
+    # like "classic" or "to-read" names no topic and is mentioned by none).
+    tags = Counter(t for i in items for t in i.tags if 2 < len(t) < 40)
+    spoken = Counter({t: sum(t.lower() in f"{i.title} {i.abstract}".lower() for i in items)
+                      for t in tags})
+    topic = max(tags, key=lambda t: (spoken[t] + tags[t], spoken[t], t), default="")
+    if topic and spoken[topic]:
+        prompts.append(f"What does my library say about {topic}?")
+    elif len(titled) > 1:
+        prompts.append(f"What are the main findings of “{_short(titled[1].title)}”?")
+    if collections:
+        name = sorted(collections.values(), key=lambda p: (p.count("/"), p))[0]
+        prompts.append(f"Summarise the main ideas of the papers in {name.split('/')[-1]}.")
+    return prompts
+
+
+def _short(text: str, n: int = MAX_TITLE) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def _item(app: App | None, key: str) -> Any:
+    if app is None or not key:
+        return None
+    try:
+        return app.library_index.item(key)
+    except Exception:  # an index that cannot be read names nothing; the turn still shows
+        return None
+
+
+def _collection_names(app: App | None) -> dict[str, str]:
+    if app is None:
+        return {}
+    try:
+        return app.library_index.collection_paths()
+    except Exception:
+        return {}
+
+
+__all__ = ["example_prompts", "history_turn", "library_summary", "papers_covered", "scope_record",
+           "source_records", "zotero_links"]

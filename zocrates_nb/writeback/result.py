@@ -1,0 +1,20 @@
+"""What a save reports back to every surface."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from zocrates_nb.errors import ZocratesError
+
+
+class WriteError(ZocratesError):
+    """Nothing (or not everything) was written; the message says what to do."""
+
+
+class SaveResult(BaseModel):
+    to: str  # connector | web | ris | bibtex
+    saved: list[str] = Field(default_factory=list)  # candidate ids written
+    keys: dict[str, str] = Field(default_factory=dict)  # candidate id → new Zotero item key
+    failed: dict[str, str] = Field(default_factory=dict)  # candidate id → plain reason
+    tagged: list[str] = Field(default_factory=list)  # existing item keys given a tag
+    where: str = ""  # "the collection 'X' in My Library", a file path…
