@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--home", type=Path, required=True, help="data home with the indexed library")
     add_corpus_argument(p)
     p.add_argument("--questions", type=Path, nargs="+",
-                   help="default: the corpus's questions-dev.jsonl and questions-compound-dev.jsonl")
+                   help="default: the corpus's questions-dev.jsonl and "
+                        "questions-compound-dev.jsonl")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     questions = args.questions or [args.corpus / "questions-dev.jsonl",

@@ -103,12 +103,6 @@ def test_any_user_text_is_a_valid_lexical_query(small: Small, query: str) -> Non
     assert isinstance(ids, list)
 
 
-def test_stop_words_leave_the_lexical_query_unless_nothing_else_is_left() -> None:
-    assert fts_query("How does Raft elect a leader?") == '"raft" OR "elect" OR "leader"'
-    assert fts_query("what is it") == '"what" OR "is" OR "it"'
-    assert fts_query("why is it not safe") == '"not" OR "safe"'  # negations carry meaning
-
-
 def test_quoted_terms_still_stem_and_fold_diacritics(small: Small) -> None:
     assert fts_query('raft "leader" NOT x*') == '"raft" OR "leader" OR "not" OR "x"'
     top = small.index.search("elections leaders", mode="bm25", limit=3)

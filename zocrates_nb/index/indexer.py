@@ -46,8 +46,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
-from zocrates_nb.index.model import DocumentRecord, ItemRecord
-from zocrates_nb.index.passages import PASSAGE_VERSION, dense_passages
+from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
 from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest import document_kind, sniff
 from zocrates_nb.ingest.bundle import Bundle
@@ -198,6 +197,14 @@ def index_library(
     return report
 
 
+def passage_text(chunk: Chunk) -> str:
+    """What is embedded for a chunk: title and heading give a passage its context."""
+    if chunk.chunk_type == "frontmatter":
+        return chunk.text
+    head = " — ".join(p for p in (chunk.title, chunk.section) if p)
+    return f"{head}\n{chunk.text}" if head else chunk.text
+
+
 # -- planning -----------------------------------------------------------------------------
 
 
@@ -251,8 +258,7 @@ def _documents(
 ) -> Iterator[_Doc]:
     settings = index.settings.index
     # The converter version makes an upgraded converter redo every converted document.
-    salt = [CHUNKER_VERSION, PASSAGE_VERSION, ingest_bundle.CONVERTER_VERSION,
-            index.configured_model,
+    salt = [CHUNKER_VERSION, ingest_bundle.CONVERTER_VERSION, index.configured_model,
             settings.chunk_min_words, settings.chunk_max_words]
     for item in library.items.values():
         for att in item.attachments:
@@ -587,7 +593,7 @@ def _run(
                 venue=doc.meta.venue,
                 tags=doc.meta.tags,
             )
-            owners, texts = dense_passages(chunks)  # a few windows per chunk
+            texts = [passage_text(c) for c in chunks]
             threads = tuner.pick()
             t0 = time.perf_counter()
             vectors = index.embedder.embed(texts, threads=threads)
@@ -596,7 +602,7 @@ def _run(
             catalog.begin_document(rec)
             index.dense.delete_documents([rec.doc_key])
             bundle.save(index.document_dir(rec.doc_key))
-            index.dense.upsert(owners, vectors)
+            index.dense.upsert(chunks, vectors)
             catalog.finish_document(rec, doc.fingerprint, chunks)
             if converted or id(doc) in fresh:
                 report.converted += 1

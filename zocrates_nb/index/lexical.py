@@ -129,30 +129,15 @@ _WORD = re.compile(r"\w+")
 _MAX_TERMS = 64
 
 
-# Function and question words: in an OR query each still adds a little BM25 to every passage
-# that has it, which ranks long passages up for "how does … what is …" rather than content.
-# Negations stay (they carry meaning). A query of nothing else keeps them all.
-_STOPWORDS = frozenset(
-    """a about after all also an and any are as at be because been before between both but
-    by can could did do does each either for from had has have how i if in into is it its may
-    might more most much of on only or other our over same should so some such than that the
-    their them then there these they this those to under up very was we were what when where
-    which while who whom whose why will with would you your""".split()
-)
-
-
 def fts_query(text: str) -> str:
-    """Any user text as a safe FTS5 query: its words, each quoted, OR-ed ("" when none),
-    stop words left out unless there is nothing else.
+    """Any user text as a safe FTS5 query: its words, each quoted, OR-ed ("" when none).
 
     Quoting makes FTS5 read every term as a plain string, so AND/OR/NOT/NEAR, `*`, `^`, `:`,
     parentheses and quotes in the user's text can never be syntax errors.
     """
-    words = [w.casefold() for w in _WORD.findall(text)]
-    content = [w for w in words if w not in _STOPWORDS]
     seen: dict[str, None] = {}
-    for word in content or words:
-        seen.setdefault(word, None)
+    for word in _WORD.findall(text):
+        seen.setdefault(word.casefold(), None)
         if len(seen) >= _MAX_TERMS:
             break
     return " OR ".join(f'"{w}"' for w in seen)
