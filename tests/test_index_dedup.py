@@ -45,3 +45,11 @@ def test_search_never_spends_two_places_on_a_caption_and_its_body_text(tmp_path:
         assert got.index(body.chunk_id) == 0  # at the place the better of the two had
     finally:
         index.close()
+
+
+def test_two_papers_holding_the_same_passage_both_keep_a_place() -> None:
+    """A preprint and its published version: each paper stays findable."""
+    text = "Leaders are elected with randomized timeouts so that split votes are rare."
+    ranked = [("PREPRINT", text), ("JOURNAL", text), ("PREPRINT", text + " Votes are rare.")]
+    got = distinct(ranked, lambda r: r[1], 5, group=lambda r: r[0])
+    assert got == [ranked[2], ranked[1]]  # the preprint's larger twin takes its place

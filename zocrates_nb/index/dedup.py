@@ -3,7 +3,8 @@
 A figure or table chunk repeats its caption (and rows) that the body chunk around it also holds,
 and a paper's frontmatter repeats its abstract: without care both take a place in the ten
 passages an agent reads. Of two passages one of which mostly lies inside the other, the larger
-is kept, at the better rank of the two.
+is kept, at the better rank of the two. Only passages of one paper are compared: two items
+holding the same text (a preprint and its published version) both stay findable.
 """
 
 from __future__ import annotations
@@ -38,21 +39,27 @@ def distinct(
     text: Callable[[T], str],
     limit: int,
     promote: Callable[[T, T], T] = lambda _earlier, later: later,
+    group: Callable[[T], str] = lambda _item: "",
 ) -> list[T]:
-    """The first `limit` items (best first) with near-duplicates merged into the larger one.
+    """The first `limit` items (best first) with near-duplicates of the same `group` merged
+    into the larger one.
 
     `promote(earlier, later)` is what takes the earlier place when the later item is larger.
     """
     kept: list[T] = []
     sets: list[frozenset[tuple[str, ...]]] = []
+    groups: list[str] = []
     for item in items:
         s = shingles(text(item))
-        twin = next((i for i, k in enumerate(sets) if containment(s, k) > CONTAINED), None)
+        g = group(item)
+        twin = next((i for i, k in enumerate(sets)
+                     if groups[i] == g and containment(s, k) > CONTAINED), None)
         if twin is None:
             if len(kept) >= limit:
                 break
             kept.append(item)
             sets.append(s)
+            groups.append(g)
         elif len(s) > len(sets[twin]):  # the later one holds more: it takes the earlier place
             kept[twin] = promote(kept[twin], item)
             sets[twin] = s

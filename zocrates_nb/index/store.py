@@ -235,7 +235,7 @@ class Index:
         mode: SearchMode = "hybrid",
     ) -> list[Hit]:
         """Best chunks for `query`: BM25 and dense rankings fused by RRF, filters inside both,
-        near-duplicate passages merged (see dedup.py)."""
+        near-duplicate passages of a paper merged (see dedup.py)."""
         if mode not in ("hybrid", "bm25", "dense"):
             raise ValueError(f"unknown search mode {mode!r}: use hybrid, bm25 or dense")
         flt = flt or SearchFilter()
@@ -261,6 +261,7 @@ class Index:
             lambda h: h.chunk.text,
             limit,
             lambda earlier, later: Hit(chunk=later.chunk, score=earlier.score, ranks=later.ranks),
+            lambda h: h.chunk.item_key,
         )
 
     def _dense_ranking(self, query: str, flt: SearchFilter, depth: int) -> list[str]:
