@@ -71,7 +71,9 @@ def evidence_hit(gold: dict[str, Any], title: str, rows: list[dict[str, Any]], v
     return False
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+async def prepare(args: argparse.Namespace) -> tuple[Any, dict[str, str], list[Any], Any]:
+    """The corpus helpers, titles by slug, the questions asked (`--only`), and the App on the
+    indexed home with its models loaded (the figures are "models already loaded")."""
     from zocrates_nb.app import App
 
     vq = load_corpus_helpers(args.corpus)
@@ -84,11 +86,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         questions = [q for q in questions if q["id"] in set(args.only)]
     ensure_index(args.home, args.corpus)
     app = App.open(args.home)
+    async for _ in app.ask("hello"):
+        pass
+    return vq, titles, questions, app
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    vq, titles, questions, app = await prepare(args)
     rows_out: list[dict[str, Any]] = []
     try:
-        # Load the models before timing (the benchmark is "models already loaded").
-        async for _ in app.ask("hello"):
-            pass
         for q in questions:
             scope = q.get("scope") or {}
             collections = [scope["collection"]] if scope.get("collection") else None

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from corpus_dir import add_corpus_argument
-from eval_answers import ROOT, ensure_index, evidence_hit, load_corpus_helpers
+from eval_answers import ROOT, evidence_hit, prepare
 
 # How an answer says that (a part of) the question is not covered by the library.
 NOT_COVERED_RE = re.compile(
@@ -53,24 +53,12 @@ def names(answer: str, title: str) -> bool:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    from zocrates_nb.app import App
     from zocrates_nb.retrieval import allowed_keys
     from zocrates_nb.turn import Scope
 
-    vq = load_corpus_helpers(args.corpus)
-    manifest = json.loads((args.corpus / "papers" / "manifest.json").read_text("utf-8"))
-    titles = {p["slug"]: p["title"] for p in manifest}
-    questions = [
-        json.loads(line) for line in Path(args.questions).read_text().splitlines() if line.strip()
-    ]
-    if args.only:
-        questions = [q for q in questions if q["id"] in set(args.only)]
-    ensure_index(args.home, args.corpus)
-    app = App.open(args.home)
+    vq, titles, questions, app = await prepare(args)
     rows: list[dict[str, Any]] = []
     try:
-        async for _ in app.ask("hello"):
-            pass
         index = app.library_index
         for q in questions:
             scope = q.get("scope") or {}

@@ -38,6 +38,25 @@ def corpus_path(*parts: str) -> Path:
     return path
 
 
+_CORPUS_FIXTURES = frozenset({"shared_corpus", "corpus_index"})
+_CORPUS_NAMES = ("corpus_path(", "CORPUS", "ZOTERO_DIR", "shared_corpus", "corpus_index",
+                 "online_fixtures", "zotero_fakes")  # the last two replay recorded files
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `corpus` every test that may touch the test corpus: it uses a corpus fixture, or
+    its module names the corpus. The rest run the same with or without it, so the suite's
+    corpus-less pass (`make test-without-corpus`) runs only the marked ones (`-m corpus`)."""
+    sources: dict[Path, str] = {}
+    for item in items:
+        path = Path(str(item.fspath))
+        if path not in sources:
+            sources[path] = path.read_text("utf-8") if path.suffix == ".py" else ""
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & _CORPUS_FIXTURES or any(n in sources[path] for n in _CORPUS_NAMES):
+            item.add_marker(pytest.mark.corpus)
+
+
 @pytest.fixture(scope="session")
 def shared_corpus() -> Path:
     """The test corpus with its papers and Zotero library (read-only), or skip the test."""

@@ -9,7 +9,10 @@ switches to the dark theme. Then the notebook experience of issue 12: the "Loadi
 of a cold kernel, a 5,000-character question held back with its counter, the side-by-side view at
 a short height with its input in view, copy and insert-into-notebook, a question asked while a
 checkpoint waits (a plain hint), a kernel restart (the panel says it is disconnected), and the
-re-run cell offering the paused session, whose card then resumes. Screenshots and timings are
+re-run cell offering the paused session, whose card then resumes. And issue 13's panel: a
+session whose "find papers" turn carries candidates discovered from the recorded scholarly-API
+responses shows their cards (one marked "In your library"), Stage puts one on the staged list,
+and its BibTeX arrives as a browser download after the confirm step. Screenshots and timings are
 saved under test-artifacts/browser/ (git-ignored).
 
 Needs /usr/bin/chromium (Debian's `chromium` package; CI installs it) and the `playwright`
@@ -33,6 +36,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from conftest import CORPUS
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
@@ -44,6 +48,7 @@ TOKEN = "zocrates-e2e-token"
 QUESTION = ("How does reciprocal rank fusion combine rankings, and why do lock services use "
             "lock delays?")
 TURN_TIMEOUT_MS = 240_000
+ECOLOGY = "crossref/crossref_works_query-ecology_query.author-carl-boettiger.json"
 
 pytestmark = pytest.mark.slow
 
@@ -86,6 +91,40 @@ def unsafe_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
+def discovery_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str] | None:
+    """A data home whose session holds a discovery turn: candidates found by `App.discover` from
+    the recorded responses (a loopback server, only while it is built: the kernel never goes
+    online); its one paper shares a DOI with a recorded result, so that card is "In your
+    library". None without the test corpus's online fixtures."""
+    from online_fixtures import FixtureServer
+
+    from zocrates_nb.app import App
+    from zocrates_nb.index import Index, index_library
+    from zocrates_nb.library import open_library
+
+    fixtures = CORPUS / "online-fixtures"
+    if not (fixtures / "manifest.json").exists():
+        return None
+    doi = json.loads((fixtures / ECOLOGY).read_text("utf-8"))["message"]["items"][0]["DOI"]
+    home = tmp_path_factory.mktemp("discovery-home")
+    folder = home / "papers"
+    folder.mkdir()
+    (folder / "held.md").write_text(
+        f'---\ntitle: "My copy of a recorded paper"\ndoi: "{doi}"\n---\n\n'
+        "# Notes\n\nReproducible research software in ecology.\n", "utf-8")  # fmt: skip
+    with Index.open(home) as index:
+        index_library(open_library(folder=folder), index, progress=False)
+    with FixtureServer(fixtures) as server, App.open(home, online=server.online_config()) as app:
+        session = app.new_session("Papers on ecology")
+        found = app.discover("ecology", limit=4, session_id=session)
+        assert any(c.in_library for c in found.candidates), "no recorded paper matched the library"
+        turn = app.store.begin_turn(session, "Find papers on ecology")
+        app.store.save_turn(turn.model_copy(update={
+            "status": "answered", "answer": "Four papers beyond your library on ecology.",
+            "discovery": found}))  # fmt: skip
+    return home, session
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -116,6 +155,10 @@ def _notebook(path: Path) -> None:
         nbformat.v4.new_code_cell("6 * 7"),
         nbformat.v4.new_code_cell(
             "import os\n\nzocrates_nb.chat(os.environ['ZOCRATES_UNSAFE_HOME'])"),
+        nbformat.v4.new_code_cell(
+            "import os\n\nimport zocrates_nb\n\n"
+            "zocrates_nb.chat(os.environ['ZOCRATES_DISCOVERY_HOME'],\n"
+            "                 session_id=os.environ['ZOCRATES_DISCOVERY_SESSION'], warm_up=False)"),
     ]
     nbformat.write(nb, path)
 
@@ -127,6 +170,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, sample_home: Path) -> Iterator
     pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     home = sample_home
     unsafe = unsafe_home(tmp_path_factory)
+    discovery = discovery_home(tmp_path_factory)
     work = tmp_path_factory.mktemp("lab")
     root = work / "notebooks"
     root.mkdir()
@@ -140,6 +184,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, sample_home: Path) -> Iterator
         **os.environ,
         "ZOCRATES_HOME": str(home),
         "ZOCRATES_UNSAFE_HOME": str(unsafe),
+        "ZOCRATES_DISCOVERY_HOME": str(discovery[0]) if discovery else "",
+        "ZOCRATES_DISCOVERY_SESSION": discovery[1] if discovery else "",
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "JUPYTER_CONFIG_DIR": str(work / "config"),
@@ -162,7 +208,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, sample_home: Path) -> Iterator
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_for_server(f"{base}/api/status?token={TOKEN}", proc, log)
-        yield {"base": base, "home": home, "log": log}
+        yield {"base": base, "home": home, "log": log, "discovery": discovery}
     finally:
         proc.terminate()
         try:
@@ -187,7 +233,7 @@ def test_chat_panel_end_to_end_in_jupyterlab(lab: dict[str, Any]) -> None:
         page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
         page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
         try:
-            _scenario(page, lab["base"], timings)
+            _scenario(page, lab["base"], timings, lab["discovery"])
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure.png"))
             raise
@@ -219,7 +265,8 @@ def _run_cell(page: Any, n: int) -> None:
     raise AssertionError(f"cell {n} did not run")
 
 
-def _scenario(page: Any, base: str, timings: dict[str, float]) -> None:
+def _scenario(page: Any, base: str, timings: dict[str, float],
+              discovery: tuple[Path, str] | None) -> None:  # fmt: skip
     from playwright.sync_api import expect
 
     expect.set_options(timeout=60_000)
@@ -400,6 +447,9 @@ def _scenario(page: Any, base: str, timings: dict[str, float]) -> None:
     for link in unsafe.locator("a[href]").all():
         assert link.get_attribute("rel") == "noopener noreferrer"
     page.keyboard.press("Escape")
+    if discovery is not None:
+        _candidates(page, discovery)
+    timings["discovery_cards_checked"] = float(discovery is not None)
 
     # JupyterLab's dark theme: the panel follows its CSS variables.
     page.get_by_role("menuitem", name="Settings").click()
@@ -411,6 +461,60 @@ def _scenario(page: Any, base: str, timings: dict[str, float]) -> None:
     assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), background
     _shot(page, "08-dark-theme")
     _experience(page, timings)
+
+
+def _candidates(page: Any, discovery: tuple[Path, str]) -> None:
+    """A discovery turn's cards, the in-library badge, Stage → the staged list, and a BibTeX
+    download after the confirm step (issue 13)."""
+    from playwright.sync_api import expect
+
+    from zocrates_nb.app import App
+
+    home, session = discovery
+    _run_cell(page, 4)
+    panel = page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".zc-chat")
+    cards = panel.get_by_test_id("candidate-card")
+    fresh = panel.locator("[data-testid=candidate-card][data-in-library=false]")
+    held = panel.locator("[data-testid=candidate-card][data-in-library=true]")
+    expect(fresh).to_have_count(4)
+    expect(held.first).to_be_hidden()  # collapsed after the recommendations
+    panel.get_by_test_id("candidates-in-library").locator("summary").click()
+    expect(held.first.get_by_test_id("in-library-badge")).to_have_text("In your library")
+    expect(held.first.get_by_test_id("stage-button")).to_have_count(0)
+    assert cards.count() == 4 + held.count()
+    first = fresh.first
+    title = first.locator(".zc-candidate-title").inner_text()
+    link = first.get_by_test_id("candidate-open")
+    if link.count():
+        assert re.match(r"https?://", link.get_attribute("href") or "")
+        assert link.get_attribute("rel") == "noopener noreferrer"
+    _shot(page, "14-candidate-cards")
+
+    first.get_by_test_id("stage-button").click()
+    expect(first.get_by_test_id("stage-button")).to_have_attribute("aria-pressed", "true")
+    expect(first.get_by_test_id("stage-button")).to_contain_text("Staged ✓")
+    toggle = panel.get_by_test_id("staged-toggle")
+    expect(toggle).to_have_text("Staged (1)")
+    toggle.click()
+    tray = panel.get_by_test_id("staged-tray")
+    expect(tray.get_by_test_id("staged-item")).to_have_count(1)
+    expect(tray.get_by_test_id("staged-item")).to_contain_text(title)
+    with App.open(home) as app:  # the list lives in the data home's sessions.db
+        assert [c.title for c in app.staged(session_id=session)] == [title]
+
+    # Saving asks first; a BibTeX export arrives as a download of the browser.
+    tray.get_by_test_id("save-destination").select_option("bibtex")
+    tray.get_by_test_id("save-staged").click()
+    confirm = tray.get_by_test_id("save-confirm")
+    expect(confirm).to_contain_text(title)
+    expect(confirm).to_contain_text("BibTeX file your browser downloads")
+    _shot(page, "15-staged-list-confirm")
+    with page.expect_download() as download:
+        confirm.get_by_test_id("confirm-save").click()
+    assert download.value.suggested_filename == "zocrates-staged.bib"
+    text = Path(download.value.path()).read_text("utf-8")
+    assert text.lstrip().startswith("@") and "title" in text
+    expect(tray.get_by_test_id("save-result")).to_contain_text("Downloaded zocrates-staged.bib")
 
 
 def _experience(page: Any, timings: dict[str, float]) -> None:

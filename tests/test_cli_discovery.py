@@ -131,7 +131,9 @@ def test_stage_save_to_connector_asks_first_then_sends_exactly_the_staged_items(
         assert code == 2 and "add --yes" in err and zotero.requests == []
         code, out, err = run(capsys, indexed_home, "stage", "save", "--to", "connector", "--yes")
     assert code == 0, err
-    assert out.strip() == "saved 3 to the collection 'Distributed systems' in My Library"
+    lines = out.strip().splitlines()
+    assert lines[0] == "saved 3 to the collection 'Distributed systems' in My Library"
+    assert lines[1] == "Zotero attached PDFs to 0 of 3"  # its resolvers found none here
     assert [(i["id"], i["title"], i.get("DOI")) for i in zotero.saved] == [
         (c["id"], c["title"], c["doi"]) for c in picked]  # fmt: skip
     assert json.loads(run(capsys, indexed_home, "stage", "list", "--json")[1])["staged"] == []
@@ -205,3 +207,33 @@ def test_discovery_still_answers_when_the_library_cannot_be_checked(
         "Your library could not be checked for these papers: the index needs rebuilding: run "
         "zocrates-nb index",
     ]
+
+
+def test_a_staged_paper_that_reached_the_library_since_is_not_saved_again(
+    tmp_path: Path, server: FixtureServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from zocrates_nb.index import Index, index_library
+    from zocrates_nb.library import open_library
+
+    lib = tmp_path / "papers"
+    lib.mkdir()
+    (lib / "seed.md").write_text("---\ntitle: Field notes\n---\n\n# Notes\n\nEcology.\n", "utf-8")
+    with Index.open(tmp_path) as index:
+        index_library(open_library(folder=lib), index, progress=False)
+    with FakeConnector() as zotero:
+        configure(tmp_path, server, connector_url=zotero.url)
+        picked = _stage(capsys, tmp_path, 2)
+        # The researcher adds the first one to Zotero by hand, and the library is re-indexed.
+        (lib / "added.md").write_text(
+            f"---\ntitle: {json.dumps(picked[0]['title'])}\n---\n\n# Body\n\nText.\n", "utf-8"
+        )
+        with Index.open(tmp_path) as index:
+            index_library(open_library(folder=lib), index, progress=False)
+        code, out, err = run(capsys, tmp_path, "stage", "save", "--to", "connector", "--yes",
+                             "--json")  # fmt: skip
+    assert code == 0, err
+    result = json.loads(out)
+    assert [i["title"] for i in zotero.saved] == [picked[1]["title"]]
+    assert result["saved"] == [picked[1]["id"]]
+    assert "already in your library" in result["failed"][picked[0]["id"]]
+    assert json.loads(run(capsys, tmp_path, "stage", "list", "--json")[1])["staged"] == []

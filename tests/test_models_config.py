@@ -30,10 +30,9 @@ from zocrates_nb.agents.models import (
     role_spec,
     thinking_setting,
 )
-from zocrates_nb.config import ConfigError, ConfigWatcher, load_settings
+from zocrates_nb.config import ROLES, ConfigError, ConfigWatcher, load_settings
 
 SECRET = "sk-zoc-cfg-0123456789abcdefSECRET"
-ROLES = ("coordinator", "search", "synthesizer", "verifier")
 
 
 def write(home: Path, data: dict[str, Any]) -> None:
@@ -75,7 +74,7 @@ def test_roles_inherit_the_base_unless_pinned(tmp_path: Path) -> None:
         },
     )
     s = load_settings(tmp_path)
-    coord, search, synth, verifier = (role_spec(s, r) for r in ROLES)
+    coord, search, synth, verifier, online_search, online_synth = (role_spec(s, r) for r in ROLES)
     assert (coord.model_string, coord.config_key, coord.api_key_env) == (
         "openai:gpt-5.2",
         "models.base",
@@ -94,6 +93,10 @@ def test_roles_inherit_the_base_unless_pinned(tmp_path: Path) -> None:
         True,
     )
     assert verifier.offline and not verifier.is_cloud
+    # Discovery's roles inherit the base like the others, with their own thinking defaults.
+    for spec, level in ((online_search, "low"), (online_synth, "high")):
+        assert (spec.model_string, spec.config_key, spec.thinking) == (
+            "openai:gpt-5.2", "models.base", level)  # fmt: skip
     info = doctor_info(s)
     assert info["any_cloud"] is True and info["roles"]["verifier"]["cloud"] is False
     assert "https://api.openai.com/v1" in info["summary"]

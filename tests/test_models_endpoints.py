@@ -451,3 +451,19 @@ def test_litellm_model_calls_tools_and_streams_through_a_real_server(
     assert "".join(pieces) == "Streaming works across chunks." and len(pieces) > 1
     assert calls[-1] == "streamed"
     assert all(b.get("stream") for b in fake.bodies("/chat/completions")[-2:])
+
+
+def test_an_unforeseen_failure_is_one_plain_sentence_with_no_class_name_or_body(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class WeirdProviderFault(Exception):
+        pass
+
+    body = f'Traceback (most recent call last): {{"error": "internal", "key": "{SECRET}"}}'
+    with caplog.at_level(logging.WARNING):
+        message = describe_model_error(WeirdProviderFault(body))
+    assert "WeirdProviderFault" not in message and "Traceback" not in message
+    assert "internal" not in message and SECRET not in message
+    assert message.endswith("failed unexpectedly (details are in the log); try again.")
+    # The details go to the log, where whoever debugs it looks (the key still scrubbed).
+    assert "WeirdProviderFault" in caplog.text and SECRET not in caplog.text

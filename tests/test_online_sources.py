@@ -218,3 +218,29 @@ def test_an_empty_arxiv_page_is_asked_once_more(server: FixtureServer, fixtures:
     found = discover(online(server), "testing", limit=100, environ={})
     assert sum(p == "arxiv" for p, _, _ in server.requests) == 2
     assert any("arXiv" in c.sources for c in found.candidates)
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [("10.1038/s42256-024-00832-8", "doi"), ("https://doi.org/10.1038/s42256-024-00832-8", "doi"),
+     ("arXiv:2104.12255v1", "arxiv"), ("https://arxiv.org/abs/2104.12255v1", "arxiv")],
+)  # fmt: skip
+def test_a_doi_or_arxiv_id_is_looked_up_not_searched(
+    server: FixtureServer, query: str, kind: str
+) -> None:
+    """"Add this paper by DOI / arXiv id": the sources are asked for that paper (Crossref's
+    /works/{doi}, arXiv's id_list, Semantic Scholar's /paper/{DOI|arXiv}:…), and a source that
+    does not know it answers nothing rather than an error or a search's unrelated papers."""
+    found = discover(online(server), query, environ={})
+    assert found.errors == []
+    assert len(found.candidates) == 1
+    paper = found.candidates[0]
+    if kind == "doi":
+        assert paper.doi == "10.1038/s42256-024-00832-8" and paper.sources == ["Crossref"]
+        assert paper.title.startswith("Augmenting large language models with chemistry tools")
+    else:
+        assert paper.arxiv_id == "2104.12255" and paper.sources == ["arXiv"]
+    sent = [p for p, q, _ in server.requests]
+    assert sent.count("s2") == 1 and all("/paper/search" not in q for _, q, _ in server.requests)
+    assert all("search_query=all" not in q and "query.bibliographic" not in q
+               for _, q, _ in server.requests)  # fmt: skip

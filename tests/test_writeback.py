@@ -65,6 +65,38 @@ def test_connector_saves_exactly_the_staged_items_into_the_selected_collection()
     ]
 
 
+def test_connector_has_zotero_attach_the_pdfs_its_resolvers_find() -> None:
+    """saveItems ignores attachments (CONNECTOR.md §4): Zotero is asked to find each saved
+    item's PDF with its own resolvers (§5b; this process downloads nothing). A PDF not found is
+    reported and its item stays saved."""
+    with FakeConnector() as zotero:
+        zotero.resolvable = {ARTICLE.id}
+        result = save_to_connector([ARTICLE, PREPRINT], zotero.url, find_pdfs=True)
+        sid = next(r["body"]["sessionID"] for r in zotero.requests
+                   if r["path"] == "/connector/saveItems")  # fmt: skip
+        asked = [(r["path"], r["body"]) for r in zotero.requests[3:]]
+    assert result.saved == [ARTICLE.id, PREPRINT.id] and result.failed == {}
+    assert result.attached == [ARTICLE.id] == zotero.attached
+    assert result.unattached == {PREPRINT.id: "Zotero knows no open-access copy of it"}
+    assert asked == [
+        ("/connector/hasAttachmentResolvers", {"sessionID": sid, "itemID": ARTICLE.id}),
+        ("/connector/saveAttachmentFromResolver", {"sessionID": sid, "itemID": ARTICLE.id}),
+        ("/connector/hasAttachmentResolvers", {"sessionID": sid, "itemID": PREPRINT.id}),
+    ]
+
+
+def test_connector_finds_no_pdf_unless_asked_and_reports_a_library_without_files() -> None:
+    with FakeConnector() as zotero:
+        zotero.resolvable = {ARTICLE.id}
+        plain = save_to_connector([ARTICLE], zotero.url)  # discovery off: Zotero is not asked
+        assert [r["path"] for r in zotero.requests][-1] == "/connector/saveItems"
+        zotero.files_editable = False
+        result = save_to_connector([ARTICLE], zotero.url, find_pdfs=True)
+    assert plain.attached == [] and plain.unattached == {}
+    assert result.saved == [ARTICLE.id] and result.attached == [] == zotero.attached
+    assert result.unattached == {ARTICLE.id: "My Library does not store files"}
+
+
 def test_connector_refuses_a_read_only_selection_and_saves_nothing() -> None:
     with (
         FakeConnector(editable=False) as zotero,

@@ -29,7 +29,7 @@ class _Server:
                 raw = self.rfile.read(size) if size else b""
                 try:
                     body = json.loads(raw) if raw else None
-                except json.JSONDecodeError:
+                except ValueError:  # not JSON (or not text): a PDF upload, say
                     body = raw
                 req = {"method": self.command, "path": self.path, "headers": dict(self.headers),
                        "body": body}  # fmt: skip
@@ -78,6 +78,10 @@ class FakeConnector(_Server):
         self.editable = editable
         self.saved: list[dict[str, Any]] = []  # the items of every accepted saveItems
         self.sessions: set[str] = set()
+        self.files_editable = True
+        # Item ids Zotero's resolvers find a PDF for (CONNECTOR.md §5b); what they attached.
+        self.resolvable: set[str] = set()
+        self.attached: list[str] = []
 
     def handle(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         zh = {"X-Zotero-Version": "7.0.32", "X-Zotero-Connector-API-Version": "3"}
@@ -87,12 +91,24 @@ class FakeConnector(_Server):
             return 403, {**zh, "Content-Type": "text/plain"}, b"Request not allowed\n"
         if req["method"] != "POST":
             return 400, zh, b"Endpoint does not support method\n"
+        if req["path"] in ("/connector/hasAttachmentResolvers",
+                           "/connector/saveAttachmentFromResolver"):  # fmt: skip
+            body = req["body"]
+            if body.get("sessionID") not in self.sessions:
+                return 400, js, b'{"error":"SESSION_NOT_FOUND"}'
+            found = body.get("itemID") in self.resolvable
+            if req["path"].endswith("hasAttachmentResolvers"):
+                return 200, js, b"true" if found else b"false"
+            if not found:
+                return 500, {**zh, "Content-Type": "text/plain"}, b"Failed to save an attachment"
+            self.attached.append(body["itemID"])
+            return 201, {**zh, "Content-Type": "text/plain"}, b"Full Text PDF"
         if req["path"] == "/connector/ping":
             return 200, js, json.dumps({"prefs": {"supportsAttachmentUpload": True}}).encode()
         if req["path"] == "/connector/getSelectedCollection":
             return 200, js, json.dumps({
                 "libraryID": 1, "libraryName": "My Library", "libraryEditable": self.editable,
-                "filesEditable": True, "editable": self.editable,
+                "filesEditable": self.files_editable, "editable": self.editable,
                 "id": 12 if self.collection else None, "name": self.collection or "My Library",
                 "targets": [], "tags": {},
             }).encode()  # fmt: skip

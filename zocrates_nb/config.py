@@ -10,9 +10,18 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from zocrates_nb.errors import ZocratesError
 
@@ -66,7 +75,9 @@ class RetrievalSettings(_Strict):
     rerank_model: str | None = None
 
 
-ROLES = ("coordinator", "search", "synthesizer", "verifier")
+# The library roles, then discovery's: an online search agent over the scholarly APIs and an
+# online synthesizer that picks and explains the recommendations.
+ROLES = ("coordinator", "search", "synthesizer", "verifier", "online_search", "online_synthesizer")
 OFFLINE_MODEL = "offline"  # the embedded engine: no language model, nothing leaves the machine
 THINKING_LEVELS = ("off", "on", "minimal", "low", "medium", "high", "xhigh", "max")
 _THINKING_ALIASES = {
@@ -95,6 +106,33 @@ def normalize_thinking(value: object) -> str | None:
     return text
 
 
+def _http_url(v: str) -> str:
+    if not re.match(r"^https?://[^\s/]+", v.strip()):
+        raise ValueError("must be an http:// or https:// URL")  # the value is not echoed
+    return v.strip().rstrip("/")
+
+
+def _env_var(v: str) -> str:
+    if not _ENV_NAME.match(v.strip()):
+        # Never echo the value: it may be a key pasted into the wrong field.
+        raise ValueError(
+            "api_key_env must name an environment variable (e.g. OPENAI_API_KEY), "
+            "not hold the key"
+        )
+    return v.strip()
+
+
+def _blank_is_unset(v: object) -> object:
+    return None if isinstance(v, str) and not v.strip() else v
+
+
+# Addresses and key variables, checked the same way wherever the config names one.
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
+EnvName = Annotated[str, AfterValidator(_env_var)]
+OptionalHttpUrl = Annotated[HttpUrl | None, BeforeValidator(_blank_is_unset)]
+OptionalEnvName = Annotated[EnvName | None, BeforeValidator(_blank_is_unset)]
+
+
 class ModelEndpoint(_Strict):
     """One model and where to reach it. A bare string is shorthand for `{"model": …}`.
 
@@ -102,8 +140,8 @@ class ModelEndpoint(_Strict):
     """
 
     model: str | None = None  # "openai:gpt-5.2", "ollama:qwen3", "litellm:mistral/…", "offline"
-    base_url: str | None = None  # any OpenAI-compatible server (vLLM, llama.cpp), a proxy…
-    api_key_env: str | None = None
+    base_url: OptionalHttpUrl = None  # any OpenAI-compatible server (vLLM, llama.cpp), a proxy…
+    api_key_env: OptionalEnvName = None
     thinking: str | None = None  # None = the role's default
 
     @model_validator(mode="before")
@@ -124,28 +162,6 @@ class ModelEndpoint(_Strict):
             "'anthropic:claude-sonnet-4-5', 'ollama:qwen3', "
             "'litellm:mistral/mistral-large-latest', or 'offline' for the embedded engine"
         )
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, v: str | None) -> str | None:
-        if v is None or not v.strip():
-            return None
-        if not re.match(r"^https?://[^\s/]+", v.strip()):
-            raise ValueError("base_url must be an http:// or https:// URL")  # value not echoed
-        return v.strip().rstrip("/")
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, v: str | None) -> str | None:
-        if v is None or not v.strip():
-            return None
-        if not _ENV_NAME.match(v.strip()):
-            # Never echo the value: it may be a key pasted into the wrong field.
-            raise ValueError(
-                "api_key_env must name an environment variable (e.g. OPENAI_API_KEY), "
-                "not hold the key"
-            )
-        return v.strip()
 
     @field_validator("thinking", mode="before")
     @classmethod
@@ -170,6 +186,8 @@ class ModelsSettings(_Strict):
     search: ModelEndpoint | None = None
     synthesizer: ModelEndpoint | None = None
     verifier: ModelEndpoint | None = None
+    online_search: ModelEndpoint | None = None
+    online_synthesizer: ModelEndpoint | None = None
     # Seconds one model call may take in all, its SDK retries and whole streamed answer included;
     # connecting is capped at 5 s by the client.
     timeout: float = Field(default=120.0, gt=0, le=3600)
@@ -193,57 +211,31 @@ class SessionSettings(_Strict):
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
 
 
-def _http_url(v: str | None) -> str | None:
-    if v is None or not v.strip():
-        return None
-    if not re.match(r"^https?://[^\s/]+", v.strip()):
-        raise ValueError("must be an http:// or https:// URL")  # value not echoed
-    return v.strip().rstrip("/")
-
-
-def _env_var(v: str | None) -> str | None:
-    if v is None or not v.strip():
-        return None
-    if not _ENV_NAME.match(v.strip()):
-        raise ValueError("api_key_env must name an environment variable, not hold the key")
-    return v.strip()
-
-
 class SourceSettings(_Strict):
     """One scholarly API: where it lives (a mirror, a test server) and whether to ask it."""
 
     enabled: bool = True
-    base_url: str
-    api_key_env: str | None = None  # the variable holding a key, where the API takes one
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        return _http_url(v) or v
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env(cls, v: str | None) -> str | None:
-        return _env_var(v)
+    base_url: HttpUrl
+    api_key_env: OptionalEnvName = None  # the variable holding a key, where the API takes one
 
 
 class ArxivSettings(SourceSettings):
-    base_url: str = "https://export.arxiv.org/api"
+    base_url: HttpUrl = "https://export.arxiv.org/api"
 
 
 class CrossrefSettings(SourceSettings):
-    base_url: str = "https://api.crossref.org"
+    base_url: HttpUrl = "https://api.crossref.org"
 
 
 class SemanticScholarSettings(SourceSettings):
-    base_url: str = "https://api.semanticscholar.org/graph/v1"
-    api_key_env: str | None = "S2_API_KEY"  # optional: a key buys a dedicated rate
+    base_url: HttpUrl = "https://api.semanticscholar.org/graph/v1"
+    api_key_env: OptionalEnvName = "S2_API_KEY"  # optional: a key buys a dedicated rate
 
 
 class OpenAlexSettings(SourceSettings):
-    base_url: str = "https://api.openalex.org"
+    base_url: HttpUrl = "https://api.openalex.org"
     # Since February 2026 OpenAlex wants a key: it is asked only when this variable is set.
-    api_key_env: str | None = "OPENALEX_API_KEY"
+    api_key_env: OptionalEnvName = "OPENALEX_API_KEY"
 
 
 class OnlineSettings(_Strict):
@@ -263,30 +255,15 @@ class OnlineSettings(_Strict):
 class ZoteroWebSettings(_Strict):
     library_id: str | None = None
     library_type: Literal["user", "group"] = "user"
-    api_key_env: str = "ZOTERO_API_KEY"
-    base_url: str = "https://api.zotero.org"  # a test server or a self-hosted dataserver
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        return _http_url(v) or v
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env(cls, v: str) -> str:
-        return _env_var(v) or v
+    api_key_env: EnvName = "ZOTERO_API_KEY"
+    base_url: HttpUrl = "https://api.zotero.org"  # a test server or a self-hosted dataserver
 
 
 class ZoteroSettings(_Strict):
     """Where staged papers and saved notes are written (never `zotero.sqlite`)."""
 
-    connector_url: str = "http://127.0.0.1:23119"  # the running Zotero desktop app
+    connector_url: HttpUrl = "http://127.0.0.1:23119"  # the running Zotero desktop app
     web: ZoteroWebSettings = Field(default_factory=ZoteroWebSettings)
-
-    @field_validator("connector_url")
-    @classmethod
-    def _url(cls, v: str) -> str:
-        return _http_url(v) or v
 
 
 class Settings(_Strict):
@@ -312,6 +289,8 @@ ENV_OVERRIDES = {
     "ZOCRATES_SEARCH_MODEL": "models.search",
     "ZOCRATES_SYNTHESIZER_MODEL": "models.synthesizer",
     "ZOCRATES_VERIFIER_MODEL": "models.verifier",
+    "ZOCRATES_ONLINE_SEARCH_MODEL": "models.online_search",
+    "ZOCRATES_ONLINE_SYNTHESIZER_MODEL": "models.online_synthesizer",
     "ZOCRATES_OTEL": "telemetry.otel",
 }
 

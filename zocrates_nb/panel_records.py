@@ -3,7 +3,8 @@
 The panel's front end holds no library logic: Python names a turn's scope (titles and collection
 names, not keys), links a source to Zotero (only for items that come from Zotero), and describes
 the library for the empty screen (its size and example questions drawn from its own titles and
-tags). Every function reads the index and never writes.
+tags). Every function reads the index and never writes. Papers found beyond the library
+(`discovery`) travel as candidate records; a save's outcome as a `save_result` message.
 """
 
 from __future__ import annotations
@@ -13,15 +14,19 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.events import CheckpointEvent
-from zocrates_nb.turn import Scope, TurnResult
+from zocrates_nb.turn import Candidate, Discovery, Scope, TurnResult
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
+    from zocrates_nb.writeback import SaveResult
 
 _STATUS = {"answered": "done", "checkpoint": "checkpoint", "error": "error",
            "cancelled": "stopped", "running": "running"}
 _ZOTERO_KEY = re.compile(r"^[A-Z0-9]{8}$")
 MAX_TITLE = 70
+# RIS and BibTeX reach the browser as a download (never a file in the user's Zotero folder).
+SAVE_FILES = {"ris": ("zocrates-staged.ris", "application/x-research-info-systems"),
+              "bibtex": ("zocrates-staged.bib", "application/x-bibtex")}
 
 
 def history_turn(turn: TurnResult, app: App | None = None) -> dict[str, Any]:
@@ -46,6 +51,8 @@ def history_turn(turn: TurnResult, app: App | None = None) -> dict[str, Any]:
         "scope": scope_record(app, turn.scope),
         # A narrower scope whose question another paper answers better: the "widen" button.
         "widen_scope": scope_record(app, turn.widen_scope) if turn.widen_scope else None,
+        # A "find papers on X" turn: its candidate cards (null for every other turn).
+        "discovery": discovery_record(turn.discovery),
     }
     if status == "error":
         out["error"] = turn.error or "This turn failed."
@@ -108,6 +115,44 @@ def zotero_links(app: App | None, item_key: str) -> dict[str, str]:
     return links
 
 
+def candidate_record(candidate: Candidate) -> dict[str, Any]:
+    """A candidate as its card shows it (the abstract stays in Python: `why` quotes it)."""
+    return candidate.model_dump(mode="json", exclude={"abstract", "score"})
+
+
+def discovery_record(discovery: Discovery | None) -> dict[str, Any] | None:
+    """`{query, candidates: [candidate], errors: [str]}`, or None for a turn that is not one."""
+    if discovery is None:
+        return None
+    return {"query": discovery.query,
+            "candidates": [candidate_record(c) for c in discovery.candidates],
+            "errors": list(discovery.errors)}  # fmt: skip
+
+
+def save_message(result: SaveResult, text: str | None, titles: dict[str, str]) -> dict[str, Any]:
+    """The `save_result` message: what was saved where, each failure with its plain reason and
+    the paper's title, and for RIS/BibTeX the file's text for the browser to download."""
+    out: dict[str, Any] = {
+        "kind": "save_result",
+        "ok": True,
+        "to": result.to,
+        "saved": list(result.saved),
+        "failed": [{"id": i, "title": titles.get(i, i), "reason": why}
+                   for i, why in result.failed.items()],
+        "where": result.where,
+        "attached": len(result.attached),
+        "unattached": [{"id": i, "title": titles.get(i, i), "reason": why}
+                       for i, why in result.unattached.items()],
+    }
+    if result.to == "web" and result.where:
+        out["where"] = f"your Zotero web library ({result.where})"
+    if text is not None and result.to in SAVE_FILES:
+        name, mime = SAVE_FILES[result.to]
+        out["file"] = {"name": name, "mime": mime, "text": text}
+        out["where"] = f"{name}, downloaded by your browser"
+    return out
+
+
 def library_summary(app: App) -> dict[str, Any]:
     """The empty screen's line and examples: `{items, collections, examples: [str]}`."""
     index = app.library_index
@@ -164,5 +209,6 @@ def _collection_names(app: App | None) -> dict[str, str]:
         return {}
 
 
-__all__ = ["example_prompts", "history_turn", "library_summary", "papers_covered", "scope_record",
-           "source_records", "zotero_links"]
+__all__ = ["candidate_record", "discovery_record", "example_prompts", "history_turn",
+           "library_summary", "papers_covered", "save_message", "scope_record", "source_records",
+           "zotero_links"]

@@ -3,7 +3,9 @@
 Python holds no presentation logic and no agent logic: it turns front-end messages into calls of
 the public API (`App.ask`, `App.resume`, `App.history`, …) and forwards the typed events. A turn
 runs as a background task on the kernel's event loop, so the notebook stays usable while it
-streams and the panel's Stop and checkpoint buttons are answered.
+streams and the panel's Stop and checkpoint buttons are answered. The staging list of papers
+found beyond the library is the `staged` trait; a save runs in a worker thread and writes only
+when the front end says the researcher confirmed it.
 """
 
 from __future__ import annotations
@@ -35,9 +37,12 @@ from zocrates_nb.events import (
     Thinking,
 )
 from zocrates_nb.panel_records import (
+    candidate_record,
+    discovery_record,
     history_turn,
     library_summary,
     papers_covered,
+    save_message,
     scope_record,
     source_records,
 )
@@ -54,8 +59,11 @@ STOP_GRACE_SECONDS = 0.5  # a cooperative stop may finish its turn (and save it)
 LIBRARY_SCOPE: dict[str, Any] = {"mode": "library", "items": [], "collections": []}
 MESSAGE_KINDS = frozenset(
     {"ask", "resume", "stop", "search_titles", "set_scope", "open_session", "new_session",
-     "rename_session", "delete_session"}
+     "rename_session", "delete_session", "stage", "unstage", "staged_list", "save_staged"}
 )
+SAVE_UNCONFIRMED = ("Nothing was saved: saving writes to Zotero or a file, so confirm it in the "
+                    "panel first.")
+MAX_STAGE_IDS = 200
 MAX_PROMPT_CHARS = 4000  # the front end counts down near it; Python refuses longer ones too
 PAUSED_HINT = ("A question in this session is paused at a checkpoint: choose “Grant deep "
                "research extension” or “Synthesize with current evidence” on its card first, "
@@ -146,6 +154,7 @@ class ChatWidget(anywidget.AnyWidget):
     library = t.Dict().tag(sync=True)  # {items, collections, examples}: the empty screen
     widget_id = t.Unicode("").tag(sync=True)  # this model's id: where "Insert" puts the cell
     max_prompt = t.Int(MAX_PROMPT_CHARS).tag(sync=True)
+    staged = t.List(t.Dict()).tag(sync=True)  # the open session's staging list (candidates)
 
     def __init__(
         self,
@@ -168,12 +177,14 @@ class ChatWidget(anywidget.AnyWidget):
         self._cancel: asyncio.Event | None = None
         self._live: LiveTurn | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._save: asyncio.Task[None] | None = None
         self.model_label = _model_label(app, model)
         self.widget_id = str(getattr(self, "model_id", "") or "")
         indexed = self._check_index()
         self.refresh_sessions()
         if session_id:
             self.session_id = session_id
+        self.refresh_staged()
         # Load the models while the researcher types the first question (PROTOCOL.md: a turn
         # that must wait for them shows a "Loading models…" step).
         self._warmup = start_warm_up(app) if warm_up and indexed else None
@@ -203,11 +214,11 @@ class ChatWidget(anywidget.AnyWidget):
         return self._task is not None and not self._task.done()
 
     async def wait(self) -> None:
-        """Wait for the running turn (if any) to end; handy in scripts and tests."""
-        task = self._task
-        if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        """Wait for the running turn and save (if any) to end; handy in scripts and tests."""
+        for task in (self._task, self._save):
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     def handle(self, content: dict[str, Any]) -> None:
         """Handle one front-end message (what `model.send(obj)` delivers)."""
@@ -248,6 +259,19 @@ class ChatWidget(anywidget.AnyWidget):
         self.sessions = [{"id": r.session_id, "title": r.title, "updated": r.updated.isoformat(),
                           "turns": r.turns, "paused": r.pending_checkpoint is not None}
                          for r in records]  # fmt: skip
+
+    @t.observe("session_id")
+    def _session_changed(self, _change: Any) -> None:
+        self.refresh_staged()
+
+    def refresh_staged(self) -> None:
+        """The `staged` trait: the open session's staging list, in staging order."""
+        try:
+            staged = self.app.staged(session_id=self.session_id) if self.session_id else []
+        except Exception as e:
+            self._set_error(describe_error(e))
+            return
+        self.staged = [candidate_record(c) for c in staged]
 
     def history_message(self, session_id: str) -> dict[str, Any]:
         """The `history` message of a session, with this kernel's running turn overlaid."""
@@ -396,7 +420,74 @@ class ChatWidget(anywidget.AnyWidget):
         self.refresh_sessions()
         self.send({"kind": "history", "turns": []})
 
+    # --- the staging list ----------------------------------------------------------------
+    def _on_stage(self, msg: dict[str, Any]) -> None:
+        ids = _ids(msg)
+        if ids:
+            try:
+                self.app.stage(ids, session_id=self._require_session())
+            finally:  # a refusal stages nothing: the cards fall back to the list as it is
+                self.refresh_staged()
+
+    def _on_unstage(self, msg: dict[str, Any]) -> None:
+        ids = _ids(msg)
+        if ids:
+            try:
+                self.app.unstage(ids, session_id=self._require_session())
+            finally:
+                self.refresh_staged()
+
+    def _on_staged_list(self, _msg: dict[str, Any]) -> None:
+        self.refresh_staged()
+
+    def _on_save_staged(self, msg: dict[str, Any]) -> None:
+        """Save the staging list (or its `ids`) where the researcher chose, only once they
+        confirmed: the App call runs in a worker thread (a connector or Web API save may take
+        seconds), then one `save_result` message says what happened."""
+        to = str(msg.get("to", ""))
+        refusal = ("" if self.session_id else "Nothing is staged in this session.") or (
+            "" if msg.get("confirmed") is True else SAVE_UNCONFIRMED)
+        if refusal:
+            self.send({"kind": "save_result", "ok": False, "to": to, "message": refusal})
+            return
+        if self._save is not None and not self._save.done():
+            raise UsageError("a save is still running: wait for its result")
+        session_id, ids = self.session_id, _ids(msg) or None
+        titles = {str(c.get("id")): str(c.get("title", "")) for c in self.staged}
+
+        async def save() -> None:
+            try:
+                result, text = await asyncio.to_thread(
+                    self.app.save_staged, to, confirmed=True, session_id=session_id, ids=ids)
+                reply = save_message(result, text, titles)
+            except Exception as e:  # nothing (or not everything) written: say so plainly
+                reply = {"kind": "save_result", "ok": False, "to": to,
+                         "message": describe_error(e, doing="Saving")}  # fmt: skip
+            self.send(reply)
+            if session_id == self.session_id:
+                self.refresh_staged()  # what reached Zotero leaves the list
+
+        self._save = self._spawn(save)
+
     # --- running a turn -------------------------------------------------------------------
+    def _spawn(self, job: Callable[[], Any]) -> asyncio.Task[None]:
+        """Start the coroutine `job()` as a task on the loop that runs turns (the kernel's, or
+        a private loop thread outside one) and return it."""
+        loop = self._loop_for_turns()
+        if _running_loop() is loop:
+            return loop.create_task(job())
+        made: list[asyncio.Task[None]] = []
+        ready = threading.Event()
+
+        def create() -> None:
+            made.append(loop.create_task(job()))
+            ready.set()
+
+        loop.call_soon_threadsafe(create)
+        if not ready.wait(30):
+            raise RuntimeError("the panel's background loop did not start the request")
+        return made[0]
+
     def _start(
         self,
         prompt: str,
@@ -407,21 +498,8 @@ class ChatWidget(anywidget.AnyWidget):
         if not self.session_id:
             self.session_id = self.app.new_session()
         session_id = self.session_id
-        loop = self._loop_for_turns()
-        started = threading.Event()
-
-        def create() -> None:
-            self._cancel = asyncio.Event()
-            self._task = loop.create_task(
-                self._run(prompt, session_id, stream, self._cancel, resume)
-            )
-            started.set()
-
-        if _running_loop() is loop:
-            create()
-        else:  # no loop in this thread (plain Python): turns run on a private loop thread
-            loop.call_soon_threadsafe(create)
-            started.wait(5)
+        cancel = self._cancel = asyncio.Event()
+        self._task = self._spawn(lambda: self._run(prompt, session_id, stream, cancel, resume))
 
     async def _run(
         self,
@@ -496,6 +574,7 @@ class ChatWidget(anywidget.AnyWidget):
             payload["scope"] = scope_record(self.app, event.scope)
             if event.widen_scope is not None:
                 payload["widen_scope"] = scope_record(self.app, event.widen_scope)
+            payload["discovery"] = discovery_record(event.discovery)
         elif isinstance(event, CheckpointEvent):  # the card names the papers covered so far
             payload["papers"] = []
             with contextlib.suppress(Exception):
@@ -591,6 +670,14 @@ def chat(home: App | str | os.PathLike[str] | None = None, **kwargs: Any) -> Cha
 
 
 # ---------------------------------------------------------------------------- helpers
+def _ids(msg: dict[str, Any]) -> list[str]:
+    """The candidate ids of a stage/unstage/save message (`ids: [str]`), de-duplicated."""
+    ids = msg.get("ids")
+    if not isinstance(ids, list):
+        return []
+    return list(dict.fromkeys(str(i) for i in ids if isinstance(i, str) and i))[:MAX_STAGE_IDS]
+
+
 def validate_scope(scope: Any, app: App | None = None) -> dict[str, Any]:
     """The scope as applied, or ValueError saying why it is refused (PROTOCOL.md, set_scope)."""
     if not isinstance(scope, dict):

@@ -8,6 +8,7 @@ import { icon, makeH, oneLine } from "./dom.js";
 import { connect } from "./protocol.js";
 import { ScopePicker } from "./scope.js";
 import { SessionHeader } from "./sessions.js";
+import { StagedTray } from "./staging.js";
 import { TurnView } from "./turn.js";
 
 export { MAX_SCOPE_ITEMS } from "./scope.js";
@@ -37,6 +38,7 @@ class ChatView {
     this.build();
     this.listen();
     this.header.render();
+    this.staging.render();
     this.scopePicker.render();
     this.renderError();
     this.updateBusy();
@@ -124,6 +126,8 @@ class ChatView {
   build() {
     const h = this.h;
     this.header = new SessionHeader(this);
+    this.staging = new StagedTray(this);
+    this.header.sessionEl.after(this.staging.button);
     this.conversation = h("div", { class: "zc-conversation", role: "log", "aria-live": "polite" });
     this.popover = new CitationPopover(h);
     this.errorBanner = h("div", { class: "zc-error-banner", "data-testid": "error-banner", role: "alert", hidden: true });
@@ -174,7 +178,15 @@ class ChatView {
       ),
       this.toastEl,
     );
-    this.root = h("div", { class: "zc-chat", "data-connection": "live" }, this.header.el, this.conversation, this.composer, this.popover.el);
+    this.root = h(
+      "div",
+      { class: "zc-chat", "data-connection": "live" },
+      this.header.el,
+      this.staging.el,
+      this.conversation,
+      this.composer,
+      this.popover.el,
+    );
     this.el.replaceChildren(this.root);
   }
 
@@ -420,6 +432,12 @@ class ChatView {
     if (turn.scope) this.scopePicker.set(turn.scope);
     this.input.value = turn.prompt;
     this.ask();
+  }
+
+  /** The staging list changed (or a request about it was refused): the tray and every card. */
+  onStagedChange() {
+    this.staging.render();
+    for (const turn of this.allTurns()) turn.candidateCards?.update();
   }
 
   // Conversation -------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 // Python → front end (PROTOCOL.md): the trait listeners, and the routing of custom messages —
-// `turn_started`, `event`, `history`, `title_results` — to the bubbles and parts they change.
+// `turn_started`, `event`, `history`, `title_results`, `save_result` — to the bubbles and parts
+// they change.
 import { TurnView } from "./turn.js";
 
 /** Subscribe `chat` (ChatView) to the model; `onModel(name, handler)` records each for dispose. */
@@ -11,6 +12,7 @@ export function connect(chat, onModel) {
     chat.refreshEmpty();
   });
   onModel("change:library", () => chat.refreshEmpty());
+  onModel("change:staged", () => chat.onStagedChange());
   // The widget manager marks a model's comm dead when the kernel restarts or stops; the view's
   // element then carries `jupyter-widgets-disconnected` (set before this listener runs).
   onModel("comm_live_update", () => chat.checkConnection());
@@ -22,6 +24,7 @@ export function connect(chat, onModel) {
     chat.renderError();
     // A refused set_scope is reported through `error`: show the scope Python actually has.
     if (chat.model.get("error")) chat.scopePicker.reset();
+    chat.onStagedChange(); // a refused stage/unstage leaves the list as it was
   });
 }
 
@@ -36,6 +39,9 @@ function onMessage(chat, msg) {
       break;
     case "title_results":
       chat.scopePicker.onTitleResults(msg);
+      break;
+    case "save_result":
+      chat.staging.onSaveResult(msg);
       break;
     case "turn_started": {
       const turn = turnFor(chat, msg.turn_id, msg.prompt ?? "");
@@ -128,6 +134,7 @@ function onHistory(chat, turns) {
         citations: t.citations ?? [],
         seconds: t.seconds ?? 0,
         model: t.model ?? "",
+        discovery: t.discovery ?? null,
       });
     } else if (status === "checkpoint" && t.checkpoint) {
       if (t.answer) turn.appendText(t.answer);

@@ -70,7 +70,7 @@ export class SessionHeader {
       "header",
       { class: "zc-header" },
       h("span", { class: "zc-brand", text: "Zocrates" }),
-      h("div", { class: "zc-session" }, this.picker, this.titleInput, this.renameButton, this.deleteButton, this.newButton),
+      (this.sessionEl = h("div", { class: "zc-session" }, this.picker, this.titleInput, this.renameButton, this.deleteButton, this.newButton)),
       this.filter,
       this.modelLabel,
     );

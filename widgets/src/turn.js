@@ -1,6 +1,8 @@
 // One question and its answer: the user bubble and the assistant bubble with its steps,
-// thinking, streamed markdown, checkpoint card, error, Sources and footer.
+// thinking, streamed markdown, checkpoint card, error, the cards of papers found beyond the
+// library (a discovery turn), Sources and footer.
 import { answerMarkdown, copyText, insertMarkdownCell } from "./actions.js";
+import { CandidateCards } from "./candidates.js";
 import { CheckpointCard } from "./checkpoint.js";
 import { linkCitations } from "./citations.js";
 import { formatSeconds, icon, oneLine } from "./dom.js";
@@ -103,6 +105,8 @@ export class TurnView {
     this.waitingEl = h("div", { class: "zc-waiting", "aria-label": "Waiting for the first step" }, h("span"), h("span"), h("span"));
     this.answerEl = h("div", { class: "zc-answer zc-markdown", "data-testid": "answer", "aria-live": "polite" });
     this.checkpointSlot = h("div", { class: "zc-checkpoint-slot" });
+    this.candidatesSlot = h("div", { class: "zc-candidates-slot" });
+    this.candidateCards = null;
     this.errorEl = h("div", { class: "zc-msg-error", "data-testid": "message-error", role: "alert", hidden: true });
     this.sourcesEl = h("div", { class: "zc-sources-slot" });
     this.footerEl = h("div", { class: "zc-msg-footer", hidden: true });
@@ -126,6 +130,7 @@ export class TurnView {
       this.waitingEl,
       this.checkpointSlot,
       this.answerEl,
+      this.candidatesSlot,
       this.errorEl,
       this.sourcesEl,
       this.footerEl,
@@ -239,6 +244,9 @@ export class TurnView {
       this.chat.popover.toggle(button, this.citations.get(n), n),
     );
     renderSources(this.h, this.sourcesEl, final.cited_sources ?? [], final.other_sources ?? []);
+    // A discovery turn: its candidates as cards under the answer, staged through the tray.
+    this.candidateCards = final.discovery ? new CandidateCards(this.h, final.discovery, this.chat.staging) : null;
+    this.candidatesSlot.replaceChildren(...(this.candidateCards ? [this.candidateCards.el] : []));
     // The offline engine signs its answers itself: say "Answered by …" once, not twice.
     const model = final.model ?? "";
     const base = model.replace(/\s*\(.*\)\s*$/, "").toLowerCase();

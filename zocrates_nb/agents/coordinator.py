@@ -4,6 +4,8 @@
 coordinator's run with the synthesizer's cited answer, verbatim (its citations must map to the
 evidence, so no model may rewrite it). The coordinator's history then holds its call and, as the
 call's result, that answer — never the search agent's tool calls or any raw passage.
+`search_online_literature` is the second output function, for papers beyond the library: it runs
+the online search agent and the online synthesizer (`discovery`) and ends the run the same way.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from pydantic_ai import Agent, ModelRetry, RunContext, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ToolReturnPart
 
+from zocrates_nb.agents.discovery import ONLINE_TOOL, DiscoveryOutcome, discover_papers
 from zocrates_nb.agents.pipeline import Outcome, SearchPipeline
 from zocrates_nb.agents.prompts import COORDINATOR_INSTRUCTION, coordinator_context
 from zocrates_nb.agents.runtime import TurnContext
@@ -43,12 +46,32 @@ async def search_library(ctx: RunContext[CoordinatorDeps], request: str) -> Outc
     return outcome
 
 
-coordinator_agent: Agent[CoordinatorDeps, Outcome | str] = Agent(
+async def search_online_literature(
+    ctx: RunContext[CoordinatorDeps], request: str
+) -> DiscoveryOutcome:
+    """Find papers BEYOND the researcher's library in public scholarly sources (arXiv, Crossref,
+    Semantic Scholar, OpenAlex) and recommend some, saying which the library already holds.
+    Only when the researcher asks for papers beyond their library.
+
+    Args:
+        request: ONE standalone request: the topic (name it explicitly), or the DOI / arXiv id
+            of the paper to look up. Never include item keys.
+    """
+    if not request.strip():
+        raise ModelRetry("Give a non-empty, standalone request.")
+    return await discover_papers(ctx.deps.turn, request)
+
+
+coordinator_agent: Agent[CoordinatorDeps, Outcome | DiscoveryOutcome | str] = Agent(
     None,
     name="coordinator",
     deps_type=CoordinatorDeps,
     instructions=COORDINATOR_INSTRUCTION,
-    output_type=[ToolOutput[Outcome](search_library, name=SEARCH_TOOL), str],
+    output_type=[
+        ToolOutput[Outcome](search_library, name=SEARCH_TOOL),
+        ToolOutput[DiscoveryOutcome](search_online_literature, name=ONLINE_TOOL),
+        str,
+    ],
     defer_model_check=True,
 )
 
@@ -60,16 +83,17 @@ def _selection(ctx: RunContext[CoordinatorDeps]) -> str:
 
 
 def record_answer(messages: list[ModelMessage], answer: str) -> list[ModelMessage]:
-    """The coordinator's messages with the search call's result set to the answer itself, so
-    later turns can refer back to it ("they", "that paper")."""
+    """The coordinator's messages with the search (or discovery) call's result set to the answer
+    itself, so later turns can refer back to it ("they", "that paper")."""
+    tools = (SEARCH_TOOL, ONLINE_TOOL)
     out: list[ModelMessage] = []
     for m in messages:
         if isinstance(m, ModelRequest) and any(
-            isinstance(p, ToolReturnPart) and p.tool_name == SEARCH_TOOL for p in m.parts
+            isinstance(p, ToolReturnPart) and p.tool_name in tools for p in m.parts
         ):
             parts: list[ModelRequestPart] = []
             for p in m.parts:
-                if type(p) is ToolReturnPart and p.tool_name == SEARCH_TOOL:
+                if type(p) is ToolReturnPart and p.tool_name in tools:
                     ret: ToolReturnPart[Any] = p
                     parts.append(dataclasses.replace(ret, content=answer))
                 else:

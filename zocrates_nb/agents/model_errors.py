@@ -3,6 +3,7 @@ endpoint, what went wrong, which variable to check; secrets scrubbed, no provide
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,8 @@ from zocrates_nb.agents.providers import KEY_ENV
 from zocrates_nb.config import ConfigError
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.redaction import redact, safe_url
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from zocrates_nb.agents.models import ResolvedModel
@@ -187,10 +190,11 @@ def describe_model_error(
         )
         after = ""
     else:
-        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        text = f"The call to {model} failed: {type(exc).__name__}" + (
-            f": {detail}" if detail else ""
-        )
+        # An error of a kind not recognised above: its text may be a provider body or a
+        # traceback line, so the user gets a plain sentence and the details go to the log.
+        log.warning("model call to %s failed: %s: %s", model, type(exc).__name__,
+                    redact(str(exc)[:500], extra_env=extra))  # fmt: skip
+        text = f"The call to {model} failed unexpectedly (details are in the log); try again."
     if after:
         text = text[:-1] + after + "." if text.endswith(".") else text + after
     return redact(text, extra_env=extra)

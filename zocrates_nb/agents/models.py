@@ -1,10 +1,11 @@
 """Which model plays each role and how hard it thinks: model resolution.
 
 `zocrates_config.json` names a base model and per-role overrides (coordinator, search,
-synthesizer, verifier; null inherits the base); ZOCRATES_MODEL / ZOCRATES_<ROLE>_MODEL and
-arguments override the file. `ModelRegistry.resolve(role)` turns that into a pydantic-ai `Model`
-plus model settings (thinking, timeouts) — or None for the embedded offline engine, which never
-touches a network. An edit to the file takes effect at the next `resolve` (mtime check).
+synthesizer, verifier, online_search, online_synthesizer; null inherits the base);
+ZOCRATES_MODEL / ZOCRATES_<ROLE>_MODEL and arguments override the file.
+`ModelRegistry.resolve(role)` turns that into a pydantic-ai `Model` plus model settings
+(thinking, timeouts) — or None for the embedded offline engine, which never touches a network.
+An edit to the file takes effect at the next `resolve` (mtime check).
 
 Rules kept here:
 - API keys come only from the environment (`api_key_env` names the variable); they are never

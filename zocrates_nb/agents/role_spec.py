@@ -14,7 +14,9 @@ from zocrates_nb.agents.providers import DEFAULT_URLS, KEY_ENV, LITELLM_LOCAL, O
 from zocrates_nb.config import OFFLINE_MODEL, ROLES, ModelEndpoint, Settings
 from zocrates_nb.redaction import is_local_url, safe_url
 
-Role = Literal["coordinator", "search", "synthesizer", "verifier"]
+Role = Literal[
+    "coordinator", "search", "synthesizer", "verifier", "online_search", "online_synthesizer"
+]
 assert get_args(Role) == ROLES
 
 ROLE_THINKING: dict[str, str] = {
@@ -22,6 +24,8 @@ ROLE_THINKING: dict[str, str] = {
     "search": "low",
     "synthesizer": "high",
     "verifier": "off",  # a yes/no support check: speed over deliberation
+    "online_search": "low",  # fast retrieval across the scholarly APIs
+    "online_synthesizer": "high",  # choosing and explaining the recommendations
 }
 
 

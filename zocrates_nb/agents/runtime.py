@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from zocrates_nb.agents.offline import OfflineEngine
 from zocrates_nb.agents.prompts import ActiveItemView
 from zocrates_nb.config import ROLES, ModelEndpoint, Settings
 from zocrates_nb.events import Event, Step
-from zocrates_nb.turn import AskOptions, Scope, TrailStep, Usage
+from zocrates_nb.turn import AskOptions, Discovery, Scope, TrailStep, Usage
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Index
@@ -129,6 +129,9 @@ class Roles:
     synthesizer: RoleModel
     verifier: RoleModel | None  # None: the offline support score
     engine: OfflineEngine | None
+    # Discovery's roles (None only in a hand-built `Roles`: discovery then says it cannot run).
+    online_search: RoleModel | None = None
+    online_synthesizer: RoleModel | None = None
 
     @property
     def offline(self) -> bool:
@@ -204,7 +207,10 @@ def resolve_roles(
         verifier = RoleModel("verifier", v.model, v.settings, v.display_name, v.model_string, v)
     if verifier is None:
         eng = eng or engine()
-    return Roles(coordinator, search, synthesizer, verifier, eng)
+    online_search = role_model("online_search")
+    online_synthesizer = role_model("online_synthesizer")
+    return Roles(coordinator, search, synthesizer, verifier, eng, online_search,
+                 online_synthesizer)  # fmt: skip
 
 
 # ============================================================================ usage
@@ -265,6 +271,9 @@ class TurnContext:
     allowed_keys: list[str] = field(default_factory=list)  # what a restricted scope may read
     collections: list[str] = field(default_factory=list)  # the scope's, by name
     active_items: list[ActiveItemView] = field(default_factory=list)
+    # One query to the enabled scholarly sources (library papers marked, candidates remembered
+    # for staging), injected by the app; raises `OnlineDisabled` while discovery is off.
+    discover: Callable[[str], Discovery] | None = None
     usage: UsageBook = field(default_factory=UsageBook)
     timings: dict[str, float] = field(default_factory=dict)
     steps: list[TrailStep] = field(default_factory=list)  # the visible steps, for the record

@@ -114,14 +114,32 @@ def save_staged(
         except OSError as e:
             raise UsageError(f"could not write {out}: {e.strerror or e}") from None
         return result, None
+    # A paper staged days ago may have reached the library since (added by hand, re-indexed):
+    # writing it again would duplicate it, so it is checked once more and left out.
+    held = already_held(app, staged)
+    staged = [c for c in staged if c.id not in held]
     zotero = app.settings.zotero
     timeout = app.settings.online.timeout
-    if to == "connector":
-        result = save_to_connector(staged, zotero.connector_url, timeout=timeout)
+    if not staged:
+        result = SaveResult(to=to)
+    elif to == "connector":
+        result = save_to_connector(staged, zotero.connector_url, timeout=timeout,
+                                   find_pdfs=app.settings.online.enabled)  # fmt: skip
     else:
         result = save_to_web(staged, zotero.web, collection=collection)
-    staging.unstage(result.saved, list_id=list_id)
+    result.failed.update({i: f"already in your library ({key}), so not saved again"
+                          for i, key in held.items()})  # fmt: skip
+    staging.unstage([*result.saved, *held], list_id=list_id)
     return result, None
+
+
+def already_held(app: App, staged: Sequence[Candidate]) -> dict[str, str]:
+    """Staged candidates the indexed library holds now: candidate id → library item key."""
+    try:
+        library = library_match(app)
+    except ZocratesError:  # no index to check against: the earlier check stands
+        return {}
+    return {c.id: key for c in staged if (key := library.find(c))}
 
 
 def candidates_of(app: App, session_id: str | None, *, staged: bool) -> list[Candidate]:

@@ -33,6 +33,7 @@ from zocrates_nb.agents.coordinator import (
     coordinator_agent,
     record_answer,
 )
+from zocrates_nb.agents.discovery import MAX_RECOMMENDATIONS, DiscoveryOutcome
 from zocrates_nb.agents.pipeline import (
     AnswerFailed,
     Outcome,
@@ -155,17 +156,23 @@ class TurnRunner:
                 })  # fmt: skip
                 await self._pause(turn, result, output, paused, seconds)
                 return
+            found: dict[str, Any] = {}
             if isinstance(output, Outcome):
                 text = output.text
                 messages = record_answer(new_messages, text)
                 outcome: Outcome | None = output
+            elif isinstance(output, DiscoveryOutcome):
+                text, outcome = output.text, None
+                messages = record_answer(new_messages, text)
+                found = {"discovery": output.discovery, "search_goal": output.goal,
+                         "tool_calls": len(output.queries)}  # fmt: skip
             else:
                 keys = {a.key for a in active} | {c.key for a in active for c in a.children}
                 text, messages, outcome = sanitize(str(output), keys), new_messages, None
             await asyncio.to_thread(
                 store.append_messages, session_id, messages, turn_id=result.turn_id
             )
-            await self._answer(turn, result, outcome, text, seconds)
+            await self._answer(turn, result, outcome, text, seconds, **found)
             await self._compact(session_id, roles)
         except asyncio.CancelledError:
             if result is not None:
@@ -334,6 +341,11 @@ class TurnRunner:
             allowed_keys=allowed,
             collections=collections,
             active_items=active,
+            # Discovery's one way out: the App's (library matching, candidates remembered in
+            # this session's staging list for `stage add ID`).
+            discover=lambda query: app.discover(
+                query, limit=MAX_RECOMMENDATIONS, session_id=result.session_id
+            ),
         )
 
     @staticmethod
@@ -373,9 +385,10 @@ class TurnRunner:
         outcome: Outcome | None,
         text: str,
         seconds: float,
+        **fields: Any,
     ) -> None:
         record = self._record(turn, result, outcome, seconds, status="answered", answer=text,
-                              checkpoint=None, error=None)  # fmt: skip
+                              checkpoint=None, error=None, **fields)  # fmt: skip
         stored = await asyncio.to_thread(self.store.save_turn, record)
         turn.emit(Final.of(stored))
 

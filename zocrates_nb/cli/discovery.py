@@ -113,6 +113,11 @@ def stage_save_command(args: argparse.Namespace) -> int:
         _json(result.model_dump(mode="json"))
         return 0
     print(f"saved {len(result.saved)} to {result.where}")
+    if result.attached or result.unattached:
+        tried = len(result.attached) + len(result.unattached)
+        print(f"Zotero attached PDFs to {len(result.attached)} of {tried}")
+        for cid, reason in result.unattached.items():
+            print(f"  no PDF for {cid}: {reason}")
     for cid, reason in result.failed.items():
         print(f"  not saved {cid}: {reason}")
     return 0 if not result.failed else 1

@@ -1,6 +1,7 @@
 """One turn on the terminal: progress while it runs, then its record as text or as one JSON
 object `{session_id, turn_id, status, answer, cited_sources, other_sources, evidence,
-checkpoint, usage, seconds, model[, error]}` (a batch line adds its `id`)."""
+checkpoint, usage, seconds, model[, discovery][, error]}` (a batch line adds its `id`). A
+discovery turn prints its candidates as a short list with their ids, for `stage add ID`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any, TextIO
 
 from zocrates_nb.cli.client import Client
 from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, Thinking
-from zocrates_nb.turn import Source, TurnResult, Usage
+from zocrates_nb.turn import Discovery, Source, TurnResult, Usage
 
 SOURCE_KEYS = {"n", "item_key", "title", "authors", "year"}  # a source in `--json`
 
@@ -101,6 +102,8 @@ class TurnPrinter:
             "seconds": r.seconds if r else round(time.monotonic() - self.t0, 3),
             "model": r.model if r else "",
         }
+        if r is not None and r.discovery is not None:
+            out["discovery"] = r.discovery.model_dump(mode="json")
         if self.error is not None:
             out["error"] = self.error.message
         return out
@@ -112,7 +115,10 @@ class TurnPrinter:
         if self.final is not None:
             f = self.final
             print("─" * 72, file=o)
-            print(f.answer, file=o)
+            if f.discovery is None or not f.discovery.candidates:
+                print(f.answer, file=o)
+            else:
+                print_discovery(f.discovery, self.session_id, o)
             if f.cited_sources:
                 print("\nSources", file=o)
                 for s in f.cited_sources:
@@ -174,6 +180,30 @@ class TurnPrinter:
         result = {"id": line_id, **self.result()}
         print(json.dumps(result, ensure_ascii=False), file=self.out, flush=True)
         return bool(result["status"] == "error")
+
+
+def print_discovery(d: Discovery, session_id: str, o: TextIO) -> None:
+    """Recommendations with their ids (what `stage add` takes), the papers the library already
+    holds, and the sources that failed."""
+    recommended = [c for c in d.candidates if not c.in_library]
+    held = [c for c in d.candidates if c.in_library]
+    if recommended:
+        print(f"Papers beyond your library on “{d.query}”:", file=o)
+        for c in recommended:
+            meta = ", ".join(str(p) for p in (c.year, c.venue[:60]) if p)
+            print(f"  {c.id}  {c.title}" + (f" ({meta})" if meta else ""), file=o)
+            if c.why:
+                print(f"{'':14}why: {c.why}", file=o)
+    if held:
+        print("Already in your library (not recommended again):", file=o)
+        for c in held:
+            print(f"  - {c.title}" + (f" ({c.year})" if c.year else ""), file=o)
+    if d.errors:
+        print("Sources that could not be searched:", file=o)
+        for e in d.errors:
+            print(f"  - {e}", file=o)
+    if recommended:
+        print(f"\nStage one with: zocrates-nb stage add ID --session {session_id}", file=o)
 
 
 def _sources(sources: list[Source]) -> list[dict[str, Any]]:

@@ -181,6 +181,10 @@ class Request:
             return "coordinator"
         if "search_corpus" in tools or "conclude_search" in tools:
             return "search"
+        if "search_scholarly_sources" in tools or "finish_search" in tools:
+            return "online_search"
+        if "recommend_papers" in tools:
+            return "online_synthesizer"
         if tools:
             return "verifier"
         return "synthesizer"
@@ -447,7 +451,8 @@ def _stream_events(req: Request, reply: Reply, usage: dict[str, int]) -> list[st
 
 
 def by_role(**scripts: Sequence[Step] | Script) -> Script:
-    """A script per role (`coordinator=`, `search=`, `synthesizer=`, `verifier=`): each a list
+    """A script per role (`coordinator=`, `search=`, `synthesizer=`, `verifier=`,
+    `online_search=`, `online_synthesizer=`): each a list
     of steps served in order or a callable; a role without one gets a 500."""
     queues: dict[str, list[Step]] = {}
     fns: dict[str, Script] = {}

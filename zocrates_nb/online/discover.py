@@ -25,7 +25,7 @@ from zocrates_nb.online.candidate import (
     normalize_title,
 )
 from zocrates_nb.online.http import SourceError
-from zocrates_nb.online.sources import enabled_sources
+from zocrates_nb.online.sources import enabled_sources, identifier, identity
 from zocrates_nb.turn import Discovery
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,9 @@ def discover(
     timeout = httpx.Timeout(online.timeout, connect=min(5.0, online.timeout))
     client = httpx.Client(timeout=timeout, transport=transport, follow_redirects=True)
     with client, ThreadPoolExecutor(max_workers=len(sources)) as pool:
-        futures = [pool.submit(s.search, client, query, limit) for s in sources]
+        ident = identifier(query)  # one paper by its DOI or arXiv id: look it up
+        futures = [pool.submit(s.lookup, client, *ident) if ident
+                   else pool.submit(s.search, client, query, limit) for s in sources]  # fmt: skip
         for source, fut in zip(sources, futures, strict=True):
             try:
                 found.extend(fut.result())
@@ -117,6 +119,8 @@ def discover(
             except Exception:  # a parser meeting an unforeseen shape: one source, one line
                 errors.append(f"{source.name}: sent a response that could not be read")
     merged = merge(found)
+    if ident:  # a look-up answers with that paper only, whatever else a source sent
+        merged = [c for c in merged if c.identities() & identity(*ident)]
     terms = query_terms(query)
     meaning = None
     if similarity is not None and merged:

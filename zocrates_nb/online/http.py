@@ -17,8 +17,9 @@ RETRIES = 2  # extra attempts after a 429/503 whose Retry-After is short enough
 class SourceError(ZocratesError):
     """One source failed; the others still answer. `str()` is the message to show."""
 
-    def __init__(self, source: str, message: str) -> None:
+    def __init__(self, source: str, message: str, status: int | None = None) -> None:
         self.source = source
+        self.status = status  # the HTTP status that failed, when one did
         super().__init__(f"{source}: {message}")
 
 
@@ -51,7 +52,7 @@ def get(
             later = f" (it asks to wait {wait:.0f} s)" if wait else ""
             raise SourceError(source, f"{busy}; try again later{later}")
         if r.status_code >= 400:
-            raise SourceError(source, _status_text(r.status_code))
+            raise SourceError(source, _status_text(r.status_code), r.status_code)
         return r
     raise AssertionError("unreachable")  # pragma: no cover
 

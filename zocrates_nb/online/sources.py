@@ -10,8 +10,10 @@ from __future__ import annotations
 import html
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import quote
 
 import httpx
 from defusedxml import ElementTree
@@ -31,6 +33,33 @@ class Source(Protocol):
 
     def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]: ...
 
+    def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]: ...
+
+
+_DOI_RE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)?(10\.\d{4,9}/\S+)$", re.I)
+_ARXIV_RE = re.compile(
+    r"^(?:https?://(?:export\.)?arxiv\.org/(?:abs|pdf)/|arxiv:\s*)?"
+    r"(\d{4}\.\d{4,5}(?:v\d+)?|[a-z-]+(?:\.[A-Z]{2})?/\d{7}(?:v\d+)?)(?:\.pdf)?$",
+    re.I,
+)
+
+
+def identity(kind: str, ident: str) -> set[str]:
+    """The identities of the paper a look-up asks for (as `Candidate.identities` spells them)."""
+    return Candidate(title="", doi=ident if kind == "doi" else None,
+                     arxiv_id=ident if kind == "arxiv" else None).identities()  # fmt: skip
+
+
+def identifier(query: str) -> tuple[str, str] | None:
+    """("doi", "10.x/y") or ("arxiv", "2104.12255v1") when the whole query is one identifier:
+    a look-up of that paper, not a search."""
+    text = query.strip().rstrip(".,;")
+    if m := _DOI_RE.match(text):
+        return "doi", m.group(1)
+    if m := _ARXIV_RE.match(text):
+        return "arxiv", m.group(1)
+    return None
+
 
 @dataclass
 class _Base:
@@ -46,6 +75,20 @@ class _Base:
 
     def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]:
         raise NotImplementedError
+
+    def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
+        """The paper with this DOI or arXiv id (nothing, without a request, from a source that
+        does not register that kind of identifier)."""
+        return []
+
+    def _found(self, fetch: Callable[[], list[Candidate]]) -> list[Candidate]:
+        """A look-up's result; "not found" (HTTP 404) is an empty answer, not an error."""
+        try:
+            return fetch()
+        except SourceError as e:
+            if e.status == 404:
+                return []
+            raise
 
     def _get(self, client: httpx.Client, path: str, **kw: Any) -> Any:
         return get_json(client, self.name, self.settings.base_url + path,
@@ -71,6 +114,17 @@ class Arxiv(_Base):
             if found:
                 break
         return found
+
+
+    def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
+        if kind != "arxiv":
+            return []
+        # The parameters the `arxiv` client sends for an id look-up.
+        params = {"search_query": "", "id_list": ident, "sortBy": "relevance",
+                  "sortOrder": "descending", "start": 0, "max_results": 100}  # fmt: skip
+        r = get(client, self.name, self.settings.base_url + "/query", params=params,
+                max_retry_after=self.online.max_retry_after)  # fmt: skip
+        return parse_arxiv(r.content, self.name)
 
 
 def parse_arxiv(body: bytes, name: str = "arXiv") -> list[Candidate]:
@@ -113,6 +167,22 @@ class Crossref(_Base):
         return [c for c in (crossref_item(i, self.name) for i in items) if c.title]
 
 
+    def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
+        if kind != "doi":
+            return []  # Crossref registers DOIs only
+        mail = self.online.mailto
+        params = {"mailto": mail} if mail else None
+        agent = f"{USER_AGENT} (mailto:{mail})" if mail else USER_AGENT
+
+        def fetch() -> list[Candidate]:
+            data = self._get(client, f"/works/{quote(ident, safe='')}", params=params,
+                             headers={"User-Agent": agent})  # fmt: skip
+            item = crossref_item((data or {}).get("message") or {}, self.name)
+            return [item] if item.title else []
+
+        return self._found(fetch)
+
+
 def crossref_item(i: dict[str, Any], name: str = "Crossref") -> Candidate:
     parts = ((i.get("issued") or i.get("published") or {}).get("date-parts") or [[None]])[0]
     pdf = next((ln.get("URL") for ln in i.get("link") or []
@@ -150,6 +220,21 @@ class SemanticScholar(_Base):
                 if c.title]  # fmt: skip
 
 
+    def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
+        headers = {"User-Agent": USER_AGENT}
+        if self.key:
+            headers["x-api-key"] = self.key
+        ref = quote(f"DOI:{ident}" if kind == "doi" else f"arXiv:{ident}", safe=":")
+
+        def fetch() -> list[Candidate]:
+            data = self._get(client, f"/paper/{ref}", headers=headers,
+                             params={"fields": S2_FIELDS})  # fmt: skip
+            paper = s2_paper(data or {}, self.name)
+            return [paper] if paper.title else []
+
+        return self._found(fetch)
+
+
 def s2_paper(p: dict[str, Any], name: str = "Semantic Scholar") -> Candidate:
     ids = p.get("externalIds") or {}
     return Candidate(
@@ -176,6 +261,22 @@ class OpenAlex(_Base):
         data = self._get(client, "/works", params=params, headers={"User-Agent": USER_AGENT})
         return [c for c in (openalex_work(w, self.name) for w in (data or {}).get("results") or [])
                 if c.title]  # fmt: skip
+
+
+    def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
+        if kind != "doi":
+            return []
+        params: dict[str, Any] = {"api_key": self.key} if self.key else {}
+        if self.online.mailto:
+            params["mailto"] = self.online.mailto
+
+        def fetch() -> list[Candidate]:
+            data = self._get(client, f"/works/doi:{quote(ident, safe='')}", params=params,
+                             headers={"User-Agent": USER_AGENT})  # fmt: skip
+            work = openalex_work(data or {}, self.name)
+            return [work] if work.title else []
+
+        return self._found(fetch)
 
 
 def openalex_work(w: dict[str, Any], name: str = "OpenAlex") -> Candidate:

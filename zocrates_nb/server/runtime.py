@@ -52,7 +52,7 @@ class Runtime:
         logged; the turn itself then reports it as an error event."""
         if self._warm is None:
             app = await self.app()
-            self._warm = asyncio.ensure_future(asyncio.to_thread(_warm, app))
+            self._warm = asyncio.ensure_future(asyncio.to_thread(app.warm_up))
         await asyncio.shield(self._warm)
 
     async def close(self, timeout: float = 30.0) -> None:
@@ -64,10 +64,3 @@ class Runtime:
             result = close()
             if asyncio.iscoroutine(result):
                 await result
-
-
-def _warm(app: App) -> None:
-    try:
-        app.engine()  # the index, its embedding model, the offline engine
-    except Exception as e:
-        log.warning("zocrates: could not load the models ahead of the first turn: %s", e)

@@ -1,6 +1,7 @@
 """Saving into the running Zotero desktop app through its connector server (CONNECTOR.md):
 `/connector/ping` to see it is there, `/connector/getSelectedCollection` to say where items will
-land, `/connector/saveItems` (201, empty body) into the currently selected collection."""
+land, `/connector/saveItems` (201, empty body) into the currently selected collection, then the
+PDFs through Zotero's own resolvers (saveItems ignores attachments)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class ConnectorTarget:
     library: str
     collection: str | None
     editable: bool
+    files: bool = True  # the library stores files (attachments can be uploaded)
 
     def describe(self) -> str:
         where = f"the collection '{self.collection}' in " if self.collection else ""
@@ -44,8 +46,8 @@ def post(client: httpx.Client, url: str, path: str, body: Any) -> httpx.Response
         raise WriteError("Zotero did not answer in time: is it busy? Try again.") from None
     except httpx.TransportError:
         raise WriteError(
-            f"Zotero is not running (nothing answers at {url}): start Zotero desktop, or save "
-            "with --to web, ris or bibtex"
+            f"Zotero is not running (nothing answers at {url}): start Zotero desktop, or "
+            "choose another destination (web, ris or bibtex)"
         ) from None
 
 
@@ -59,12 +61,15 @@ def selected_target(client: httpx.Client, url: str) -> ConnectorTarget:
     data = r.json()
     collection = data.get("name") if data.get("id") is not None else None
     return ConnectorTarget(str(data.get("libraryName") or "My Library"), collection,
-                           bool(data.get("editable", True)))  # fmt: skip
+                           bool(data.get("editable", True)),
+                           bool(data.get("filesEditable", True)))  # fmt: skip
 
 
 def save_to_connector(candidates: list[Candidate], url: str, *, timeout: float = 30.0,
-                      transport: httpx.BaseTransport | None = None) -> SaveResult:  # fmt: skip
-    """Save the candidates as one connector session into Zotero's selected collection."""
+                      transport: httpx.BaseTransport | None = None,
+                      find_pdfs: bool = False) -> SaveResult:  # fmt: skip
+    """Save the candidates as one connector session into Zotero's selected collection; with
+    `find_pdfs` (discovery is on), Zotero then attaches the open-access PDFs it can find."""
     if not candidates:
         raise WriteError("nothing is staged: stage candidates first")
     items = []
@@ -76,11 +81,42 @@ def save_to_connector(candidates: list[Candidate], url: str, *, timeout: float =
         target = selected_target(client, url)
         if not target.editable:
             raise WriteError(f"{target.describe()} is read-only: select another one in Zotero")
-        body = {"sessionID": f"zocrates-{uuid.uuid4().hex[:12]}", "items": items}
-        r = post(client, url, "/connector/saveItems", body)
-    if r.status_code == 201:
-        return SaveResult(to="connector", saved=[c.id for c in candidates],
-                          where=target.describe())  # fmt: skip
+        sid = f"zocrates-{uuid.uuid4().hex[:12]}"
+        r = post(client, url, "/connector/saveItems", {"sessionID": sid, "items": items})
+        if r.status_code == 201:
+            result = SaveResult(to="connector", saved=[c.id for c in candidates],
+                                where=target.describe())  # fmt: skip
+            if find_pdfs:
+                attach_pdfs(client, url, sid, candidates, target, result)
+            return result
     if r.status_code == 500 and b"libraryEditable" in r.content:
         raise WriteError(f"{target.describe()} is read-only: select another one in Zotero")
     raise WriteError(f"Zotero did not save the items (HTTP {r.status_code}); nothing was saved")
+
+
+def attach_pdfs(client: httpx.Client, url: str, sid: str, candidates: list[Candidate],
+                target: ConnectorTarget, result: SaveResult) -> None:  # fmt: skip
+    """Ask Zotero to attach each saved item's PDF with its own resolvers (CONNECTOR.md §5b:
+    Unpaywall, arXiv and whatever the researcher set up, through their proxy): Zotero fetches
+    it, this process downloads nothing. A PDF not found is reported; the item stays saved."""
+    if not target.files:
+        result.unattached.update({c.id: f"{target.library} does not store files"
+                                  for c in candidates})  # fmt: skip
+        return
+    for n, c in enumerate(candidates):
+        ask = {"sessionID": sid, "itemID": c.id}
+        try:
+            r = post(client, url, "/connector/hasAttachmentResolvers", ask)
+            if r.status_code == 404:  # a Zotero without resolvers over the connector
+                return
+            if r.status_code != 200 or r.content.strip() != b"true":
+                result.unattached[c.id] = "Zotero knows no open-access copy of it"
+                continue
+            r = post(client, url, "/connector/saveAttachmentFromResolver", ask)
+        except WriteError as e:  # the items are saved; only the PDFs are missing
+            result.unattached.update({x.id: str(e) for x in candidates[n:]})
+            return
+        if r.status_code == 201:
+            result.attached.append(c.id)
+        else:
+            result.unattached[c.id] = "Zotero could not fetch its PDF"

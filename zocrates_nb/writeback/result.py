@@ -17,4 +17,7 @@ class SaveResult(BaseModel):
     keys: dict[str, str] = Field(default_factory=dict)  # candidate id → new Zotero item key
     failed: dict[str, str] = Field(default_factory=dict)  # candidate id → plain reason
     tagged: list[str] = Field(default_factory=list)  # existing item keys given a tag
+    attached: list[str] = Field(default_factory=list)  # candidate ids Zotero found a PDF for
+    # Saved, but its open-access PDF could not be attached: candidate id → plain reason.
+    unattached: dict[str, str] = Field(default_factory=dict)
     where: str = ""  # "the collection 'X' in My Library", a file path…

@@ -11,12 +11,16 @@ same pydantic-ai agents with the same tools; only their model is a `FunctionMode
   what the tools returned), reports gaps when the evidence is weak, then concludes;
 * synthesizer: answers extractively — the evidence sentences that best answer the question
   (embedding similarity + lexical overlap, MMR for diversity), grouped by paper and cited `[n]` —
-  or says plainly that the library holds no evidence.
+  or says plainly that the library holds no evidence;
+* online search and online synthesizer (discovery): the request's key phrases sent once to the
+  scholarly sources; the candidates kept in their ranking by meaning, each with its abstract's
+  sentence closest to the question.
 
 Everything it writes says it was made without a language model.
 
 Modules: `messages` (reading the conversation), `embeddings`, `coordinator`, `search_state` and
-`search` (the planner), `writer` (the extractive synthesizer), `support` (the verifier's score),
+`search` (the planner), `writer` (the extractive synthesizer), `discovery` (routing and the
+online roles), `support` (the verifier's score),
 `engine` (the `FunctionModel`s that wire them).
 """
 

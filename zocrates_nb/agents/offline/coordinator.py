@@ -1,6 +1,7 @@
 """The offline coordinator: greetings and questions about itself answered by rule, questions
-about the conversation answered from its history (and its compacted summary), everything else
-routed to `search_library`, a follow-up rewritten to stand alone with the goal it refers to."""
+about the conversation answered from its history (and its compacted summary), requests for
+papers beyond the library routed to `search_online_literature`, everything else to
+`search_library`, a follow-up rewritten to stand alone with the goal it refers to."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 
+from zocrates_nb.agents.offline.discovery import wants_discovery
 from zocrates_nb.agents.offline.messages import text_response, tool_call, user_prompts
 from zocrates_nb.sessions.compaction import answer_gist, summary_of
 from zocrates_nb.text import terms, words
@@ -67,6 +69,9 @@ _CONVERSATION_RE = re.compile(
 )
 
 
+_ANSWER_TOOLS = ("search_library", "search_online_literature")
+
+
 @dataclass
 class PastTurn:
     question: str
@@ -89,7 +94,7 @@ def past_turns(messages: Sequence[ModelMessage]) -> list[PastTurn]:
                     turns.append(PastTurn(" ".join(p.content.split())))
                 elif (
                     isinstance(p, ToolReturnPart)
-                    and p.tool_name == "search_library"
+                    and p.tool_name in _ANSWER_TOOLS
                     and isinstance(p.content, str)
                     and turns
                 ):
@@ -98,7 +103,7 @@ def past_turns(messages: Sequence[ModelMessage]) -> list[PastTurn]:
             for rp in m.parts:
                 if isinstance(rp, TextPart) and rp.content.strip() and not turns[-1].answer:
                     turns[-1].answer = rp.content
-                elif isinstance(rp, ToolCallPart) and rp.tool_name == "search_library":
+                elif isinstance(rp, ToolCallPart) and rp.tool_name in _ANSWER_TOOLS:
                     turns[-1].goal = str(rp.args_as_dict().get("request", ""))
     return turns[:-1]  # the last prompt is the current message
 
@@ -182,8 +187,10 @@ def coordinator_compute(messages: list[ModelMessage], info: AgentInfo) -> ModelR
         return text_response(SELF_DESCRIPTION)
     if _CONVERSATION_RE.search(message):
         return text_response(conversation_answer(message, past_turns(messages)))
-    goal = standalone_goal(message, _previous_goal(messages, message))
     tool_names = {t.name for t in (*info.output_tools, *info.function_tools)}
+    if "search_online_literature" in tool_names and wants_discovery(message):
+        return tool_call("search_online_literature", {"request": " ".join(message.split())})
+    goal = standalone_goal(message, _previous_goal(messages, message))
     if "search_library" not in tool_names:
         return text_response(
             "I can only answer from your library, and searching it is not available "

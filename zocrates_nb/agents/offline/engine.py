@@ -1,5 +1,5 @@
-"""The embedded offline engine: the coordinator, search and synthesizer policies as pydantic-ai
-`FunctionModel`s (streaming like a real model), and the support score the verifier uses."""
+"""The embedded offline engine: the coordinator, search, synthesizer and discovery policies as
+pydantic-ai `FunctionModel`s (streaming like a real model), and the verifier's support score."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls
 from pydantic_ai.settings import ModelSettings
 
 from zocrates_nb.agents.offline.coordinator import coordinator_compute
+from zocrates_nb.agents.offline.discovery import OfflineRecommender, online_search_compute
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.search import OfflineSearch
 from zocrates_nb.agents.offline.support import offline_support
@@ -112,6 +113,11 @@ class OfflineEngine:
         self.synthesizer = function_model(
             "zocrates-offline:synthesizer", OfflineSynthesizer(self.emb, lexicon)
         )
+        self.online_search = function_model("zocrates-offline:online_search",
+                                            online_search_compute)  # fmt: skip
+        self.online_synthesizer = function_model(
+            "zocrates-offline:online_synthesizer", OfflineRecommender(self.emb)
+        )
 
     @classmethod
     def shared(cls, embedding_model: str | None = None) -> OfflineEngine:
@@ -127,6 +133,8 @@ class OfflineEngine:
             "coordinator": self.coordinator,
             "search": self.search,
             "synthesizer": self.synthesizer,
+            "online_search": self.online_search,
+            "online_synthesizer": self.online_synthesizer,
         }[role]
 
     def support(self, claim: str, passage: str) -> float:
