@@ -1,13 +1,16 @@
-"""Scoped search recall@k on a question set (../shared/corpus/questions-dev.jsonl by default).
+"""Scoped search recall@k on question sets (../shared/corpus/questions-dev.jsonl and
+questions-compound-dev.jsonl by default).
 
 Each question runs through `search_corpus` exactly as the search agent's first call would:
-a fresh run state whose scope is the question's scope (items, collection + subcollections, or
-the whole library), `item_key=None`. A passage counts as found when a top-k result comes from
+a fresh run state whose scope is the question's scope (items, collection(s) + subcollections,
+or the whole library), `item_key=None`. A passage counts as found when a top-k result comes from
 the gold paper and either contains the gold phrase (loose match, as QUESTIONS.md defines it) or
-its page span includes the gold page.
+its page span includes the gold page; the phrase-only figure drops the page rule. Negative and
+scope-mismatch questions (whose gold lies outside the scope) are not counted in recall, only in
+scope violations. `chars@10` is the text the agent receives for one query (median and max).
 
     zocrates-nb --home H index --zotero-dir ../shared/corpus/zotero-library
-    .venv/bin/python scripts/eval_recall.py --home H [--corpus DIR] [--questions FILE] [--json]
+    .venv/bin/python scripts/eval_recall.py --home H [--corpus DIR] [--questions FILE …] [--json]
 
 The corpus is `--corpus`, else $ZOCRATES_TEST_CORPUS, else ../shared/corpus.
 """
@@ -53,7 +56,9 @@ def evaluate(home: Path, questions: Path, corpus: Path) -> dict[str, Any]:
                 continue
             q = json.loads(line)
             scope_spec = q.get("scope") or {}
-            cols = [scope_spec["collection"]] if scope_spec.get("collection") else []
+            cols = list(scope_spec.get("collections") or [])
+            if scope_spec.get("collection"):
+                cols.append(scope_spec["collection"])
             scope = Scope(items=scope_spec.get("items") or [], collections=cols)
             state = bind(index, scope, settings.retrieval, goal=q["question"])
             kit = Toolkit(index, state)
@@ -62,8 +67,9 @@ def evaluate(home: Path, questions: Path, corpus: Path) -> dict[str, Any]:
             allowed = set(state.allowed_keys)
             violations = sum(1 for r in results if scope.kind != "library"
                              and r["item_key"] not in allowed)
-            row: dict[str, Any] = {"id": q["id"], "kind": q["kind"], "violations": violations}
-            if not q["gold"]:
+            row: dict[str, Any] = {"id": q["id"], "kind": q["kind"], "violations": violations,
+                                   "chars": sum(len(r["text"]) for r in results)}
+            if not q["gold"] or q["kind"] == "scope_mismatch":
                 row["top_score"] = None  # negative: nothing to find
                 row["top_title"] = results[0]["title"] if results else ""
                 rows.append(row)
@@ -122,6 +128,8 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out["recall@10_passage_by_kind"] = {k: round(statistics.fmean(v), 3)
                                         for k, v in sorted(by_kind.items())}
     out["scope_violations"] = sum(r["violations"] for r in rows)
+    chars = [r["chars"] for r in rows]
+    out["chars@10_median_max"] = [int(statistics.median(chars)), max(chars)] if chars else [0, 0]
     out["missed@10"] = [r["id"] for r in answerable
                         if any(rank is None or rank > 10 for rank in r["gold_ranks"])]
     out["per_question"] = rows
@@ -132,17 +140,22 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--home", type=Path, required=True, help="data home with the indexed library")
     add_corpus_argument(p)
-    p.add_argument("--questions", type=Path, help="default: the corpus's questions-dev.jsonl")
+    p.add_argument("--questions", type=Path, nargs="+",
+                   help="default: the corpus's questions-dev.jsonl and "
+                        "questions-compound-dev.jsonl")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    questions = args.questions or args.corpus / "questions-dev.jsonl"
-    result = evaluate(args.home, questions, args.corpus)
+    questions = args.questions or [args.corpus / "questions-dev.jsonl",
+                                   args.corpus / "questions-compound-dev.jsonl"]
+    results = {path.name: evaluate(args.home, path, args.corpus) for path in questions}
     if args.json:
-        print(json.dumps(result, indent=1))
-    else:
+        print(json.dumps(results, indent=1))
+        return 0
+    for name, result in results.items():
+        print(f"== {name}")
         for key, value in result.items():
             if key != "per_question":
-                print(f"{key:>28}: {value}")
+                print(f"{key:>32}: {value}")
     return 0
 
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from zocrates_nb.config import Settings, load_settings
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.index.dedup import distinct
 from zocrates_nb.index.dense import DenseStore
 from zocrates_nb.index.embedder import Embedder, model_name
 from zocrates_nb.index.fusion import RRF_K, rrf
@@ -233,7 +234,8 @@ class Index:
         *,
         mode: SearchMode = "hybrid",
     ) -> list[Hit]:
-        """Best chunks for `query`: BM25 and dense rankings fused by RRF, filters inside both."""
+        """Best chunks for `query`: BM25 and dense rankings fused by RRF, filters inside both,
+        near-duplicate passages of a paper merged (see dedup.py)."""
         if mode not in ("hybrid", "bm25", "dense"):
             raise ValueError(f"unknown search mode {mode!r}: use hybrid, bm25 or dense")
         flt = flt or SearchFilter()
@@ -248,15 +250,19 @@ class Index:
         fused = rrf(rankings, k=RRF_K)
         chunks = self.catalog.get_chunks([f.id for f in fused])  # SQLite is the truth
         passes = _checker(flt)
-        hits: list[Hit] = []
-        for f in fused:
-            chunk = chunks.get(f.id)
-            if chunk is None or not passes(chunk):
-                continue
-            hits.append(Hit(chunk=chunk, score=f.score, ranks=dict(f.ranks)))
-            if len(hits) >= limit:
-                break
-        return hits
+        candidates = (
+            Hit(chunk=chunks[f.id], score=f.score, ranks=dict(f.ranks))
+            for f in fused
+            if f.id in chunks and passes(chunks[f.id])
+        )
+        # A larger twin takes the better place with its score (scores stay best first).
+        return distinct(
+            candidates,
+            lambda h: h.chunk.text,
+            limit,
+            lambda earlier, later: Hit(chunk=later.chunk, score=earlier.score, ranks=later.ranks),
+            lambda h: h.chunk.item_key,
+        )
 
     def _dense_ranking(self, query: str, flt: SearchFilter, depth: int) -> list[str]:
         if self.catalog.chunk_count() == 0:
