@@ -459,6 +459,64 @@ class Catalog:
                 ),
             )
 
+    def begin_documents(self, docs: Sequence[DocumentRecord]) -> None:
+        """`begin_document` for a group of documents, in one transaction."""
+        with self.transaction() as db:
+            db.executemany(
+                "DELETE FROM chunks WHERE attachment_key = ?", [(d.doc_key,) for d in docs]
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO documents(doc_key, item_key, kind, title, file, sha256,"
+                " file_size, file_mtime_ns, version, fingerprint, attempt_fingerprint, status,"
+                " error, bundle_dir, n_chunks, indexed_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL,'indexing','',?,0,NULL)",
+                [
+                    (
+                        d.doc_key, d.item_key, d.kind, d.title, d.file, d.sha256, d.file_size,
+                        d.file_mtime_ns, d.version, d.bundle_dir,
+                    )
+                    for d in docs
+                ],
+            )
+
+    def finish_documents(
+        self, done: Sequence[tuple[DocumentRecord, str, list[Chunk]]]
+    ) -> None:
+        """`finish_document` for a group (record, fingerprint, chunks): one transaction, so
+        the whole group becomes searchable at once."""
+        with self.transaction() as db:
+            db.executemany(
+                "DELETE FROM chunks WHERE attachment_key = ?", [(d.doc_key,) for d, _f, _c in done]
+            )
+            db.executemany(
+                "INSERT INTO chunks(chunk_id, item_key, attachment_key, line_start, line_end,"
+                " section, section_id, chunk_type, title, authors, year, page, page_end, text)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        c.chunk_id, c.item_key, c.attachment_key, c.line_start, c.line_end,
+                        c.section, c.section_id, c.chunk_type, c.title, json.dumps(c.authors),
+                        c.year, c.page, c.page_end, c.text,
+                    )
+                    for _d, _f, chunks in done
+                    for c in chunks
+                ],
+            )
+            now = _now()
+            db.executemany(
+                "INSERT OR REPLACE INTO documents(doc_key, item_key, kind, title, file, sha256,"
+                " file_size, file_mtime_ns, version, fingerprint, attempt_fingerprint, status,"
+                " error, bundle_dir, n_chunks, indexed_at)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,NULL,'done','',?,?,?)",
+                [
+                    (
+                        d.doc_key, d.item_key, d.kind, d.title, d.file, d.sha256, d.file_size,
+                        d.file_mtime_ns, d.version, fingerprint, d.bundle_dir, len(chunks), now,
+                    )
+                    for d, fingerprint, chunks in done
+                ],
+            )
+
     def touch_document(self, doc: DocumentRecord) -> None:
         """Refresh the descriptive columns of an unchanged document (mtime…); clear errors."""
         with self.transaction() as db:
