@@ -114,7 +114,7 @@ def test_config_needs_an_address_and_a_model(tmp_path: Path) -> None:
     (tmp_path / "zocrates_config.json").write_text(
         '{"index": {"embedding": {"provider": "openai-compatible", "model": "m"}}}'
     )
-    with pytest.raises(ConfigError, match="index.embedding: .*needs base_url"):
+    with pytest.raises(ConfigError, match=r"index.embedding: .*needs base_url"):
         load_settings(tmp_path)
     settings = Settings.model_validate({"index": {"embedding": {"model": "some/local-model"}}})
     assert embedding_identity(settings.index) == "some/local-model"
@@ -153,7 +153,7 @@ def test_switching_embedding_reembeds_every_document_and_never_mixes(
 
     # The remote-embedded index opened with the local model configured: no silent mix.
     reopened = Index.open(home, Settings())
-    with pytest.raises(ConfigError, match="no longer configured.*zocrates-nb index"):
+    with pytest.raises(ConfigError, match=r"no longer configured.*zocrates-nb index"):
         reopened.search("leader election", mode="dense")
     assert reopened.search("leader election", mode="bm25")  # lexical search still answers
     third = index_library(b.library, reopened, progress=False)

@@ -330,10 +330,11 @@ RUNNER = """
 import json, sys
 from pathlib import Path
 from zocrates_nb.config import Settings
-from zocrates_nb.index import Index, index_library
+from zocrates_nb.index import Index, index_library, indexer
 from zocrates_nb.library import read_folder
 
 if __name__ == "__main__":
+    indexer.EMBED_GROUP = 8  # passages per group: small, so the kill lands between groups
     library = read_folder(Path(sys.argv[1]))
     index = Index.open(Path(sys.argv[2]), Settings())
     report = index_library(library, index, progress=False)
