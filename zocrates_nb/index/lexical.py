@@ -552,6 +552,10 @@ class Catalog:
     def chunk_count(self) -> int:
         return int(self.query("SELECT count(*) AS n FROM chunks")[0]["n"])
 
+    def has_chunks(self) -> bool:
+        """Whether any chunk exists, in constant time (a search asks it every time)."""
+        return bool(self.query("SELECT EXISTS (SELECT 1 FROM chunks) AS x")[0]["x"])
+
     def chunk_ids(self, doc_key: str | None = None) -> list[str]:
         if doc_key is None:
             rows = self.query("SELECT chunk_id FROM chunks ORDER BY chunk_id")

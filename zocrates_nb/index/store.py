@@ -271,7 +271,7 @@ class Index:
         return hits
 
     def _dense_ranking(self, query: str, flt: SearchFilter, depth: int) -> list[str]:
-        if self.catalog.chunk_count() == 0:
+        if not self.catalog.has_chunks():  # not count(*): that scans every chunk row
             return []
         vector = self.embedder.embed_query(query)
         return [chunk_id for chunk_id, _dist in self.dense.query(vector, flt, depth)]
