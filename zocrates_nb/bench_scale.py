@@ -74,8 +74,8 @@ class TextSource:
             rng = random.Random(0)
             words = [f"{a}{b}" for a in ("cell", "gene", "prote", "neur", "immun", "viral")
                      for b in ("in", "ase", "osis", "al", "ic", "oma", "ogen", "ity")]  # fmt: skip
-            for i in range(2000):
-                text = " ".join(rng.choice(words) for _ in range(220)) + "."
+            for i in range(1000):
+                text = " ".join(rng.choices(words, k=200)) + "."
                 self.docs.append((f"Generated study {i} of {rng.choice(words)}", text))
         if not self.queries:
             self.queries = [t for t, _ in self.docs[:50]]
@@ -122,7 +122,9 @@ def paper_pdf(path: Path, number: int, source: TextSource) -> None:
                       Table(rows)]  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part")
-    doc = SimpleDocTemplate(str(tmp), pagesize=A4, title=title, author="; ".join(authors))
+    doc = SimpleDocTemplate(
+        str(tmp), pagesize=A4, title=title, author="; ".join(authors), invariant=1
+    )
     doc.build(story)
     os.replace(tmp, path)
 
