@@ -417,47 +417,11 @@ class Catalog:
 
     def begin_document(self, doc: DocumentRecord) -> None:
         """Mark a document `indexing` and drop its chunks: the first step of a (re)index."""
-        with self.transaction() as db:
-            db.execute("DELETE FROM chunks WHERE attachment_key = ?", (doc.doc_key,))
-            db.execute(
-                "INSERT OR REPLACE INTO documents(doc_key, item_key, kind, title, file, sha256,"
-                " file_size, file_mtime_ns, version, fingerprint, attempt_fingerprint, status,"
-                " error, bundle_dir, n_chunks, indexed_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL,'indexing','',?,0,NULL)",
-                (
-                    doc.doc_key, doc.item_key, doc.kind, doc.title, doc.file, doc.sha256,
-                    doc.file_size, doc.file_mtime_ns, doc.version, doc.bundle_dir,
-                ),
-            )
+        self.begin_documents([doc])
 
     def finish_document(self, doc: DocumentRecord, fingerprint: str, chunks: list[Chunk]) -> None:
         """Write chunks (and, by trigger, their FTS rows) and mark the document done: atomic."""
-        with self.transaction() as db:
-            db.execute("DELETE FROM chunks WHERE attachment_key = ?", (doc.doc_key,))
-            db.executemany(
-                "INSERT INTO chunks(chunk_id, item_key, attachment_key, line_start, line_end,"
-                " section, section_id, chunk_type, title, authors, year, page, page_end, text)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        c.chunk_id, c.item_key, c.attachment_key, c.line_start, c.line_end,
-                        c.section, c.section_id, c.chunk_type, c.title, json.dumps(c.authors),
-                        c.year, c.page, c.page_end, c.text,
-                    )
-                    for c in chunks
-                ],
-            )
-            db.execute(
-                "INSERT OR REPLACE INTO documents(doc_key, item_key, kind, title, file, sha256,"
-                " file_size, file_mtime_ns, version, fingerprint, attempt_fingerprint, status,"
-                " error, bundle_dir, n_chunks, indexed_at)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,NULL,'done','',?,?,?)",
-                (
-                    doc.doc_key, doc.item_key, doc.kind, doc.title, doc.file, doc.sha256,
-                    doc.file_size, doc.file_mtime_ns, doc.version, fingerprint, doc.bundle_dir,
-                    len(chunks), _now(),
-                ),
-            )
+        self.finish_documents([(doc, fingerprint, chunks)])
 
     def begin_documents(self, docs: Sequence[DocumentRecord]) -> None:
         """`begin_document` for a group of documents, in one transaction."""
