@@ -188,9 +188,24 @@ def _ms(fn: Any) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
-def _search_ms(index: Any, queries: list[str], repeat: int) -> list[float]:
+def _search_ms(index: Any, queries: list[str], repeat: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU milliseconds per warm search (CPU: this thread's; a loaded machine
+    stretches wall time, CPU time much less)."""
     index.search("warm-up query", limit=10)
-    return [_ms(lambda q=q: index.search(q, limit=10)) for _ in range(repeat) for q in queries]
+    wall, cpu = [], []
+    for _ in range(repeat):
+        for q in queries:
+            c0 = time.thread_time()
+            wall.append(_ms(lambda q=q: index.search(q, limit=10)))
+            cpu.append((time.thread_time() - c0) * 1000)
+    return wall, cpu
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished children (the converter workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _tool_ms(index: Any, settings: Any, keys: list[str]) -> dict[str, float]:
@@ -225,7 +240,9 @@ def measure(work: Path, n: int, source: TextSource, repeat: int) -> dict[str, An
     shutil.rmtree(home, ignore_errors=True)
     settings = Settings()
     index = Index.open(home, settings)
+    cpu0 = _cpu_s()
     report = index_library(open_library(folder=folder), index, progress=False)
+    cpu = _cpu_s() - cpu0
     out: dict[str, Any] = {"papers": n, "errors": len(report.errors)}
     pages = sum(
         index.bundle(d.doc_key).toc.pages or 0 for d in index.documents() if d.status == "done"
@@ -235,6 +252,7 @@ def measure(work: Path, n: int, source: TextSource, repeat: int) -> dict[str, An
         pages=pages, chunks=chunks, cold_index_s=round(report.seconds, 1),
         pages_per_s=round(pages / report.seconds, 2),
         chunks_per_s=round(chunks / report.seconds, 2),
+        cold_index_cpu_s=round(cpu, 1), pages_per_cpu_s=round(pages / cpu, 2),
         cold_index_steps_s=report.to_json()["timings"],
         peak_rss_mb_indexer=_rss_mb(resource.RUSAGE_SELF),
         peak_rss_mb_converter=_rss_mb(resource.RUSAGE_CHILDREN),
@@ -250,8 +268,9 @@ def measure(work: Path, n: int, source: TextSource, repeat: int) -> dict[str, An
         _link(work / "pdfs" / f"paper-{i:05d}.pdf", folder / f"paper-{i:05d}.pdf")
     added = index_library(open_library(folder=folder), index, progress=False)
     out[f"add_{ADDED}_papers_s"] = round(added.seconds, 1)
-    ms = _search_ms(index, source.queries, repeat)
+    ms, cpu_ms = _search_ms(index, source.queries, repeat)
     out["search_warm_ms_p50"], out["search_warm_ms_p95"] = _p(ms, 0.5), _p(ms, 0.95)
+    out["search_cpu_ms_p50"] = _p(cpu_ms, 0.5)
     keys = [it.key for it in index.items()]
     sample = random.Random(n).sample(keys, min(20, len(keys)))
     out.update(_tool_ms(index, settings, sample))
@@ -310,8 +329,9 @@ def measure_server(work: Path, n: int, source: TextSource, repeat: int) -> dict[
             settings = Settings.model_validate({"index": {"chroma": chroma}})
             index = Index.open(home, settings)
             report = index_library(open_library(folder=folder), index, progress=False)
-            ms = _search_ms(index, source.queries, repeat)
+            ms, cpu_ms = _search_ms(index, source.queries, repeat)
             out[mode] = {
+                "search_cpu_ms_p50": _p(cpu_ms, 0.5),
                 "index_from_bundles_s": round(report.seconds, 1),
                 "steps_s": report.to_json()["timings"],
                 "search_warm_ms_p50": _p(ms, 0.5), "search_warm_ms_p95": _p(ms, 0.95),
@@ -324,7 +344,8 @@ def extrapolate(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Each figure at 10k/20k papers from the growth between the two largest sizes
     (a power law through them; linear when only one size was measured)."""
     keys = ["cold_index_s", "reindex_no_change_s_median", f"add_{ADDED}_papers_s",
-            "search_warm_ms_p50", "search_warm_ms_p95", "get_document_toc_ms_p50",
+            "search_warm_ms_p50", "search_warm_ms_p95", "search_cpu_ms_p50",
+            "get_document_toc_ms_p50",
             "read_document_ms_p50", "peak_rss_mb_indexer"]  # fmt: skip
     a, b = (rows[-2], rows[-1]) if len(rows) > 1 else (None, rows[-1])
     steps = dict(b["cold_index_steps_s"])
