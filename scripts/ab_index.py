@@ -64,6 +64,7 @@ def _run(code: Path, kind: str, source: str) -> dict:
         out = subprocess.run(
             [sys.executable, "-c", CHILD, kind, source, home, json.dumps(QUERIES)],
             env=env, capture_output=True, text=True, check=True,
+            cwd=code,  # `python -c` puts the working directory first on sys.path
         ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
