@@ -23,10 +23,11 @@ each, so memory grows with the worker count, never with the library. Each worker
 pages it has read through shared memory: the progress bar shows them, and the timeout counts
 time *without progress*, so a 600-page thesis converts while a stuck page is still stopped.
 
-Embedding and writing go by groups of documents (`EMBED_GROUP` passages): one encode call over
-the group (sentence-transformers sorts its texts by length, so batches pad little), one
-transaction marking the group `indexing`, one vector delete and upsert, one transaction writing
-every chunk row. Steps 2–4 above then hold for the group as a whole.
+Embedding and writing go by groups of documents (`EMBED_GROUP` passages): the group's passages
+are sorted by length and embedded in slices (little padding in a batch, and torch's thread
+count re-measured per slice, see `_ThreadTuner`); then one transaction marks the group
+`indexing`, one vector delete and upsert, one transaction writes every chunk row. Steps 2–4
+above then hold for the group as a whole.
 
 Whatever goes wrong with one document is one plain line in the report (`ingest.problems`);
 what a reader should know about a document that did convert (bytes replaced, markup
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
 
 CONVERT_TIMEOUT = 120.0  # seconds a conversion may go without reading another page
 EMBED_GROUP = 256  # passages embedded and written together (several documents' worth)
+EMBED_SLICE = 64  # passages per embedding call (a group sorted by length, then sliced)
 MAX_AUTO_WORKERS = 8
 _SLOT = 4  # shared progress values per worker: job id, pages read, pages in all, heartbeats
 _POLL = 0.5  # how often the worker's progress is looked at while waiting
@@ -670,12 +672,9 @@ def _write_group(
     """Embed a group of documents in one call, then write it (see the module docstring)."""
     catalog = index.catalog
     texts = [t for r in group for t in r.texts]
-    threads = tuner.pick()
     t0 = time.perf_counter()
-    vectors = index.embedder.embed(texts, threads=threads)
-    seconds = time.perf_counter() - t0
-    tuner.record(threads, texts, seconds)
-    report._add("embed", seconds)
+    vectors = _embed_sorted(texts, index, tuner)
+    report._add("embed", time.perf_counter() - t0)
     t0 = time.perf_counter()
     records = [r.doc.record for r in group]
     keys = [rec.doc_key for rec in records]
@@ -692,6 +691,24 @@ def _write_group(
             report.converted += 1
         else:
             report.reused += 1
+
+
+def _embed_sorted(texts: list[str], index: Index, tuner: _ThreadTuner) -> list[list[float]]:
+    """Vectors of `texts` (in order), embedded longest first in slices of `EMBED_SLICE`:
+    texts of a length share a batch (little padding), and each slice lets the tuner measure
+    and pick torch's thread count again."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    vectors: list[list[float]] = [[] for _ in texts]
+    for start in range(0, len(order), EMBED_SLICE):
+        part = order[start : start + EMBED_SLICE]
+        batch = [texts[i] for i in part]
+        threads = tuner.pick()
+        t0 = time.perf_counter()
+        got = index.embedder.embed(batch, threads=threads)
+        tuner.record(threads, batch, time.perf_counter() - t0)
+        for i, v in zip(part, got, strict=True):
+            vectors[i] = v
+    return vectors
 
 
 class _ThreadTuner:
