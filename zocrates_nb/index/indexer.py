@@ -69,7 +69,11 @@ CONVERT_TIMEOUT = 120.0  # seconds a conversion may go without reading another p
 EMBED_GROUP = 256  # passages embedded and written together (several documents' worth)
 EMBED_SLICE = 64  # passages per embedding call (a group sorted by length, then sliced)
 MAX_AUTO_WORKERS = 8
-_SLOT = 4  # shared progress values per worker: job id, pages read, pages in all, heartbeats
+# Shared progress values per worker: its pid, job id, pages read, pages in all, heartbeats.
+_SLOT = 5
+# Documents a converter process handles before it is replaced: whatever a converter library
+# leaks on odd PDFs is returned to the system, so memory stays bounded on any library size.
+TASKS_PER_WORKER = 40
 _POLL = 0.5  # how often the worker's progress is looked at while waiting
 # Plain text and Markdown convert in microseconds: not worth a trip to the worker process.
 _IN_PROCESS_KINDS = frozenset({"markdown", "text"})
@@ -403,13 +407,28 @@ _PROGRESS: Any = None
 _BASE = 0
 
 
-def _init_worker(progress: Any, claimed: Any) -> None:
-    """Each worker claims the next free slot of the shared progress array."""
+def _init_worker(progress: Any, lock: Any) -> None:
+    """Each worker claims a slot of the shared progress array: a free one, or that of a
+    worker that has exited (the pool replaces workers as they finish their tasks)."""
     global _PROGRESS, _BASE
-    with claimed.get_lock():
-        slot = int(claimed.value)
-        claimed.value = slot + 1
-    _PROGRESS, _BASE = progress, _SLOT * slot
+    with lock:
+        for base in range(0, len(progress), _SLOT):
+            pid = int(progress[base])
+            if pid == 0 or not _alive(pid):
+                progress[base : base + _SLOT] = [os.getpid(), 0, 0, 0, 0]
+                _PROGRESS, _BASE = progress, base + 1
+                return
+    _PROGRESS = None  # no slot: conversions still run, only without page progress
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 def _convert_to_cache(
@@ -486,12 +505,11 @@ class _Converter:
             return
         if self._pool is None:
             context = multiprocessing.get_context("spawn")
-            # Slots for every process the pool may ever start (it replaces none, but be safe).
-            self._progress = context.Array("q", _SLOT * self.workers * 2, lock=False)
-            claimed = context.Value("i", 0)
+            # Room for replacements starting before their predecessors have been reaped.
+            self._progress = context.Array("q", _SLOT * self.workers * 4, lock=False)
             self._pool = cf.ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=context, initializer=_init_worker,
-                initargs=(self._progress, claimed),
+                initargs=(self._progress, context.Lock()), max_tasks_per_child=TASKS_PER_WORKER,
             )
         job = len(self._jobs) + 1
         self._jobs[sha] = job
@@ -510,7 +528,7 @@ class _Converter:
         shared, job = self._progress, self._jobs.get(sha)
         if shared is None or job is None:
             return None
-        for b in range(0, len(shared), _SLOT):
+        for b in range(1, len(shared), _SLOT):
             if shared[b] == job:
                 return int(shared[b + 1]), int(shared[b + 2]), int(shared[b + 3])
         return None
