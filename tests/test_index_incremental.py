@@ -330,10 +330,11 @@ RUNNER = """
 import json, sys
 from pathlib import Path
 from zocrates_nb.config import Settings
-from zocrates_nb.index import Index, index_library
+from zocrates_nb.index import Index, index_library, indexer
 from zocrates_nb.library import read_folder
 
 if __name__ == "__main__":
+    indexer.EMBED_GROUP = 8  # passages per group: small, so the kill lands between groups
     library = read_folder(Path(sys.argv[1]))
     index = Index.open(Path(sys.argv[2]), Settings())
     report = index_library(library, index, progress=False)
@@ -449,3 +450,31 @@ def test_converter_upgrade_reconverts_every_converted_document(
 
     again = index_library(b.library, index, progress=False)
     assert (again.converted, again.reused, again.unchanged) == (0, 0, 4)
+
+
+def test_converter_workers_claim_free_or_abandoned_progress_slots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Workers are replaced every TASKS_PER_WORKER documents (bounded memory): a new one takes
+    a free slot or that of an exited worker, never a live worker's."""
+    import threading
+
+    from zocrates_nb.index import indexer
+
+    monkeypatch.setattr(indexer, "_PROGRESS", None)  # restored after: this process converts too
+    monkeypatch.setattr(indexer, "_BASE", 0)
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    shared = [0] * (indexer._SLOT * 3)
+    shared[0] = os.getppid()  # slot 0: a live process
+    shared[indexer._SLOT] = dead.pid  # slot 1: a process that has exited
+    lock = threading.Lock()
+    indexer._init_worker(shared, lock)
+    assert indexer._BASE == indexer._SLOT + 1 and shared[indexer._SLOT] == os.getpid()
+    indexer._init_worker(shared, lock)  # the next free one
+    assert indexer._BASE == 2 * indexer._SLOT + 1
+    shared[2 * indexer._SLOT] = os.getppid()
+    shared[indexer._SLOT] = os.getppid()
+    indexer._init_worker(shared, lock)  # none left: converts without page progress
+    assert indexer._PROGRESS is None

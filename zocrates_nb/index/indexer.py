@@ -15,11 +15,19 @@ A run interrupted between 2 and 4 leaves the document `indexing`: its vectors ar
 the index is next opened and the next run redoes it. A new version that fails to convert leaves
 the previous good version searchable (the error is reported, and retried when the file changes).
 
-PDF and HTML conversion runs in one worker process (spawn: never fork a process that has loaded
-torch), so it overlaps embedding in this process and a pathological PDF can be timed out and
-reported; Markdown and plain text convert in-process. The worker reports the pages it has read
-through shared memory: the progress bar shows them, and the timeout counts time *without
-progress*, so a 600-page thesis converts while a stuck page is still stopped.
+PDF and HTML conversion runs in a pool of worker processes, one per core by default
+(`index.convert_workers`; spawn: never fork a process that has loaded torch), so it overlaps
+embedding in this process and a pathological PDF can be timed out and reported; Markdown and
+plain text convert in-process. Workers write bundles to the on-disk cache and hold one document
+each, so memory grows with the worker count, never with the library. Each worker reports the
+pages it has read through shared memory: the progress bar shows them, and the timeout counts
+time *without progress*, so a 600-page thesis converts while a stuck page is still stopped.
+
+Embedding and writing go by groups of documents (`EMBED_GROUP` passages): the group's passages
+are sorted by length and embedded in slices (little padding in a batch, and torch's thread
+count re-measured per slice, see `_ThreadTuner`); then one transaction marks the group
+`indexing`, one vector delete and upsert, one transaction writes every chunk row. Steps 2–4
+above then hold for the group as a whole.
 
 Whatever goes wrong with one document is one plain line in the report (`ingest.problems`);
 what a reader should know about a document that did convert (bytes replaced, markup
@@ -58,6 +66,14 @@ if TYPE_CHECKING:
     from zocrates_nb.index.store import Index
 
 CONVERT_TIMEOUT = 120.0  # seconds a conversion may go without reading another page
+EMBED_GROUP = 256  # passages embedded and written together (several documents' worth)
+EMBED_SLICE = 64  # passages per embedding call (a group sorted by length, then sliced)
+MAX_AUTO_WORKERS = 8
+# Shared progress values per worker: its pid, job id, pages read, pages in all, heartbeats.
+_SLOT = 5
+# Documents a converter process handles before it is replaced: whatever a converter library
+# leaks on odd PDFs is returned to the system, so memory stays bounded on any library size.
+TASKS_PER_WORKER = 40
 _POLL = 0.5  # how often the worker's progress is looked at while waiting
 # Plain text and Markdown convert in microseconds: not worth a trip to the worker process.
 _IN_PROCESS_KINDS = frozenset({"markdown", "text"})
@@ -79,11 +95,18 @@ class IndexReport:
     unchanged: int = 0
     removed: int = 0
     seconds: float = 0.0
+    # Where the time went (wall seconds in this process): waiting for conversions, chunking,
+    # embedding, writing SQLite + Chroma + bundles. What a scale benchmark extrapolates from.
+    timings: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["seconds"] = round(self.seconds, 2)
+        out["timings"] = {k: round(v, 2) for k, v in self.timings.items()}
         return out
+
+    def _add(self, step: str, seconds: float) -> None:
+        self.timings[step] = self.timings.get(step, 0.0) + seconds
 
 
 @dataclass
@@ -378,14 +401,34 @@ def _note_doc(note: Note, item: Item | None, salt: list[Any]) -> _Doc:
 # -- running ------------------------------------------------------------------------------
 
 
-# In the converter process: [job id, pages read, pages in all, heartbeats] of the file being
-# converted, shared with the indexing process (set by `_init_worker`).
+# In a converter process: its slot [job id, pages read, pages in all, heartbeats] of the
+# shared array, about the file it converts (set by `_init_worker`).
 _PROGRESS: Any = None
+_BASE = 0
 
 
-def _init_worker(progress: Any) -> None:
-    global _PROGRESS
-    _PROGRESS = progress
+def _init_worker(progress: Any, lock: Any) -> None:
+    """Each worker claims a slot of the shared progress array: a free one, or that of a
+    worker that has exited (the pool replaces workers as they finish their tasks)."""
+    global _PROGRESS, _BASE
+    with lock:
+        for base in range(0, len(progress), _SLOT):
+            pid = int(progress[base])
+            if pid == 0 or not _alive(pid):
+                progress[base : base + _SLOT] = [os.getpid(), 0, 0, 0, 0]
+                _PROGRESS, _BASE = progress, base + 1
+                return
+    _PROGRESS = None  # no slot: conversions still run, only without page progress
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 def _convert_to_cache(
@@ -395,14 +438,14 @@ def _convert_to_cache(
     """Runs in the converter process: bundle written to `out_dir`; else a one-line error."""
     from zocrates_nb.ingest import convert_file
 
-    shared = _PROGRESS
+    shared, b = _PROGRESS, _BASE
 
     def progress(done: int, total: int) -> None:
         if shared is not None:
-            shared[1], shared[2], shared[3] = done, total, shared[3] + 1
+            shared[b + 1], shared[b + 2], shared[b + 3] = done, total, shared[b + 3] + 1
 
     if shared is not None:
-        shared[0], shared[1], shared[2], shared[3] = job, 0, 0, 0
+        shared[b], shared[b + 1], shared[b + 2], shared[b + 3] = job, 0, 0, 0
     try:
         bundle = convert_file(
             Path(path),
@@ -418,17 +461,21 @@ def _convert_to_cache(
 
 
 class _Converter:
-    """One spawn-context worker process converting files while this process embeds.
+    """A pool of spawn-context worker processes converting files while this process embeds.
 
-    Every file to convert is queued up front, so the worker finishes early and leaves both
-    cores to the embedding; a stuck or crashed conversion kills the worker, is reported, and
-    the rest is queued again on a fresh one.
+    Every file to convert is queued up front in processing order (the pool hands them out in
+    that order), so the document this process waits for is always being converted, and the
+    workers finish early and leave the cores to the embedding; a stuck or crashed conversion
+    kills the pool, is reported, and the rest is queued again on a fresh one.
     """
 
-    def __init__(self, index: Index, docs: list[_Doc], max_pages: int, timeout: float) -> None:
+    def __init__(
+        self, index: Index, docs: list[_Doc], max_pages: int, timeout: float, workers: int = 1
+    ) -> None:
         self.index = index
         self.max_pages = max_pages
         self.timeout = timeout
+        self.workers = max(1, workers)
         self._pool: cf.ProcessPoolExecutor | None = None
         self._futures: dict[str, cf.Future[str | None]] = {}
         self._jobs: dict[str, int] = {}  # sha → job id, to match the worker's progress
@@ -458,10 +505,11 @@ class _Converter:
             return
         if self._pool is None:
             context = multiprocessing.get_context("spawn")
-            self._progress = context.Array("q", 4, lock=False)
+            # Room for replacements starting before their predecessors have been reaped.
+            self._progress = context.Array("q", _SLOT * self.workers * 4, lock=False)
             self._pool = cf.ProcessPoolExecutor(
-                max_workers=1, mp_context=context, initializer=_init_worker,
-                initargs=(self._progress,),
+                max_workers=self.workers, mp_context=context, initializer=_init_worker,
+                initargs=(self._progress, context.Lock()), max_tasks_per_child=TASKS_PER_WORKER,
             )
         job = len(self._jobs) + 1
         self._jobs[sha] = job
@@ -477,10 +525,13 @@ class _Converter:
 
     def _pages(self, sha: str) -> tuple[int, int, int] | None:
         """(pages read, pages in all, heartbeats) while the worker converts this document."""
-        shared = self._progress
-        if shared is None or shared[0] != self._jobs.get(sha):
+        shared, job = self._progress, self._jobs.get(sha)
+        if shared is None or job is None:
             return None
-        return int(shared[1]), int(shared[2]), int(shared[3])
+        for b in range(1, len(shared), _SLOT):
+            if shared[b] == job:
+                return int(shared[b + 1]), int(shared[b + 2]), int(shared[b + 3])
+        return None
 
     def convert(
         self, doc: _Doc, on_progress: Callable[[int, int], None] | None = None
@@ -546,6 +597,22 @@ class _Converter:
         pool.shutdown(wait=not kill, cancel_futures=True)
 
 
+@dataclass
+class _Ready:
+    """A document converted and chunked, waiting for its group to be embedded and written."""
+
+    doc: _Doc
+    bundle: Bundle
+    chunks: list[Chunk]
+    texts: list[str]
+    converted: bool
+
+
+def convert_workers(configured: int) -> int:
+    """How many conversion processes: as configured, else one per usable core (at most 8)."""
+    return configured if configured > 0 else min(_cores(), MAX_AUTO_WORKERS)
+
+
 def _run(
     todo: list[_Doc],
     index: Index,
@@ -559,9 +626,18 @@ def _run(
     settings = index.settings.index
     tuner = _ThreadTuner(_cores())
     fresh = {id(d) for d in todo if not Bundle.exists(index.bundle_cache_dir(str(d.record.sha256)))}
-    converter = _Converter(index, todo, max_pages, timeout)
+    workers = min(convert_workers(settings.convert_workers), max(len(fresh), 1))
+    converter = _Converter(index, todo, max_pages, timeout, workers)
     converter.prefetch()
     bar = tqdm(total=len(todo), desc="indexing", unit="doc", disable=not progress)
+    group: list[_Ready] = []
+
+    def flush() -> None:
+        if group:
+            _write_group(group, index, report, tuner, fresh)
+            bar.update(len(group))
+            group.clear()
+
     finished = False
     try:
         for doc in todo:
@@ -572,6 +648,7 @@ def _run(
                 if total >= 50:  # long documents: show the pages as they are read
                     bar.set_postfix_str(f"{title[:30]} · page {done:,}/{total:,}")
 
+            t0 = time.perf_counter()
             try:
                 bundle, converted = _obtain(doc, index, converter, pages)
             except _Failed as e:
@@ -581,6 +658,9 @@ def _run(
                 report.errors.append(_line(rec, "error", str(e)))
                 bar.update(1)
                 continue
+            finally:
+                report._add("convert_wait", time.perf_counter() - t0)
+            t0 = time.perf_counter()
             report.warnings.extend(_line(rec, "warning", w) for w in bundle.toc.warnings)
             bundle = _with_meta(bundle, doc.meta)
             chunks = chunk_bundle(
@@ -593,26 +673,60 @@ def _run(
                 venue=doc.meta.venue,
                 tags=doc.meta.tags,
             )
-            texts = [passage_text(c) for c in chunks]
-            threads = tuner.pick()
-            t0 = time.perf_counter()
-            vectors = index.embedder.embed(texts, threads=threads)
-            tuner.record(threads, texts, time.perf_counter() - t0)
-            # From here to finish_document the document is `indexing` (see module docstring).
-            catalog.begin_document(rec)
-            index.dense.delete_documents([rec.doc_key])
-            bundle.save(index.document_dir(rec.doc_key))
-            index.dense.upsert(chunks, vectors)
-            catalog.finish_document(rec, doc.fingerprint, chunks)
-            if converted or id(doc) in fresh:
-                report.converted += 1
-            else:
-                report.reused += 1
-            bar.update(1)
+            group.append(_Ready(doc, bundle, chunks, [passage_text(c) for c in chunks], converted))
+            report._add("chunk", time.perf_counter() - t0)
+            if sum(len(r.texts) for r in group) >= EMBED_GROUP:
+                flush()
+        flush()
         finished = True
     finally:
         bar.close()
         converter.close(kill=not finished)
+
+
+def _write_group(
+    group: list[_Ready], index: Index, report: IndexReport, tuner: _ThreadTuner, fresh: set[int]
+) -> None:
+    """Embed a group of documents in one call, then write it (see the module docstring)."""
+    catalog = index.catalog
+    texts = [t for r in group for t in r.texts]
+    t0 = time.perf_counter()
+    vectors = _embed_sorted(texts, index, tuner)
+    report._add("embed", time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    records = [r.doc.record for r in group]
+    keys = [rec.doc_key for rec in records]
+    # From here to finish_documents the group is `indexing` (see module docstring).
+    catalog.begin_documents(records)
+    index.dense.delete_documents(keys)
+    for r in group:
+        r.bundle.save(index.document_dir(r.doc.record.doc_key))
+    index.dense.upsert([c for r in group for c in r.chunks], vectors)
+    catalog.finish_documents([(r.doc.record, r.doc.fingerprint, r.chunks) for r in group])
+    report._add("write", time.perf_counter() - t0)
+    for r in group:
+        if r.converted or id(r.doc) in fresh:
+            report.converted += 1
+        else:
+            report.reused += 1
+
+
+def _embed_sorted(texts: list[str], index: Index, tuner: _ThreadTuner) -> list[list[float]]:
+    """Vectors of `texts` (in order), embedded longest first in slices of `EMBED_SLICE`:
+    texts of a length share a batch (little padding), and each slice lets the tuner measure
+    and pick torch's thread count again."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    vectors: list[list[float]] = [[] for _ in texts]
+    for start in range(0, len(order), EMBED_SLICE):
+        part = order[start : start + EMBED_SLICE]
+        batch = [texts[i] for i in part]
+        threads = tuner.pick()
+        t0 = time.perf_counter()
+        got = index.embedder.embed(batch, threads=threads)
+        tuner.record(threads, batch, time.perf_counter() - t0)
+        for i, v in zip(part, got, strict=True):
+            vectors[i] = v
+    return vectors
 
 
 class _ThreadTuner:

@@ -417,23 +417,41 @@ class Catalog:
 
     def begin_document(self, doc: DocumentRecord) -> None:
         """Mark a document `indexing` and drop its chunks: the first step of a (re)index."""
+        self.begin_documents([doc])
+
+    def finish_document(self, doc: DocumentRecord, fingerprint: str, chunks: list[Chunk]) -> None:
+        """Write chunks (and, by trigger, their FTS rows) and mark the document done: atomic."""
+        self.finish_documents([(doc, fingerprint, chunks)])
+
+    def begin_documents(self, docs: Sequence[DocumentRecord]) -> None:
+        """`begin_document` for a group of documents, in one transaction."""
         with self.transaction() as db:
-            db.execute("DELETE FROM chunks WHERE attachment_key = ?", (doc.doc_key,))
-            db.execute(
+            db.executemany(
+                "DELETE FROM chunks WHERE attachment_key = ?", [(d.doc_key,) for d in docs]
+            )
+            db.executemany(
                 "INSERT OR REPLACE INTO documents(doc_key, item_key, kind, title, file, sha256,"
                 " file_size, file_mtime_ns, version, fingerprint, attempt_fingerprint, status,"
                 " error, bundle_dir, n_chunks, indexed_at)"
                 " VALUES (?,?,?,?,?,?,?,?,?,NULL,NULL,'indexing','',?,0,NULL)",
-                (
-                    doc.doc_key, doc.item_key, doc.kind, doc.title, doc.file, doc.sha256,
-                    doc.file_size, doc.file_mtime_ns, doc.version, doc.bundle_dir,
-                ),
+                [
+                    (
+                        d.doc_key, d.item_key, d.kind, d.title, d.file, d.sha256, d.file_size,
+                        d.file_mtime_ns, d.version, d.bundle_dir,
+                    )
+                    for d in docs
+                ],
             )
 
-    def finish_document(self, doc: DocumentRecord, fingerprint: str, chunks: list[Chunk]) -> None:
-        """Write chunks (and, by trigger, their FTS rows) and mark the document done: atomic."""
+    def finish_documents(
+        self, done: Sequence[tuple[DocumentRecord, str, list[Chunk]]]
+    ) -> None:
+        """`finish_document` for a group (record, fingerprint, chunks): one transaction, so
+        the whole group becomes searchable at once."""
         with self.transaction() as db:
-            db.execute("DELETE FROM chunks WHERE attachment_key = ?", (doc.doc_key,))
+            db.executemany(
+                "DELETE FROM chunks WHERE attachment_key = ?", [(d.doc_key,) for d, _f, _c in done]
+            )
             db.executemany(
                 "INSERT INTO chunks(chunk_id, item_key, attachment_key, line_start, line_end,"
                 " section, section_id, chunk_type, title, authors, year, page, page_end, text)"
@@ -444,19 +462,23 @@ class Catalog:
                         c.section, c.section_id, c.chunk_type, c.title, json.dumps(c.authors),
                         c.year, c.page, c.page_end, c.text,
                     )
+                    for _d, _f, chunks in done
                     for c in chunks
                 ],
             )
-            db.execute(
+            now = _now()
+            db.executemany(
                 "INSERT OR REPLACE INTO documents(doc_key, item_key, kind, title, file, sha256,"
                 " file_size, file_mtime_ns, version, fingerprint, attempt_fingerprint, status,"
                 " error, bundle_dir, n_chunks, indexed_at)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,NULL,'done','',?,?,?)",
-                (
-                    doc.doc_key, doc.item_key, doc.kind, doc.title, doc.file, doc.sha256,
-                    doc.file_size, doc.file_mtime_ns, doc.version, fingerprint, doc.bundle_dir,
-                    len(chunks), _now(),
-                ),
+                [
+                    (
+                        d.doc_key, d.item_key, d.kind, d.title, d.file, d.sha256, d.file_size,
+                        d.file_mtime_ns, d.version, fingerprint, d.bundle_dir, len(chunks), now,
+                    )
+                    for d, fingerprint, chunks in done
+                ],
             )
 
     def touch_document(self, doc: DocumentRecord) -> None:
@@ -493,6 +515,10 @@ class Catalog:
 
     def chunk_count(self) -> int:
         return int(self.query("SELECT count(*) AS n FROM chunks")[0]["n"])
+
+    def has_chunks(self) -> bool:
+        """Whether any chunk exists, in constant time (a search asks it every time)."""
+        return bool(self.query("SELECT EXISTS (SELECT 1 FROM chunks) AS x")[0]["x"])
 
     def chunk_ids(self, doc_key: str | None = None) -> list[str]:
         if doc_key is None:

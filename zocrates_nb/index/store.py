@@ -24,7 +24,13 @@ from zocrates_nb.config import Settings, load_settings
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.index.dedup import distinct
 from zocrates_nb.index.dense import DenseStore
-from zocrates_nb.index.embedder import Embedder, model_name
+from zocrates_nb.index.embedder import (
+    DEFAULT_MODEL,
+    REMOTE_PREFIX,
+    EmbeddingBackend,
+    embedding_identity,
+    make_embedder,
+)
 from zocrates_nb.index.fusion import RRF_K, rrf
 from zocrates_nb.index.lexical import Catalog
 from zocrates_nb.index.model import (
@@ -70,7 +76,7 @@ class Index:
         self.catalog = Catalog(self.index_dir / CATALOG_FILE)
         self._dense: DenseStore | None = None
         self._generation: str | None = None  # the writers' generation `_dense` was opened at
-        self._embedder: Embedder | None = None
+        self._embedder: EmbeddingBackend | None = None
         self.purge_unfinished()
 
     @classmethod
@@ -99,14 +105,20 @@ class Index:
 
     @property
     def configured_model(self) -> str:
-        return model_name(self.settings.index.embedding_model)
+        """The identity of the configured embedding (a model name, or `openai-compatible:…`)."""
+        return embedding_identity(self.settings.index)
 
     @property
-    def embedder(self) -> Embedder:
+    def offline_model_name(self) -> str:
+        """A local sentence model for the offline engine: the index's own when it is local."""
+        name = self.model_name
+        return DEFAULT_MODEL if name.startswith(REMOTE_PREFIX) else name
+
+    @property
+    def embedder(self) -> EmbeddingBackend:
+        """The backend that produced the stored vectors (queries must match them)."""
         if self._embedder is None or self._embedder.name != self.model_name:
-            self._embedder = Embedder(
-                self.model_name, precision=self.settings.index.embedding_precision
-            )
+            self._embedder = make_embedder(self.settings.index, self.model_name)
         return self._embedder
 
     @property
@@ -265,7 +277,7 @@ class Index:
         )
 
     def _dense_ranking(self, query: str, flt: SearchFilter, depth: int) -> list[str]:
-        if self.catalog.chunk_count() == 0:
+        if not self.catalog.has_chunks():  # not count(*): that scans every chunk row
             return []
         vector = self.embedder.embed_query(query)
         return [chunk_id for chunk_id, _dist in self.dense.query(vector, flt, depth)]

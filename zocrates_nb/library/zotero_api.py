@@ -4,11 +4,17 @@ One paged `items?includeTrashed=1` request stream gives every item with its tras
 so children of trashed items can be dropped exactly as in the data-dir reader; one
 more stream gives the collections. Files come from Zotero's own storage (local API)
 or are downloaded once into `download_dir/<KEY>/` (skipped while the md5 matches).
+
+Web API reads are incremental when there is a `download_dir`: the records of the last read
+are kept there with the library version they were read at (`.sync-<library>.json`), and the
+next read asks only for what changed since (`items?since=`, `collections?since=`,
+`deleted?since=`). An unchanged library costs one request, not one per hundred items.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -132,17 +138,56 @@ class _ApiReader:
         self.download_dir = download_dir
         self.where = "local API" if self.local else "Web API"
 
-    def read(self) -> Library:
+    def _fetch(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(item records, collection records): everything, or what changed since the last
+        read merged into its kept records (Web API with a download_dir)."""
         zot = self.zot
         # The Web API pages at most 100; the local API can send everything at once.
         limit = None if self.local else 100
-        raw_items = zot.everything(zot.items(includeTrashed=1, limit=limit))
-        raw_collections = zot.everything(zot.collections(limit=limit))
+        state = self._state_file()
+        if state is None:
+            items = zot.everything(zot.items(includeTrashed=1, limit=limit))
+            collections = zot.everything(zot.collections(limit=limit))
+            return [r.get("data", r) for r in items], [r.get("data", r) for r in collections]
+        kept = _load_sync(state)
+        version = int(zot.last_modified_version())
+        if kept is not None and kept["version"] == version:
+            return list(kept["items"].values()), list(kept["collections"].values())
+        if kept is None:
+            items_by_key: dict[str, dict[str, Any]] = {}
+            cols_by_key: dict[str, dict[str, Any]] = {}
+            since: dict[str, Any] = {}
+        else:
+            items_by_key, cols_by_key = kept["items"], kept["collections"]
+            since = {"since": kept["version"]}
+        for r in zot.everything(zot.items(includeTrashed=1, limit=limit, **since)):
+            d = r.get("data", r)
+            items_by_key[d["key"]] = d
+        for r in zot.everything(zot.collections(limit=limit, **since)):
+            d = r.get("data", r)
+            cols_by_key[d["key"]] = d
+        if since:  # emptied from the trash or deleted outright since the last read
+            gone = zot.deleted(**since) or {}
+            for key in gone.get("items") or []:
+                items_by_key.pop(key, None)
+            for key in gone.get("collections") or []:
+                cols_by_key.pop(key, None)
+        _save_sync(state, version, items_by_key, cols_by_key)
+        return list(items_by_key.values()), list(cols_by_key.values())
+
+    def _state_file(self) -> Path | None:
+        if self.local or self.download_dir is None:
+            return None
+        zot = self.zot
+        return self.download_dir / f".sync-{zot.library_type}-{zot.library_id}.json"
+
+    def read(self) -> Library:
+        zot = self.zot
+        records, raw_collections = self._fetch()
         prefix = f"{zot.library_type}/{zot.library_id}"
         library = Library(source=("zotero-local:" if self.local else "zotero-web:") + prefix)
         trashed_collections = self._collections(library, raw_collections)
 
-        records = [r.get("data", r) for r in raw_items]
         by_key = {d["key"]: d for d in records}
 
         def trashed(d: dict[str, Any]) -> bool:
@@ -295,6 +340,28 @@ class _ApiReader:
             cache = folder / FT_CACHE
             _write_atomic(cache, content.encode("utf-8"))
             att.fulltext_cache = cache
+
+
+def _load_sync(path: Path) -> dict[str, Any] | None:
+    """The records of the last read, or None (absent or unreadable: read everything)."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = (
+        isinstance(data, dict)
+        and isinstance(data.get("version"), int)
+        and isinstance(data.get("items"), dict)
+        and isinstance(data.get("collections"), dict)
+    )
+    return data if ok else None
+
+
+def _save_sync(
+    path: Path, version: int, items: dict[str, Any], collections: dict[str, Any]
+) -> None:
+    body = {"version": version, "items": items, "collections": collections}
+    _write_atomic(path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
 
 
 def _reason(e: Exception) -> str:
