@@ -119,8 +119,11 @@ def elsewhere(
     queries = [p.text for p in parts] or [re.sub(r"\s*\(Follow-up.*$", "", goal, flags=re.S)]
     found: dict[str, tuple[float, Source]] = {}
     for q in queries:
-        own = index.search(q, SearchFilter(item_keys=list(allowed)), limit=8)
-        wide = [h for h in index.search(q, None, limit=16) if h.chunk.item_key not in inside]
+        own = index.search(q, SearchFilter(item_keys=list(allowed)), limit=8, merge_twins=False)
+        wide = [
+            h for h in index.search(q, None, limit=16, merge_twins=False)
+            if h.chunk.item_key not in inside
+        ]
         if not wide:
             continue
         sims = best_sentence_similarity(

@@ -13,6 +13,7 @@ indexing run.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import uuid
@@ -245,9 +246,12 @@ class Index:
         limit: int = 10,
         *,
         mode: SearchMode = "hybrid",
+        merge_twins: bool = True,
     ) -> list[Hit]:
         """Best chunks for `query`: BM25 and dense rankings fused by RRF, filters inside both,
-        near-duplicate passages of a paper merged (see dedup.py)."""
+        near-duplicate passages of a paper merged (see dedup.py) unless `merge_twins` is off:
+        a check that ranks papers by their best passage wants every passage (an abstract
+        merged into a longer introduction holding it scores lower than it alone)."""
         if mode not in ("hybrid", "bm25", "dense"):
             raise ValueError(f"unknown search mode {mode!r}: use hybrid, bm25 or dense")
         flt = flt or SearchFilter()
@@ -267,6 +271,8 @@ class Index:
             for f in fused
             if f.id in chunks and passes(chunks[f.id])
         )
+        if not merge_twins:
+            return list(itertools.islice(candidates, limit))
         # A larger twin takes the better place with its score (scores stay best first).
         return distinct(
             candidates,
