@@ -273,6 +273,31 @@ def test_a_conversion_timeout_is_reported_and_retried_on_request(
     assert_consistent(index)
 
 
+def test_converter_pools_are_replaced_after_their_share_without_a_stall(
+    library_builder: LibraryBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each pool converts TASKS_PER_WORKER documents per worker, then a fresh one takes over.
+    With `max_tasks_per_child` (Python 3.11) the pool stopped once its workers retired and
+    every 2 x 40th paper of a large library timed out and was reported as failed."""
+    from zocrates_nb.index import indexer
+
+    monkeypatch.setattr(indexer, "TASKS_PER_WORKER", 2)
+    b = library_builder
+    topics = ["garden", "genome", "vision", "raft", "bm25"] * 2
+    for i, topic in enumerate(topics):
+        key = f"PDF{i}"
+        b.paper(key, topic, text="", suffix=".pdf", content_type="application/pdf")
+        path = b.library.items[key].attachments[0].path
+        assert path is not None
+        _write_pdf(path, f"Printed {topic} {i}", topic_paragraphs(topic, 3, seed=i))
+    settings = Settings.model_validate({"index": {"convert_workers": 2}})
+    index = Index.open(tmp_path / "home", settings)
+    # 10 s without progress is an error; a stalled pool makes one at the fourth paper.
+    report = index_library(b.library, index, progress=False, timeout=10)
+    assert (report.errors, report.converted) == ([], len(topics))
+    assert_consistent(index)
+
+
 def test_a_new_embedding_model_re_embeds_everything_from_cached_bundles(
     library_builder: LibraryBuilder, tmp_path: Path
 ) -> None:

@@ -73,6 +73,8 @@ MAX_AUTO_WORKERS = 8
 _SLOT = 5
 # Documents a converter process handles before it is replaced: whatever a converter library
 # leaks on odd PDFs is returned to the system, so memory stays bounded on any library size.
+# (A pool is given `workers` x this many and then replaced whole: `max_tasks_per_child` hangs
+# on Python 3.11 once every task is queued up front, CPython gh-115634.)
 TASKS_PER_WORKER = 40
 _POLL = 0.5  # how often the worker's progress is looked at while waiting
 # Plain text and Markdown convert in microseconds: not worth a trip to the worker process.
@@ -409,7 +411,7 @@ _BASE = 0
 
 def _init_worker(progress: Any, lock: Any) -> None:
     """Each worker claims a slot of the shared progress array: a free one, or that of a
-    worker that has exited (the pool replaces workers as they finish their tasks)."""
+    worker that has exited."""
     global _PROGRESS, _BASE
     with lock:
         for base in range(0, len(progress), _SLOT):
@@ -466,7 +468,9 @@ class _Converter:
     Every file to convert is queued up front in processing order (the pool hands them out in
     that order), so the document this process waits for is always being converted, and the
     workers finish early and leave the cores to the embedding; a stuck or crashed conversion
-    kills the pool, is reported, and the rest is queued again on a fresh one.
+    kills the pool, is reported, and the rest is queued again on a fresh one. A pool takes
+    `TASKS_PER_WORKER` documents per worker; once it has converted them a fresh pool takes
+    the next ones.
     """
 
     def __init__(
@@ -478,6 +482,8 @@ class _Converter:
         self.workers = max(1, workers)
         self._pool: cf.ProcessPoolExecutor | None = None
         self._futures: dict[str, cf.Future[str | None]] = {}
+        self._share = TASKS_PER_WORKER * self.workers  # documents per pool
+        self._in_pool: list[cf.Future[str | None]] = []  # what the current pool was given
         self._jobs: dict[str, int] = {}  # sha → job id, to match the worker's progress
         self._progress: Any = None
         self._pending = [d for d in docs if self.needs(d)]  # in processing order
@@ -503,17 +509,18 @@ class _Converter:
         sha = str(doc.record.sha256)
         if sha in self._futures or not self.needs(doc):
             return
+        if self._pool is not None and len(self._in_pool) >= self._share:
+            return  # this pool has its share: the next one takes it (see `rotate`)
         if self._pool is None:
             context = multiprocessing.get_context("spawn")
-            # Room for replacements starting before their predecessors have been reaped.
-            self._progress = context.Array("q", _SLOT * self.workers * 4, lock=False)
+            self._progress = context.Array("q", _SLOT * self.workers, lock=False)
             self._pool = cf.ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=context, initializer=_init_worker,
-                initargs=(self._progress, context.Lock()), max_tasks_per_child=TASKS_PER_WORKER,
+                initargs=(self._progress, context.Lock()),
             )
         job = len(self._jobs) + 1
         self._jobs[sha] = job
-        self._futures[sha] = self._pool.submit(
+        self._futures[sha] = future = self._pool.submit(
             _convert_to_cache,
             str(doc.path),
             doc.content_type,
@@ -522,6 +529,19 @@ class _Converter:
             str(self._out(doc)),
             job,
         )
+        self._in_pool.append(future)
+
+    def rotate(self, doc: _Doc | None = None) -> None:
+        """Replace a pool that has converted its share with a fresh one given the next
+        documents; and make sure `doc` (about to be waited for) is given to a pool."""
+        if self._pool is None or len(self._in_pool) < self._share:
+            return
+        finished = all(f.done() for f in self._in_pool)
+        waiting = doc is not None and str(doc.record.sha256) not in self._futures
+        if finished or (waiting and doc is not None and self.needs(doc)):
+            self.close(kill=not finished)  # unfinished ones are queued again on the new pool
+            self._futures = {k: f for k, f in self._futures.items() if f.done()}
+            self.prefetch()
 
     def _pages(self, sha: str) -> tuple[int, int, int] | None:
         """(pages read, pages in all, heartbeats) while the worker converts this document."""
@@ -541,6 +561,7 @@ class _Converter:
         Waits while the worker makes progress; `timeout` seconds without a page read
         stop it."""
         self._consumed.add(id(doc))
+        self.rotate(doc)
         if doc.record.kind in _IN_PROCESS_KINDS:
             return _convert_to_cache(
                 str(doc.path),
@@ -589,6 +610,7 @@ class _Converter:
     def close(self, *, kill: bool = False) -> None:
         pool, self._pool = self._pool, None
         self._progress = None
+        self._in_pool = []
         if pool is None:
             return
         if kill:
@@ -649,6 +671,7 @@ def _run(
                     bar.set_postfix_str(f"{title[:30]} · page {done:,}/{total:,}")
 
             t0 = time.perf_counter()
+            converter.rotate()  # keep the converters ahead of this loop
             try:
                 bundle, converted = _obtain(doc, index, converter, pages)
             except _Failed as e:
