@@ -98,11 +98,12 @@ def build_beir_index(
     has no bulk "add these chunks" call, and a BEIR corpus has no files to convert.
     """
     from zocrates_nb.index import Chunk, DocumentRecord, Index
-    from zocrates_nb.index.indexer import passage_text
+    from zocrates_nb.index.passages import PASSAGE_VERSION, dense_passages
 
     corpus = directory / "corpus.jsonl"
     stamp = _fingerprint(corpus)
-    bench_home = home / "bench" / f"beir-{directory.name}-{stamp}"
+    # The cache is per corpus and per way of embedding passages (an upgrade re-embeds).
+    bench_home = home / "bench" / f"beir-{directory.name}-{stamp}-p{PASSAGE_VERSION}"
     index = Index.open(bench_home, settings)
     if index.catalog.outdated:  # the benchmark's own cache, left by an older release
         with index.writer_lock():
@@ -137,8 +138,8 @@ def build_beir_index(
                 )
                 index.catalog.finish_document(record, stamp, [chunk])
                 chunks.append(chunk)
-            vectors = index.embedder.embed([passage_text(c) for c in chunks])
-            index.dense.upsert(chunks, vectors)
+            owners, texts = dense_passages(chunks)
+            index.dense.upsert(owners, index.embedder.embed(texts))
             progress(f"indexed {min(start + _DOC_BATCH, len(docs))}/{len(docs)} documents")
     seconds = time.perf_counter() - t0
     index.catalog.set_meta("beir_index_seconds", f"{seconds:.2f}")

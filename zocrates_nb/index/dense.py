@@ -1,7 +1,9 @@
 """Chroma: one collection of chunk vectors, embedded (PersistentClient) or a `chroma run` server.
 
 Only ids, vectors and the metadata the pre-filters need (item_key, attachment_key, chunk_type,
-chunk_id) are stored; chunk text lives in SQLite. Ids are chunk ids, so upserts are idempotent.
+chunk_id) are stored; chunk text lives in SQLite. A chunk has one vector per window of its text
+(see passages.py): the first is stored under the chunk id, the others under `{chunk_id}#{n}`,
+so upserts are idempotent and the `chunk_id` metadata names the owner of every vector.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from zocrates_nb.index.embedder import ZocratesEmbeddingFunction
 from zocrates_nb.index.model import Chunk, SearchFilter
 
 _BATCH = 1000
+# Vectors fetched per chunk wanted: a body chunk has 2-3 windows, and several may be near.
+_WINDOWS_PER_CHUNK = 3
 
 
 def chroma_where(flt: SearchFilter) -> dict[str, Any] | None:
@@ -73,13 +77,21 @@ class DenseStore:
         self.collection = self._open_collection()
 
     def count(self) -> int:
-        return int(self.collection.count())
+        """Chunks that have vectors (not vectors: a chunk may have several windows)."""
+        return len(self.ids())
 
     def upsert(self, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]) -> None:
+        """Vectors by owner chunk; a chunk listed n times gets n window vectors, in order."""
+        seen: dict[str, int] = {}
+        ids = []
+        for c in chunks:
+            n = seen.get(c.chunk_id, 0)
+            seen[c.chunk_id] = n + 1
+            ids.append(c.chunk_id if n == 0 else f"{c.chunk_id}#{n}")
         for i in range(0, len(chunks), _BATCH):
             part = chunks[i : i + _BATCH]
             self.collection.upsert(
-                ids=[c.chunk_id for c in part],
+                ids=ids[i : i + _BATCH],
                 embeddings=[list(e) for e in embeddings[i : i + _BATCH]],
                 metadatas=[
                     {
@@ -98,15 +110,19 @@ class DenseStore:
             self.collection.delete(where={"attachment_key": {"$in": keys}})
 
     def ids(self, doc_keys: Sequence[str] | None = None) -> set[str]:
-        """Vector ids (of some documents, or all): for consistency checks."""
+        """Ids of the chunks that have vectors (of some documents, or all): for consistency
+        checks."""
         where = {"attachment_key": {"$in": list(doc_keys)}} if doc_keys is not None else None
         if doc_keys is not None and not doc_keys:
             return set()
         out: set[str] = set()
         offset = 0
         while True:
-            got = self.collection.get(where=where, include=[], limit=_BATCH, offset=offset)
-            out.update(got["ids"])
+            got = self.collection.get(
+                where=where, include=["metadatas"], limit=_BATCH, offset=offset
+            )
+            metas = got.get("metadatas") or [None] * len(got["ids"])
+            out.update(_owner(i, m) for i, m in zip(got["ids"], metas, strict=True))
             if len(got["ids"]) < _BATCH:
                 return out
             offset += _BATCH
@@ -114,13 +130,27 @@ class DenseStore:
     def query(
         self, embedding: Sequence[float], flt: SearchFilter, n: int
     ) -> list[tuple[str, float]]:
-        """(chunk id, cosine distance), nearest first, with the filter applied inside Chroma."""
+        """(chunk id, cosine distance of its nearest window), nearest first, at most `n`
+        chunks, with the filter applied inside Chroma."""
+        if n <= 0:
+            return []
         got = self.collection.query(
             query_embeddings=[list(embedding)],
-            n_results=n,
+            n_results=n * _WINDOWS_PER_CHUNK,
             where=chroma_where(flt),
-            include=["distances"],
+            include=["distances", "metadatas"],
         )
         ids = got["ids"][0] if got["ids"] else []
         dists = (got.get("distances") or [[]])[0] or [0.0] * len(ids)
-        return list(zip(ids, (float(d) for d in dists), strict=False))
+        metas = (got.get("metadatas") or [[]])[0] or [None] * len(ids)
+        best: dict[str, float] = {}
+        for vid, dist, meta in zip(ids, dists, metas, strict=False):
+            best.setdefault(_owner(vid, meta), float(dist))  # nearest first: keep the first
+        return list(best.items())[:n]
+
+
+def _owner(vector_id: str, meta: Any) -> str:
+    """The chunk a vector belongs to (its metadata; else the id before any `#n`)."""
+    if isinstance(meta, dict) and meta.get("chunk_id"):
+        return str(meta["chunk_id"])
+    return vector_id.split("#", 1)[0]

@@ -55,6 +55,7 @@ from tqdm.auto import tqdm
 
 from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
+from zocrates_nb.index.passages import PASSAGE_VERSION, dense_passages
 from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest import document_kind, sniff
 from zocrates_nb.ingest.bundle import Bundle
@@ -222,12 +223,6 @@ def index_library(
     return report
 
 
-def passage_text(chunk: Chunk) -> str:
-    """What is embedded for a chunk: title and heading give a passage its context."""
-    if chunk.chunk_type == "frontmatter":
-        return chunk.text
-    head = " — ".join(p for p in (chunk.title, chunk.section) if p)
-    return f"{head}\n{chunk.text}" if head else chunk.text
 
 
 # -- planning -----------------------------------------------------------------------------
@@ -283,8 +278,8 @@ def _documents(
 ) -> Iterator[_Doc]:
     settings = index.settings.index
     # The converter version makes an upgraded converter redo every converted document.
-    salt = [CHUNKER_VERSION, ingest_bundle.CONVERTER_VERSION, index.configured_model,
-            settings.chunk_min_words, settings.chunk_max_words]
+    salt = [CHUNKER_VERSION, PASSAGE_VERSION, ingest_bundle.CONVERTER_VERSION,
+            index.configured_model, settings.chunk_min_words, settings.chunk_max_words]
     for item in library.items.values():
         for att in item.attachments:
             yield _attachment_doc(att, item, index, states, salt, max_pages)
@@ -626,6 +621,7 @@ class _Ready:
     doc: _Doc
     bundle: Bundle
     chunks: list[Chunk]
+    owners: list[Chunk]  # the chunk of each text embedded (a chunk has a few windows)
     texts: list[str]
     converted: bool
 
@@ -696,7 +692,8 @@ def _run(
                 venue=doc.meta.venue,
                 tags=doc.meta.tags,
             )
-            group.append(_Ready(doc, bundle, chunks, [passage_text(c) for c in chunks], converted))
+            owners, texts = dense_passages(chunks)
+            group.append(_Ready(doc, bundle, chunks, owners, texts, converted))
             report._add("chunk", time.perf_counter() - t0)
             if sum(len(r.texts) for r in group) >= EMBED_GROUP:
                 flush()
@@ -724,7 +721,7 @@ def _write_group(
     index.dense.delete_documents(keys)
     for r in group:
         r.bundle.save(index.document_dir(r.doc.record.doc_key))
-    index.dense.upsert([c for r in group for c in r.chunks], vectors)
+    index.dense.upsert([c for r in group for c in r.owners], vectors)
     catalog.finish_documents([(r.doc.record, r.doc.fingerprint, r.chunks) for r in group])
     report._add("write", time.perf_counter() - t0)
     for r in group:
