@@ -2,8 +2,9 @@
 
     python scripts/bench_search_growth.py WORKDIR 5000,20000,80000
 
-Chunks are SciFact abstracts (../shared/corpus/beir-scifact) written through the real
-`Catalog`; vectors are random unit vectors upserted through the real `DenseStore`. Reported
+Chunks are SciFact abstracts (the test corpus's beir-scifact, located as scripts/corpus_dir.py
+says) written through the real `Catalog`; vectors are random unit vectors upserted through
+the real `DenseStore`. Reported
 per size: BM25 CPU ms p50 over 50 SciFact queries (this thread's CPU time: a loaded machine
 stretches wall time far more), the same with the query's terms found in more than 10% of the
 chunks left out (with the top-10 overlap that costs), and the dense query's wall ms p50.
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from corpus_dir import DEFAULT as CORPUS
 
 from zocrates_nb.config import ChromaSettings
 from zocrates_nb.index.dense import DenseStore
@@ -28,7 +30,7 @@ from zocrates_nb.index.lexical import BM25_WEIGHTS, Catalog
 from zocrates_nb.index.model import Chunk, DocumentRecord, SearchFilter
 from zocrates_nb.text import stem
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "beir-scifact"
+SCIFACT = CORPUS / "beir-scifact"
 PER_DOC = 40  # chunks per document (the corpus library has 41.6 per paper)
 
 
