@@ -169,12 +169,9 @@ def _rss_mb(who: int) -> float:
 
 
 def _dir_mb(path: Path) -> float:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            with contextlib.suppress(OSError):
-                total += (Path(root) / f).stat().st_size
-    return round(total / 2**20, 1)
+    from zocrates_nb.index.store import dir_size
+
+    return round(dir_size(path) / 2**20, 1)
 
 
 def _p(values: list[float], q: float) -> float:

@@ -405,9 +405,9 @@ class Index:
             ),
             "sizes": {
                 **self.catalog.sizes(),
-                "chroma": _dir_size(self.index_dir / CHROMA_DIR),
-                "bundles": _dir_size(self.home / BUNDLES_DIR),
-                "documents": _dir_size(self.home / DOCUMENTS_DIR),
+                "chroma": dir_size(self.index_dir / CHROMA_DIR),
+                "bundles": dir_size(self.home / BUNDLES_DIR),
+                "documents": dir_size(self.home / DOCUMENTS_DIR),
             },
         }
         return out
@@ -429,7 +429,8 @@ def _checker(flt: SearchFilter) -> Callable[[Chunk], bool]:
     return passes
 
 
-def _dir_size(path: Path) -> int:
+def dir_size(path: Path) -> int:
+    """Bytes of the files under `path` (files that vanish meanwhile are skipped)."""
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
