@@ -51,9 +51,10 @@ class EmbeddingServer:
     def _answer(self, body: dict[str, Any], auth: str) -> tuple[int, dict[str, Any]]:
         with self._lock:
             failure = self.failures.pop(0) if self.failures else None
-        if isinstance(failure, float):
+        if isinstance(failure, float):  # the client gave up meanwhile: nothing was served
             time.sleep(failure)
-        elif isinstance(failure, int):
+            return 504, {"error": {"message": "injected hang", "code": 504}}
+        if isinstance(failure, int):
             return failure, {"error": {"message": "injected failure", "code": failure}}
         if self.api_key is not None and auth != f"Bearer {self.api_key}":
             return 401, {"error": {"message": "invalid api key"}}
