@@ -260,9 +260,38 @@ def test_search_results_carry_attribution_and_join_the_evidence(index: Any) -> N
         assert field in top
     assert top["item_key"] == RAFT
     assert [e.chunk_id for e in kit.state.evidence] == [r["chunk_id"] for r in got["results"]]
-    assert set(kit.state.seen_chunk_ids) == {r["chunk_id"] for r in got["results"]}
+    # Seen: every passage returned, and every continuation joined to one (joining.py).
+    seen = set(kit.state.seen_chunk_ids)
+    assert {r["chunk_id"] for r in got["results"]} <= seen
+    texts = " ".join(r["text"] for r in got["results"])
+    assert all(index.chunk(c).text in texts for c in seen)
     again = kit.search_corpus("how does a leader replicate log entries to followers", limit=5)
-    assert not {r["chunk_id"] for r in again["results"]} & set(kit.state.seen_chunk_ids[:5])
+    assert not {r["chunk_id"] for r in again["results"]} & seen
+
+
+def test_the_passage_that_continues_a_hit_joins_it_within_the_character_budget(
+    index: Any,
+) -> None:
+    """Zab's answer (the prospective leader learns what it lacks from the followers' last
+    zxid) lies in the chunk after the one that matches the question best: it ranks far below
+    the ten returned passages on its own, and comes back joined to the passage it continues."""
+    question = ("When a new leader takes over, does it have to fetch committed entries it is "
+                "missing from other servers? Compare Raft with Zab.")
+    kit = _kit(index)
+    got = kit.search_corpus(question)
+    results = got["results"]
+    assert len(results) == 10 and sum(len(r["text"]) for r in results) <= 25_000
+    zab = next(r for r in results
+               if "last zxid of a follower is sufficient" in " ".join(r["text"].split()))
+    own = index.chunk(zab["chunk_id"])
+    joined = [c for c in kit.state.seen_chunk_ids if c not in {r["chunk_id"] for r in results}]
+    assert own.text in zab["text"] and len(zab["text"]) > len(own.text)
+    assert any(index.chunk(c).text in zab["text"] for c in joined)
+    evidence = next(e for e in kit.state.evidence if e.chunk_id == zab["chunk_id"])
+    assert evidence.line_end > own.line_end or evidence.line_start < own.line_start
+    # Joined chunks are read: they never come back as results of their own.
+    again = kit.search_corpus(question)
+    assert not {r["chunk_id"] for r in again["results"]} & set(joined)
 
 
 def test_item_key_forms_scope_a_search(index: Any) -> None:

@@ -8,9 +8,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from zocrates_nb.config import RetrievalSettings
+from zocrates_nb.index.model import Chunk, Hit
 from zocrates_nb.ingest.bundle import Asset, Section, Toc
 from zocrates_nb.retrieval.assets import normalize_asset_ids, resolve_asset
 from zocrates_nb.retrieval.evidence import format_authors, format_evidence, last_name
+from zocrates_nb.retrieval.joining import join_adjacent
 from zocrates_nb.retrieval.rerank import filter_substantive, is_substantive, trim_to_words
 from zocrates_nb.retrieval.state import (
     CompletionReport,
@@ -278,3 +280,38 @@ def test_outline_names_s0_by_what_it_holds() -> None:
                     Section("s1", 1, None, "References", 4, 65, 73, 152)]
     outline = compact_outline(toc, "DOC", "PARENT")
     assert "- [s0] Text before the first heading (~815 words)" in outline
+
+
+# ----------------------------------------------------------------------------- joining
+
+
+def _hit(n: int, *, doc: str = "D", section: str = "s3", ctype: str = "body", words: int = 100,
+         page: int = 1) -> Hit:
+    text = " ".join(f"w{n}x{i}" for i in range(words))
+    chunk = Chunk(chunk_id=f"{doc}:{n:04d}", item_key="I" + doc, attachment_key=doc,
+                  line_start=10 * n, line_end=10 * n + 8, section="3 Method", section_id=section,
+                  chunk_type=ctype, text=text, page=page, page_end=page)
+    return Hit(chunk=chunk, score=1.0 / (n + 1), ranks={"bm25": n})
+
+
+def test_continuations_join_their_passage_best_candidate_first_within_the_budget() -> None:
+    top = [_hit(5, page=2), _hit(20, doc="E")]
+    rest = [_hit(30, doc="E", ctype="table"), _hit(21, doc="E", section="s4"), _hit(4),
+            _hit(6, page=3), _hit(40), _hit(7, page=3)]
+    got = join_adjacent(top + rest, limit=2)
+    assert [p.hit.chunk.chunk_id for p in got] == ["D:0005", "E:0020"]  # ranks and order kept
+    # 4 and 6 continue chunk 5, and 7 continues 6 once 6 has joined; a table, another section
+    # and a chunk far away never join.
+    assert got[0].chunk_ids == ["D:0005", "D:0004", "D:0006", "D:0007"]
+    joined = got[0].hit.chunk
+    assert (joined.line_start, joined.line_end, joined.page, joined.page_end) == (40, 78, 1, 3)
+    assert joined.text.startswith("w4x0") and joined.text.endswith("w7x99")
+    assert joined.text.index("w5x0") < joined.text.index("w6x0")  # document order
+    assert got[1].chunk_ids == ["E:0020"] and got[1].hit is top[1]
+    # The budget: characters of everything returned, then the run's words left.
+    size = sum(len(h.chunk.text) for h in top)
+    one = len(rest[2].chunk.text) + 2
+    assert join_adjacent(top + rest, 2, budget=size + one)[0].chunk_ids == ["D:0005", "D:0004"]
+    assert join_adjacent(top + rest, 2, budget=size + one - 1)[0].chunk_ids == ["D:0005"]
+    assert join_adjacent(top + rest, 2, words_left=300)[0].chunk_ids == ["D:0005", "D:0004"]
+    assert join_adjacent(top + rest, 2, words_left=299)[0].chunk_ids == ["D:0005"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from zocrates_nb.index.model import CHUNK_TYPES, Chunk, Hit, SearchFilter
 from zocrates_nb.ingest.bundle import Bundle
 from zocrates_nb.retrieval.assets import AssetRef, normalize_asset_ids, resolve_asset
+from zocrates_nb.retrieval.joining import CANDIDATES, Passage, join_adjacent
 from zocrates_nb.retrieval.outline import compact_outline
 from zocrates_nb.retrieval.scope import ACTIVE_WORDS, ALL_WORDS, ScopeGuard, parse_keys
 from zocrates_nb.retrieval.state import (
@@ -214,21 +215,23 @@ class Toolkit:
             chunk_types=[ctype] if ctype else None,
             exclude_chunk_ids=list(st.seen_chunk_ids),
         )
-        hits = self.index.search(query, flt, limit=limit * 3 if survey else limit)
         if survey:  # one frontmatter chunk per paper (an item may have several documents)
             by_item: dict[str, Hit] = {}
-            for h in hits:
+            for h in self.index.search(query, flt, limit=limit * 3):
                 by_item.setdefault(h.chunk.item_key, h)
-            hits = list(by_item.values())[:limit]
-        items = [_evidence_from_hit(h, rank, query) for rank, h in enumerate(hits, 1)]
+            passages = [Passage(h, [h.chunk.chunk_id]) for h in list(by_item.values())[:limit]]
+        else:
+            hits = self.index.search(query, flt, limit=max(limit, CANDIDATES))
+            passages = join_adjacent(hits, limit, words_left=st.word_ceiling - st.words)
+        items = [_evidence_from_hit(p.hit, rank, query) for rank, p in enumerate(passages, 1)]
         fit = _within_ceiling(items, st.word_ceiling - st.words)
         if len(fit) < len(items):
             notices.append(
                 f"[Word ceiling: {len(items) - len(fit)} more matching passage(s) not added "
                 f"({st.word_ceiling:,} words is the limit). Call `conclude_search`.]"
             )
-        items, hits = fit, hits[: len(fit)]
-        st.mark_seen([h.chunk.chunk_id for h in hits])
+        items = fit
+        st.mark_seen([cid for p in passages[: len(fit)] for cid in p.chunk_ids])
         st.add_evidence(items)
         results = [
             {
