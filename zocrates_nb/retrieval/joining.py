@@ -13,7 +13,7 @@ both line ranges, so a read or a citation of it is one contiguous stretch of the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from zocrates_nb.index.model import Chunk, Hit
@@ -28,7 +28,7 @@ class Passage:
     """A returned hit, perhaps with neighbouring chunks joined; `chunk_ids` are all it holds."""
 
     hit: Hit
-    chunk_ids: list[str] = field(default_factory=list)
+    chunk_ids: list[str]
 
 
 def _position(chunk: Chunk) -> tuple[str, int] | None:

@@ -215,6 +215,7 @@ class Toolkit:
             chunk_types=[ctype] if ctype else None,
             exclude_chunk_ids=list(st.seen_chunk_ids),
         )
+        words_left = st.word_ceiling - st.words
         if survey:  # one frontmatter chunk per paper (an item may have several documents)
             by_item: dict[str, Hit] = {}
             for h in self.index.search(query, flt, limit=limit * 3):
@@ -222,9 +223,9 @@ class Toolkit:
             passages = [Passage(h, [h.chunk.chunk_id]) for h in list(by_item.values())[:limit]]
         else:
             hits = self.index.search(query, flt, limit=max(limit, CANDIDATES))
-            passages = join_adjacent(hits, limit, words_left=st.word_ceiling - st.words)
+            passages = join_adjacent(hits, limit, words_left=words_left)
         items = [_evidence_from_hit(p.hit, rank, query) for rank, p in enumerate(passages, 1)]
-        fit = _within_ceiling(items, st.word_ceiling - st.words)
+        fit = _within_ceiling(items, words_left)
         if len(fit) < len(items):
             notices.append(
                 f"[Word ceiling: {len(items) - len(fit)} more matching passage(s) not added "
