@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
@@ -34,9 +35,10 @@ REMOTE_PREFIX = "openai-compatible:"
 
 # Vectors by (model, text), shared by every user in the process: one answer embeds the same
 # windows and sentences in the reranker, the offline writer and the support score (a third of
-# its embedding was repeats). Bounded: ≈ 30 MB of vectors at 384 dimensions.
+# its embedding was repeats). Kept as float32 arrays (a list of Python floats is 8× larger):
+# ≈ 30 MB of vectors at 384 dimensions, plus the texts.
 CACHE_SIZE = 20_000
-_VECTORS: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
+_VECTORS: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 _VECTORS_LOCK = threading.Lock()
 
 
@@ -225,14 +227,15 @@ class Embedder:
             got = {t: _VECTORS[(self.name, t)] for t in texts if (self.name, t) in _VECTORS}
         missing = [t for t in dict.fromkeys(texts) if t not in got]
         if missing:
-            got.update(zip(missing, self._embed_new(missing, threads), strict=True))
+            new = np.asarray(self._embed_new(missing, threads), dtype=np.float32)
+            got.update(zip(missing, new, strict=True))
         with _VECTORS_LOCK:
             for t in dict.fromkeys(texts):
                 _VECTORS[(self.name, t)] = got[t]
                 _VECTORS.move_to_end((self.name, t))
             while len(_VECTORS) > CACHE_SIZE:
                 _VECTORS.popitem(last=False)
-        return [got[t] for t in texts]
+        return [got[t].tolist() for t in texts]
 
     def _embed_new(self, texts: list[str], threads: int | None) -> list[list[float]]:
         import torch
@@ -268,8 +271,6 @@ class ZocratesEmbeddingFunction(EmbeddingFunction[Documents]):
         self._embedder = Embedder(model)
 
     def __call__(self, input: Documents) -> Embeddings:
-        import numpy as np
-
         return [np.asarray(v, dtype=np.float32) for v in self._embedder.embed(list(input))]
 
     @staticmethod
