@@ -3,8 +3,10 @@ missing SciFact text is labelled; figures extrapolate with the measured growth."
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from zocrates_nb.bench_scale import TextSource, extrapolate, paper_pdf
@@ -59,3 +61,40 @@ def test_a_synthetic_paper_converts_with_sections_a_figure_and_a_table(
         assert any(name in t for t in titles), (name, titles)
     assert len(toc.figures) >= 1 and len(toc.tables) >= 1
     assert (toc.pages or 0) >= 2
+
+
+def test_hashed_vectors_are_unit_length_deterministic_and_nearer_for_shared_words() -> None:
+    from zocrates_nb.devtools.embedding_server import HashedVectors
+
+    texts = ["leader election in Raft", "Raft elects a leader", "tidy data columns", ""]
+    a = np.asarray(HashedVectors().embed(texts))
+    assert a.shape == (4, 384)
+    np.testing.assert_allclose(np.linalg.norm(a[:3], axis=1), 1.0, atol=1e-6)
+    assert not a[3].any()  # no words: a zero vector, not NaN
+    np.testing.assert_array_equal(a, np.asarray(HashedVectors().embed(texts)))
+    assert float(a[0] @ a[1]) > float(a[0] @ a[2])
+
+
+def test_hashed_vectors_measure_a_library_through_the_embedding_server_path(
+    tmp_path: Path,
+) -> None:
+    """`--vectors hashed`: the run indexes and searches through a loopback embedding server
+    serving stand-in vectors (no model), records that identity, and its result says so."""
+    from zocrates_nb import bench_scale
+    from zocrates_nb.config import Settings
+    from zocrates_nb.index import Index
+
+    args = argparse.Namespace(
+        papers="3", work=str(tmp_path), corpus=str(tmp_path / "no-corpus"), repeat=1,
+        chroma_server=False, vectors="hashed",
+    )  # fmt: skip
+    result = bench_scale.run(args)
+    assert result["vectors"].startswith("HASHED stand-in")
+    (row,) = result["sizes"]
+    assert row["errors"] == 0 and row["chunks"] > 0
+    assert row["search_warm_ms_p50"] > 0 and row["cold_index_steps_s"]["embed"] >= 0
+    index = Index.open(tmp_path / "home-3", Settings())
+    try:
+        assert index.catalog.get_meta("embedding_model") == "openai-compatible:hashed-384"
+    finally:
+        index.close()

@@ -190,3 +190,24 @@ def test_gpu_vectors_match_cpu_ones() -> None:  # pragma: no cover - needs a GPU
     gpu = np.asarray(Embedder(device="cuda").embed(PASSAGES))
     cpu = np.asarray(Embedder(device="cpu").embed(PASSAGES, threads=1))
     assert np.min(np.sum(gpu * cpu, axis=1)) > 0.999
+
+
+def test_a_text_embedded_once_is_served_from_the_process_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reranker, the offline writer and the support score embed the same windows and
+    sentences in one answer: a second Embedder in the process encodes only what is new."""
+    encoded: list[str] = []
+    real = Embedder._encode
+
+    def counting(self: Embedder, texts: list[str]) -> list[list[float]]:
+        encoded.extend(texts)
+        return real(self, texts)
+
+    monkeypatch.setattr(Embedder, "_encode", counting)
+    first = Embedder().embed(["cache probe alpha", "cache probe beta"])
+    second = Embedder().embed(["cache probe beta", "cache probe gamma", "cache probe beta"])
+    assert encoded == ["cache probe alpha", "cache probe beta", "cache probe gamma"]
+    assert second[0] == second[2] == first[1]
+    fresh = real(Embedder(), ["cache probe gamma"])[0]
+    np.testing.assert_allclose(second[1], fresh, atol=1e-5)

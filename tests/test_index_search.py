@@ -120,6 +120,47 @@ def test_blank_queries_and_emoji_only_return_nothing_lexically(small: Small) -> 
     assert small.index.search("🍅", mode="bm25") == []
 
 
+def _df(index: Index, word: str) -> int:
+    sql = "SELECT count(*) AS n FROM chunks_fts WHERE chunks_fts MATCH ?"
+    return int(index.catalog.query(sql, (f'"{word}"',))[0]["n"])
+
+
+def test_words_in_most_chunks_leave_the_bm25_query(small: Small) -> None:
+    """FTS5 scores every chunk holding a query word: "the" costs a scan of the library and
+    adds almost nothing to a score, so it is left out (unless every word is that common)."""
+    catalog = small.index.catalog
+    total = catalog.chunk_count()
+    assert _df(small.index, "the") > total / 2 >= _df(small.index, "raft") > 0
+    assert catalog.discriminating(["the", "raft", "of"]) == ["raft"]
+    assert catalog.discriminating(["the", "of"]) == ["the", "of"]  # only common words: kept
+    ranked = catalog.bm25("the raft of the", SearchFilter(), 5)
+    assert ranked and ranked == catalog.bm25("raft", SearchFilter(), 5)
+    # When the rarer words run out, chunks matching only the common ones fill the list after.
+    raft = catalog.bm25("raft", SearchFilter(), 500)
+    filled = catalog.bm25("the raft", SearchFilter(), len(raft) + 3)
+    assert filled[: len(raft)] == raft and len(filled) == len(raft) + 3
+    # Inside chosen papers every word counts: a paper without "raft" still matches "the".
+    assert catalog.bm25("the raft", SearchFilter(item_keys=["OKAPI"]), 5)
+
+
+def test_which_words_are_common_follows_the_library_as_it_grows(tmp_path: Path) -> None:
+    b = LibraryBuilder(tmp_path / "library")
+    b.paper("OKAPI", "bm25")
+    b.paper("VELVET", "genome")
+    b.paper("RAFT", "raft")
+    index = Index.open(tmp_path / "home", Settings())
+    try:
+        index_library(b.library, index, progress=False)
+        assert index.catalog.discriminating(["raft", "genome"]) == ["raft", "genome"]
+        for i in range(4):  # raft papers become most of the library
+            b.paper(f"RAFT{i}", "raft", text=topic_markdown("raft", seed=i + 1))
+        index_library(b.library, index, progress=False)
+        assert _df(index, "raft") > index.catalog.chunk_count() / 2
+        assert index.catalog.discriminating(["raft", "genome"]) == ["genome"]
+    finally:
+        index.close()
+
+
 # -- hybrid search and filters -----------------------------------------------------------
 
 

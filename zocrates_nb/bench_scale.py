@@ -12,6 +12,10 @@ process and of a conversion worker, index size on disk, re-index with nothing ch
 adding 10 papers, warm search p50/p95 over SciFact queries, and `get_document_toc` /
 `read_document` latency. `--chroma-server` also measures a real `chroma run` server on
 loopback against embedded Chroma (index from cached bundles, search p50).
+
+`--vectors hashed` embeds through a loopback embedding server serving hashed vectors (the
+`index.embedding` openai-compatible path, no model): every figure but the embedding compute,
+at sizes whose real embedding takes hours here. Compare sizes measured the same way only.
 """
 
 from __future__ import annotations
@@ -111,9 +115,10 @@ def paper_pdf(path: Path, number: int, source: TextSource) -> None:
             chart.data = [[rng.randint(5, 95) for _ in range(5)]]
             drawing = Drawing(380, 150)
             drawing.add(chart)
-            story += [drawing, Paragraph(
-                f"Figure 1. Outcome by group in {_esc(title[:60])}.", styles["Italic"]
-            )]
+            story += [
+                drawing,
+                Paragraph(f"Figure 1. Outcome by group in {_esc(title[:60])}.", styles["Italic"]),
+            ]
             rows = [["Group", "n", "Mean", "SD"]] + [
                 [f"G{g}", str(rng.randint(20, 400)), f"{rng.uniform(0, 9):.2f}",
                  f"{rng.uniform(0, 3):.2f}"] for g in range(1, 5)
@@ -226,8 +231,11 @@ def _ok(result: dict[str, Any]) -> None:
         raise RuntimeError(f"tool failed in the benchmark: {result.get('message')}")
 
 
-def measure(work: Path, n: int, source: TextSource, repeat: int) -> dict[str, Any]:
-    """Every figure for one library size (a fresh data home under `work`)."""
+def measure(
+    work: Path, n: int, source: TextSource, repeat: int, base: dict[str, Any]
+) -> dict[str, Any]:
+    """Every figure for one library size (a fresh data home under `work`; `base`: the
+    settings it runs with)."""
     from zocrates_nb.config import Settings
     from zocrates_nb.index import Index, index_library
     from zocrates_nb.library import open_library
@@ -235,7 +243,7 @@ def measure(work: Path, n: int, source: TextSource, repeat: int) -> dict[str, An
     folder = build_library(work, n, source, extra=ADDED)
     home = work / f"home-{n}"
     shutil.rmtree(home, ignore_errors=True)
-    settings = Settings()
+    settings = Settings.model_validate(base)
     index = Index.open(home, settings)
     cpu0 = _cpu_s()
     report = index_library(open_library(folder=folder), index, progress=False)
@@ -304,7 +312,9 @@ def chroma_server(path: Path) -> Iterator[int]:
         log.close()
 
 
-def measure_server(work: Path, n: int, source: TextSource, repeat: int) -> dict[str, Any]:
+def measure_server(
+    work: Path, n: int, source: TextSource, repeat: int, base: dict[str, Any]
+) -> dict[str, Any]:
     """Embedded Chroma vs a `chroma run` server on the same papers: index from the cached
     bundles of the cold run (embedding + writes, no conversion) and warm search."""
     from zocrates_nb.config import Settings
@@ -323,7 +333,8 @@ def measure_server(work: Path, n: int, source: TextSource, repeat: int) -> dict[
                 store = home / "chroma-server"
                 store.mkdir(parents=True)
                 chroma = {"mode": "server", "port": stack.enter_context(chroma_server(store))}
-            settings = Settings.model_validate({"index": {"chroma": chroma}})
+            index_base = base.get("index", {})
+            settings = Settings.model_validate({**base, "index": {**index_base, "chroma": chroma}})
             index = Index.open(home, settings)
             report = index_library(open_library(folder=folder), index, progress=False)
             ms, cpu_ms = _search_ms(index, source.queries, repeat)
@@ -373,11 +384,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     source = TextSource(Path(args.corpus) if args.corpus else default_corpus())
     result: dict[str, Any] = {"text": source.label, "work": str(work), "sizes": []}
-    for n in sizes:
-        row = measure(work, n, source, args.repeat)
-        result["sizes"].append(row)
-        print(json.dumps(row), file=sys.stderr, flush=True)  # progress of a long run
-    result["extrapolated"] = extrapolate(result["sizes"])
-    if args.chroma_server:
-        result["chroma_embedded_vs_server"] = measure_server(work, sizes[-1], source, args.repeat)
+    with contextlib.ExitStack() as stack:
+        base: dict[str, Any] = {}
+        result["vectors"] = "the packaged model, on this machine"
+        if getattr(args, "vectors", "model") == "hashed":
+            from zocrates_nb.devtools.embedding_server import EmbeddingServer
+
+            srv = stack.enter_context(EmbeddingServer(vectors="hashed"))
+            base = {"index": {"embedding": {
+                "provider": "openai-compatible", "base_url": srv.url, "model": srv.model,
+                "batch_size": 256,
+            }}}  # fmt: skip
+            result["vectors"] = (
+                "HASHED stand-in vectors from a loopback embedding server: embedding compute "
+                "excluded (figures compare only with other hashed runs)"
+            )
+        for n in sizes:
+            row = measure(work, n, source, args.repeat, base)
+            result["sizes"].append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)  # progress of a long run
+        result["extrapolated"] = extrapolate(result["sizes"])
+        if args.chroma_server:
+            result["chroma_embedded_vs_server"] = measure_server(
+                work, sizes[-1], source, args.repeat, base
+            )
     return result

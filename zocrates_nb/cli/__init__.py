@@ -157,6 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="scale: a BEIR corpus for the papers' text (default: ../shared SciFact)")
     be.add_argument("--chroma-server", action="store_true",
                     help="scale: also measure a `chroma run` server against embedded Chroma")
+    be.add_argument("--vectors", choices=("model", "hashed"), default="model",
+                    help="scale: hashed = a loopback stand-in embedding server (no model): "
+                         "every figure but the embedding compute, for sizes that would take "
+                         "hours to embed here")
     be.add_argument("--agent", action="store_true",
                     help="tokens: what a full-budget search pass sends a (scripted) model")
     be.add_argument("--compare", action="store_true",

@@ -5,24 +5,58 @@ box (Ollama, vLLM, text-embeddings-inference) in tests and benchmarks: it embeds
 packaged sentence-transformers model, so vectors can be compared with local ones. Failure
 injection: the next requests can answer a status (5xx, 401…) or hang past a client's timeout;
 a key can be required. Every request's texts are recorded.
+
+`vectors="hashed"` serves hashed bag-of-words vectors instead (no model, microseconds a text):
+`bench scale` uses it to measure everything but the embedding compute at sizes whose real
+embedding would take hours on a CPU; that compute is measured separately, per chunk.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
+
+import numpy as np
 
 from zocrates_nb.index.embedder import Embedder
+
+HASHED_DIMENSION = 384  # the packaged model's, so Chroma's index does the same work per vector
+
+
+class HashedVectors:
+    """Signed feature hashing of a text's words: deterministic, unit length, related texts
+    near each other; a stand-in for a model's compute, not for its quality."""
+
+    name = "hashed-384"
+
+    def embed(self, texts: list[str], *, threads: int | None = None) -> list[list[float]]:
+        out = np.zeros((len(texts), HASHED_DIMENSION), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                h = zlib.crc32(word.encode())
+                out[row, h % HASHED_DIMENSION] += 1.0 if h & 0x80000000 else -1.0
+        norms = np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+        return [[float(x) for x in v] for v in out / norms]
 
 
 class EmbeddingServer:
     """`with EmbeddingServer() as srv:` then configure `base_url=srv.url`, `model=srv.model`."""
 
-    def __init__(self, model: str | None = None, *, api_key: str | None = None) -> None:
-        self.embedder = Embedder(model, device="cpu")
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        vectors: Literal["model", "hashed"] = "model",
+    ) -> None:
+        self.embedder: Embedder | HashedVectors = (
+            HashedVectors() if vectors == "hashed" else Embedder(model, device="cpu")
+        )
         self.model = self.embedder.name
         self.api_key = api_key
         self.requests: list[list[str]] = []
@@ -82,6 +116,9 @@ class EmbeddingServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes: without this, Nagle + delayed ACK hold
+            # every answer ~40 ms, which a real embedding server does not.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass

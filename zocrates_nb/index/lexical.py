@@ -127,20 +127,30 @@ BM25_WEIGHTS = (0.5, 1.0, 1.0)
 
 _WORD = re.compile(r"\w+")
 _MAX_TERMS = 64
+# A word in more than half the chunks ("the", "of", the library's own field) adds little to a
+# passage's BM25 score (idf < 0.7, a rare word's ≈ 7) while FTS5 scores every chunk holding
+# it, so the query leaves it out: on `bench scale`'s 2,000 papers (21,500 chunks) 999 of the
+# top 1,000 of 100 SciFact queries stayed and BM25 ran 2.8× faster (with ranking inside FTS).
+MAX_DOC_FRACTION = 0.5
 
 
-def fts_query(text: str) -> str:
-    """Any user text as a safe FTS5 query: its words, each quoted, OR-ed ("" when none).
-
-    Quoting makes FTS5 read every term as a plain string, so AND/OR/NOT/NEAR, `*`, `^`, `:`,
-    parentheses and quotes in the user's text can never be syntax errors.
-    """
+def query_words(text: str) -> list[str]:
+    """The distinct words of any user text, case-folded, in order (at most `_MAX_TERMS`)."""
     seen: dict[str, None] = {}
     for word in _WORD.findall(text):
         seen.setdefault(word.casefold(), None)
         if len(seen) >= _MAX_TERMS:
             break
-    return " OR ".join(f'"{w}"' for w in seen)
+    return list(seen)
+
+
+def fts_query(words: str | Sequence[str]) -> str:
+    """Any user text (or its words) as a safe FTS5 query: each word quoted, OR-ed ("" when
+    none). Quoting makes FTS5 read every term as a plain string, so AND/OR/NOT/NEAR, `*`,
+    `^`, `:`, parentheses and quotes in the user's text can never be syntax errors."""
+    if isinstance(words, str):
+        words = query_words(words)
+    return " OR ".join(f'"{w}"' for w in words)
 
 
 def _now() -> str:
@@ -181,6 +191,10 @@ class Catalog:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._lock = threading.RLock()
+        # Chunks holding a word, by word, for the catalogue state they were counted in.
+        self._df: dict[str, int] = {}
+        self._df_state: tuple[str | None, int] | None = None  # (generation, newest chunk id)
+        self._df_total = 0
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         try:
@@ -554,19 +568,60 @@ class Catalog:
         return [r["chunk_id"] for r in rows]
 
     def bm25(self, text: str, flt: SearchFilter, limit: int) -> list[str]:
-        """Chunk ids best first by BM25, with the filter applied inside the query."""
-        match = fts_query(text)
-        if not match or limit <= 0:
+        """Chunk ids best first by BM25, with the filter applied inside the query.
+
+        Across the library the query drops its commonest words (`discriminating`); when the
+        rest match fewer than `limit` chunks, the whole query fills the list after them.
+        Inside chosen papers every word counts: there a word common in the library may be
+        the one that matches."""
+        every = query_words(text)
+        if not every or limit <= 0:
             return []
+        words = every if flt.item_keys is not None else self.discriminating(every)
+        ids = self._bm25(words, flt, limit)
+        if len(ids) < limit and len(words) < len(every):
+            have = set(ids)
+            ids += [i for i in self._bm25(every, flt, limit) if i not in have][: limit - len(ids)]
+        return ids
+
+    def _bm25(self, words: Sequence[str], flt: SearchFilter, limit: int) -> list[str]:
         where, params = filter_sql(flt, "c")
         w = BM25_WEIGHTS
-        sql = (
-            "SELECT c.chunk_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
-            f" WHERE chunks_fts MATCH ? {where}"
-            f" ORDER BY bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]}), c.id LIMIT ?"
-        )
-        rows = self.query(sql, [match, *params, limit])
+        score = f"bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]})"
+        if where:
+            sql = (
+                "SELECT c.chunk_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
+                f" WHERE chunks_fts MATCH ? {where} ORDER BY {score}, c.id LIMIT ?"
+            )
+        else:  # rank inside the FTS table, then join the few kept (not every match)
+            sql = (
+                f"SELECT c.chunk_id FROM (SELECT rowid AS id, {score} AS s FROM chunks_fts"
+                " WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?) f"
+                " JOIN chunks c ON c.id = f.id ORDER BY f.s, f.id"
+            )
+        rows = self.query(sql, [fts_query(words), *params, limit])
         return [r["chunk_id"] for r in rows]
+
+    def discriminating(self, words: Sequence[str]) -> list[str]:
+        """`words` without those in more than `MAX_DOC_FRACTION` of the chunks (all of them
+        when every one is that common: a query of common words must still rank)."""
+        if not words:
+            return []
+        generation = self.generation()
+        with self._lock:  # max(id) is one index step; a write moves it or the generation
+            newest = self._db.execute("SELECT max(id) FROM chunks").fetchone()[0]
+            state = (generation, int(newest or 0))
+            if state != self._df_state:
+                self._df, self._df_state, self._df_total = {}, state, self.chunk_count()
+            for w in words:
+                if w not in self._df:
+                    row = self._db.execute(
+                        "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (f'"{w}"',)
+                    ).fetchone()
+                    self._df[w] = int(row[0])
+            ceiling = MAX_DOC_FRACTION * self._df_total
+            kept = [w for w in words if self._df[w] <= ceiling]
+        return kept or list(words)
 
     def sizes(self) -> dict[str, int]:
         out = {}

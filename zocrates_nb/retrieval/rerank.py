@@ -16,7 +16,7 @@ import logging
 import math
 import re
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -183,28 +183,6 @@ def _z(values: Sequence[float | None]) -> list[float]:
     return [0.0 if v is None else (v - mean) / sd for v in values]
 
 
-class _VectorCache:
-    """Embeddings by text for one reranker (passages recur across goals in a session)."""
-
-    def __init__(self, embedder: TextEmbedder, size: int = 20000) -> None:
-        self.embedder = embedder
-        self.size = size
-        self._data: OrderedDict[str, list[float]] = OrderedDict()
-
-    def __call__(self, texts: list[str]) -> list[list[float]]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._data))
-        if missing:
-            for t, v in zip(missing, self.embedder.embed(missing), strict=True):
-                self._data[t] = v
-        out = []
-        for t in texts:
-            self._data.move_to_end(t)
-            out.append(self._data[t])
-        while len(self._data) > self.size:
-            self._data.popitem(last=False)
-        return out
-
-
 def fallback_scores(
     query: str,
     texts: Sequence[str],
@@ -266,7 +244,6 @@ class Reranker:
     embedder: TextEmbedder | None = None
     weights: FusionWeights = field(default_factory=FusionWeights)
     _ce_error: str = field(default="", init=False, repr=False)
-    _cache: _VectorCache | None = field(default=None, init=False, repr=False)
 
     @property
     def method(self) -> str:
@@ -309,12 +286,10 @@ class Reranker:
                 scores = [float(x) for x in raw]
             elif method.startswith(FALLBACK_METHOD):
                 assert self.embedder is not None
-                if self._cache is None:
-                    self._cache = _VectorCache(self.embedder)
                 scores = fallback_scores(
                     query,
                     texts,
-                    self._cache,
+                    self.embedder.embed,
                     heads=heads,
                     bm25_ranks=bm25_ranks,
                     weights=self.weights,
