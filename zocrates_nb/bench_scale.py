@@ -115,10 +115,9 @@ def paper_pdf(path: Path, number: int, source: TextSource) -> None:
             chart.data = [[rng.randint(5, 95) for _ in range(5)]]
             drawing = Drawing(380, 150)
             drawing.add(chart)
-            story += [
-                drawing,
-                Paragraph(f"Figure 1. Outcome by group in {_esc(title[:60])}.", styles["Italic"]),
-            ]
+            story += [drawing, Paragraph(
+                f"Figure 1. Outcome by group in {_esc(title[:60])}.", styles["Italic"]
+            )]
             rows = [["Group", "n", "Mean", "SD"]] + [
                 [f"G{g}", str(rng.randint(20, 400)), f"{rng.uniform(0, 9):.2f}",
                  f"{rng.uniform(0, 3):.2f}"] for g in range(1, 5)

@@ -41,7 +41,7 @@ class HashedVectors:
                 h = zlib.crc32(word.encode())
                 out[row, h % HASHED_DIMENSION] += 1.0 if h & 0x80000000 else -1.0
         norms = np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-        return [[float(x) for x in v] for v in out / norms]
+        return (out / norms).tolist()
 
 
 class EmbeddingServer:
