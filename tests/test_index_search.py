@@ -14,7 +14,7 @@ from conftest import LibraryBuilder, topic_markdown
 
 from zocrates_nb.config import Settings
 from zocrates_nb.index import Index, SearchFilter, index_library
-from zocrates_nb.index.fusion import rrf
+from zocrates_nb.index.fusion import fuse, rrf
 from zocrates_nb.index.lexical import fts_query
 
 
@@ -143,6 +143,15 @@ def test_words_in_most_chunks_leave_the_bm25_query(small: Small) -> None:
     assert catalog.bm25("the raft", SearchFilter(item_keys=["OKAPI"]), 5)
 
 
+def test_bm25_scores_come_best_first_and_positive(small: Small) -> None:
+    """Fusion reads the scores: FTS5's bm25() is lower-is-better, the catalogue turns it."""
+    scored = small.index.catalog.bm25_scored("leader election term", SearchFilter(), 20)
+    assert [i for i, _ in scored] == small.index.catalog.bm25("leader election term",
+                                                              SearchFilter(), 20)
+    scores = [s for _, s in scored]
+    assert scores and all(s > 0 for s in scores) and scores == sorted(scores, reverse=True)
+
+
 def test_which_words_are_common_follows_the_library_as_it_grows(tmp_path: Path) -> None:
     b = LibraryBuilder(tmp_path / "library")
     b.paper("OKAPI", "bm25")
@@ -268,6 +277,34 @@ def test_rrf_ties_prefer_the_better_single_rank() -> None:
     fused = rrf({"one": ["a", "b", "c"], "two": ["c", "b", "a"]}, k=60)
     assert [f.id for f in fused] == ["a", "c", "b"]
     assert rrf({"one": ["p"], "two": ["q"]})[0].id == "p"
+
+
+def test_fuse_lets_a_clear_score_lead_break_a_rank_tie() -> None:
+    """Ranks alone tie a and b; b is BM25's near-equal second but dense's clear first."""
+    scored = {"bm25": [("a", 10.0), ("b", 9.9)], "dense": [("b", 0.9), ("a", 0.3)]}
+    assert [f.id for f in rrf({n: [i for i, _ in p] for n, p in scored.items()})] == ["a", "b"]
+    fused = fuse(scored, k=10, weight=0.2, shares={"bm25": 0.4, "dense": 0.6})
+    assert [f.id for f in fused] == ["b", "a"]
+    assert fused[0].ranks == {"bm25": 2, "dense": 1}
+    by_id = {f.id: f.score for f in fused}
+    assert by_id["a"] == pytest.approx(1 / 11 + 1 / 12 + 0.2 * (0.4 * 1.0 + 0.6 * 0.3 / 0.9))
+    assert by_id["b"] == pytest.approx(1 / 12 + 1 / 11 + 0.2 * (0.4 * 0.99 + 0.6 * 1.0))
+
+
+def test_fuse_gives_an_unlisted_passage_the_lists_lowest_score() -> None:
+    scored = {"bm25": [("a", 8.0), ("b", 2.0)], "dense": [("c", 0.5)]}
+    by_id = {f.id: f.score for f in fuse(scored, k=10, weight=1.0,
+                                         shares={"bm25": 0.5, "dense": 0.5})}
+    assert by_id["c"] == pytest.approx(1 / 11 + 0.5 * 2.0 / 8.0 + 0.5 * 1.0)
+    assert by_id["b"] == pytest.approx(1 / 12 + 0.5 * 2.0 / 8.0 + 0.5 * 1.0)
+
+
+def test_fuse_keeps_a_single_retrievers_order() -> None:
+    """bm25-only and dense-only search modes must rank exactly as their retriever."""
+    pairs = [("x", 3.0), ("y", 2.9), ("z", 0.1), ("w", -0.2)]
+    assert [f.id for f in fuse({"dense": pairs})] == ["x", "y", "z", "w"]
+    assert [f.id for f in fuse({"bm25": pairs, "dense": []})] == ["x", "y", "z", "w"]
+    assert fuse({"bm25": [], "dense": []}) == []
 
 
 # -- catalogue look-ups --------------------------------------------------------------------

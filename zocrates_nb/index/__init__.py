@@ -1,5 +1,5 @@
-"""Index: section-aware chunks, BM25 (SQLite FTS5) + dense (Chroma) search fused by RRF,
-and the incremental indexer.
+"""Index: section-aware chunks, BM25 (SQLite FTS5) + dense (Chroma) search fused (RRF plus a
+score term), and the incremental indexer.
 
 Names are imported lazily so that the converter worker process, which unpickles
 `zocrates_nb.index.indexer._convert_to_cache`, never imports chromadb or torch.

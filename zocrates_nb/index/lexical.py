@@ -121,9 +121,10 @@ CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
 END;
 """
 
-# BM25 column weights (title, section, text): the title is repeated on every chunk of a paper,
-# so it nudges a paper's chunks up without drowning the passage text.
-BM25_WEIGHTS = (0.5, 1.0, 1.0)
+# BM25 column weights (title, section, text). The title is repeated on every chunk of a paper,
+# which BM25's length normalisation already discounts. Weight 1 against 0.5 before: SciFact train
+# nDCG@10 hybrid 0.725 → 0.729; dev recall unchanged (1.5 lost a compound-dev passage).
+BM25_WEIGHTS = (1.0, 1.0, 1.0)
 
 _WORD = re.compile(r"\w+")
 _MAX_TERMS = 64
@@ -568,7 +569,12 @@ class Catalog:
         return [r["chunk_id"] for r in rows]
 
     def bm25(self, text: str, flt: SearchFilter, limit: int) -> list[str]:
-        """Chunk ids best first by BM25, with the filter applied inside the query.
+        """Chunk ids best first by BM25 (see `bm25_scored`)."""
+        return [chunk_id for chunk_id, _ in self.bm25_scored(text, flt, limit)]
+
+    def bm25_scored(self, text: str, flt: SearchFilter, limit: int) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score, higher better) best first, with the filter applied inside
+        the query.
 
         Across the library the query drops its commonest words (`discriminating`); when the
         rest match fewer than `limit` chunks, the whole query fills the list after them.
@@ -578,29 +584,31 @@ class Catalog:
         if not every or limit <= 0:
             return []
         words = every if flt.item_keys is not None else self.discriminating(every)
-        ids = self._bm25(words, flt, limit)
-        if len(ids) < limit and len(words) < len(every):
-            have = set(ids)
-            ids += [i for i in self._bm25(every, flt, limit) if i not in have][: limit - len(ids)]
-        return ids
+        hits = self._bm25(words, flt, limit)
+        if len(hits) < limit and len(words) < len(every):
+            have = {i for i, _ in hits}
+            more = [h for h in self._bm25(every, flt, limit) if h[0] not in have]
+            hits += more[: limit - len(hits)]
+        return hits
 
-    def _bm25(self, words: Sequence[str], flt: SearchFilter, limit: int) -> list[str]:
+    def _bm25(self, words: Sequence[str], flt: SearchFilter, limit: int) -> list[tuple[str, float]]:
         where, params = filter_sql(flt, "c")
         w = BM25_WEIGHTS
         score = f"bm25(chunks_fts, {w[0]}, {w[1]}, {w[2]})"
         if where:
             sql = (
-                "SELECT c.chunk_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
-                f" WHERE chunks_fts MATCH ? {where} ORDER BY {score}, c.id LIMIT ?"
+                f"SELECT c.chunk_id, {score} AS s FROM chunks_fts"
+                " JOIN chunks c ON c.id = chunks_fts.rowid"
+                f" WHERE chunks_fts MATCH ? {where} ORDER BY s, c.id LIMIT ?"
             )
         else:  # rank inside the FTS table, then join the few kept (not every match)
             sql = (
-                f"SELECT c.chunk_id FROM (SELECT rowid AS id, {score} AS s FROM chunks_fts"
+                f"SELECT c.chunk_id, f.s FROM (SELECT rowid AS id, {score} AS s FROM chunks_fts"
                 " WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?) f"
                 " JOIN chunks c ON c.id = f.id ORDER BY f.s, f.id"
             )
         rows = self.query(sql, [fts_query(words), *params, limit])
-        return [r["chunk_id"] for r in rows]
+        return [(r["chunk_id"], -float(r["s"])) for r in rows]  # FTS5's bm25(): lower is better
 
     def discriminating(self, words: Sequence[str]) -> list[str]:
         """`words` without those in more than `MAX_DOC_FRACTION` of the chunks (all of them

@@ -32,7 +32,7 @@ from zocrates_nb.index.embedder import (
     embedding_identity,
     make_embedder,
 )
-from zocrates_nb.index.fusion import RRF_K, rrf
+from zocrates_nb.index.fusion import fuse
 from zocrates_nb.index.lexical import Catalog
 from zocrates_nb.index.model import (
     Chunk,
@@ -248,7 +248,7 @@ class Index:
         mode: SearchMode = "hybrid",
         merge_twins: bool = True,
     ) -> list[Hit]:
-        """Best chunks for `query`: BM25 and dense rankings fused by RRF, filters inside both,
+        """Best chunks for `query`: BM25 and dense rankings fused (fusion.py), filters inside both,
         near-duplicate passages of a paper merged (see dedup.py) unless `merge_twins` is off:
         a check that ranks papers by their best passage wants every passage (an abstract
         merged into a longer introduction holding it scores lower than it alone)."""
@@ -258,12 +258,12 @@ class Index:
         if not query.strip() or limit <= 0 or (flt.item_keys is not None and not flt.item_keys):
             return []
         depth = max(50, 5 * limit)
-        rankings: dict[str, list[str]] = {}
+        rankings: dict[str, list[tuple[str, float]]] = {}
         if mode in ("hybrid", "bm25"):
-            rankings["bm25"] = self.catalog.bm25(query, flt, depth)
+            rankings["bm25"] = self.catalog.bm25_scored(query, flt, depth)
         if mode in ("hybrid", "dense"):
             rankings["dense"] = self._dense_ranking(query, flt, depth)
-        fused = rrf(rankings, k=RRF_K)
+        fused = fuse(rankings)
         chunks = self.catalog.get_chunks([f.id for f in fused])  # SQLite is the truth
         passes = _checker(flt)
         candidates = (
@@ -282,11 +282,14 @@ class Index:
             lambda h: h.chunk.item_key,
         )
 
-    def _dense_ranking(self, query: str, flt: SearchFilter, depth: int) -> list[str]:
+    def _dense_ranking(
+        self, query: str, flt: SearchFilter, depth: int
+    ) -> list[tuple[str, float]]:
+        """(chunk id, cosine similarity of its nearest window), nearest first."""
         if not self.catalog.has_chunks():  # not count(*): that scans every chunk row
             return []
         vector = self.embedder.embed_query(query)
-        return [chunk_id for chunk_id, _dist in self.dense.query(vector, flt, depth)]
+        return [(chunk_id, 1.0 - dist) for chunk_id, dist in self.dense.query(vector, flt, depth)]
 
     # -- catalogue ------------------------------------------------------------------------
 
