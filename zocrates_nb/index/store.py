@@ -68,7 +68,7 @@ class IndexBusyError(ZocratesError, RuntimeError):
 
 
 class Index:
-    """Hybrid (BM25 + dense, RRF) search over one data home, plus catalogue look-ups."""
+    """Hybrid (BM25 + dense, fusion.py) search over one data home, plus catalogue look-ups."""
 
     def __init__(self, home: Path, settings: Settings) -> None:
         self.home = Path(home)
