@@ -169,7 +169,7 @@ def test_the_empty_screen_shows_at_once_and_its_examples_follow_from_the_library
         "What does “Leases and Lock Delays in Coordination Services” say about fencing tokens?",
     ]
     assert all(any(t in q for t in titles) for q in examples)
-    again, comm2 = panel(app)  # cached for this index generation: at once
+    _, comm2 = panel(app)  # cached for this index generation: at once
     assert comm2.updates("library")[0]["examples"] == examples
 
 

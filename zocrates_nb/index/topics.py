@@ -3,9 +3,9 @@
 A topic is a phrase that several papers speak of and that at least one names in its title, a
 section heading or a tag ("leader election", "genome assembly", "contrastive learning"). Phrases
 come from the catalogue only (titles, abstracts, tags, the section headings of the chunks), so
-nothing is embedded and no paper text beyond abstracts is read: a few tens of milliseconds for a
-small library. Site and publisher names ("Google", "arXiv"), reading-list tags ("to-read") and
-words every paper uses ("results", "approach") are never topics.
+nothing is embedded and no paper text beyond abstracts is read (0.3 s for the 37-paper test
+corpus, at load 6 on 2 cores; most of it Porter stemming). Site and publisher names ("Google",
+"arXiv"), reading-list tags ("to-read") and words every paper uses ("results") are never topics.
 
 The questions are cached per index generation next to the catalogue (`index/topics.json`), so a
 panel reads them at once; a panel without them computes them in the background.
