@@ -39,6 +39,7 @@ from zocrates_nb.events import (
 from zocrates_nb.panel_records import (
     candidate_record,
     discovery_record,
+    fill_examples,
     history_turn,
     library_summary,
     papers_covered,
@@ -232,12 +233,11 @@ class ChatWidget(anywidget.AnyWidget):
             self._set_error(describe_error(e))
 
     def _check_index(self) -> bool:
-        """An empty index answers nothing: say so in the banner rather than after a question.
-        Returns whether there is something to search."""
+        """Whether there is something to search: if not, the banner says so before a question."""
         try:
-            status = self.app.status()
-            if status.chunks:
-                self.library = library_summary(self.app)
+            if (status := self.app.status()).chunks:
+                self.library = library_summary(self.app)  # the examples come from a worker
+                self._spawn(lambda: fill_examples(self.app, self))
         except Exception as e:
             self._set_error(describe_error(e))
             return False
