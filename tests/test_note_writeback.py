@@ -90,7 +90,7 @@ def test_through_the_connector_it_is_a_standalone_note_after_a_yes(
         monkeypatch.setattr("sys.stdin.isatty", lambda: False)
         code, _, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
                            "--to", "connector")  # fmt: skip
-        assert code == 2 and "add --yes" in err and zotero.requests == []
+        assert code == 2 and "add --yes" in err and zotero.connector_requests == []
         code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
                              "--to", "connector", "--yes")  # fmt: skip
     assert code == 0, err

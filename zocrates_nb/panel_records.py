@@ -138,7 +138,10 @@ def save_message(result: SaveResult, text: str | None, titles: dict[str, str]) -
         "to": result.to,
         "saved": list(result.saved),
         "failed": [{"id": i, "title": titles.get(i, i), "reason": why}
-                   for i, why in result.failed.items()],
+                   for i, why in {**result.failed, **result.held}.items()],
+        # Not saved yet (an answer lost, a rate limit): saving again sends them, never twice.
+        "pending": [{"id": i, "title": titles.get(i, i)} for i in result.pending],
+        "message": result.message,
         "where": result.where,
         "attached": len(result.attached),
         "unattached": [{"id": i, "title": titles.get(i, i), "reason": why}

@@ -201,8 +201,9 @@ export class StagedTray {
         h("ul", { class: "zc-save-failed" }, failed.map((f) => h("li", { "data-testid": "save-failed", text: `${oneLine(f.title || f.id, 80)}: ${f.reason}` }))),
       );
     }
+    if (msg.message) parts.push(h("div", { class: "zc-save-error", "data-testid": "save-message", text: msg.message }));
     if (!parts.length) parts.push(h("span", { text: "Nothing was saved." }));
-    this.showResult(parts, failed.length ? "partial" : "done");
+    this.showResult(parts, failed.length || msg.message ? "partial" : "done");
     this.setOpen(true);
   }
 

@@ -14,6 +14,7 @@ from zocrates_nb.errors import UsageError
 if TYPE_CHECKING:
     from zocrates_nb.app import App
     from zocrates_nb.online import Candidate
+    from zocrates_nb.writeback import SaveResult
 
 CANDIDATE_FIELDS = ("id", "title", "authors", "year", "venue", "doi", "arxiv_id", "url",
                     "pdf_url", "in_library", "library_key", "why", "sources")  # fmt: skip
@@ -40,7 +41,8 @@ def print_candidate(c: Candidate) -> None:
     lines = [
         " — ".join(p for p in (authors, where) if p),
         f"{ident}  [{', '.join(c.sources)}]".strip(),
-        f"already in your library ({c.library_key})" if c.in_library else "",
+        (f"already in your library ({c.library_key})" if c.library_key
+         else "already in your Zotero library") if c.in_library else "",
         f"why: {c.why}" if c.why else "",
     ]
     print(f"{c.id}  {c.title}")
@@ -105,13 +107,21 @@ def stage_save_command(args: argparse.Namespace) -> int:
             print("nothing saved")
             return 1
         result, text = app.save_staged(args.to, confirmed=True, session_id=args.session,
-                                       out=args.out, collection=args.collection)  # fmt: skip
+                                       out=args.out, collection=args.collection,
+                                       tags=args.tag, lost=args.lost)  # fmt: skip
     if text is not None:
         sys.stdout.write(text)
         return 0
-    if args.json:
+    return print_result(result, args.json)
+
+
+def print_result(result: SaveResult, as_json: bool) -> int:
+    """A save's outcome: what was saved where, what was not and why, how to continue."""
+    if as_json:
         _json(result.model_dump(mode="json"))
-        return 0
+        return 0 if not (result.failed or result.pending) else 1
+    for line in result.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     print(f"saved {len(result.saved)} to {result.where}")
     if result.attached or result.unattached:
         tried = len(result.attached) + len(result.unattached)
@@ -120,7 +130,13 @@ def stage_save_command(args: argparse.Namespace) -> int:
             print(f"  no PDF for {cid}: {reason}")
     for cid, reason in result.failed.items():
         print(f"  not saved {cid}: {reason}")
-    return 0 if not result.failed else 1
+    for cid, where in result.held.items():
+        print(f"  {cid}: {where}")
+    if result.pending:
+        print(f"not saved yet: {', '.join(result.pending)}")
+    if result.message:
+        print(result.message)
+    return 0 if not (result.failed or result.pending) else 1
 
 
 def note_save_command(args: argparse.Namespace) -> int:
@@ -185,7 +201,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sv = ss.add_parser("save", help="save the staging list to Zotero, or export it")
     sv.add_argument("--to", required=True, choices=["connector", "web", "ris", "bibtex"])
     sv.add_argument("--out", help="ris/bibtex: the file to write (default: standard output)")
-    sv.add_argument("--collection", help="web: a collection key to add the items to")
+    sv.add_argument("--collection", help="the collection to save into: web, its key; "
+                    "connector, its name or path (default: the one selected in Zotero)")
+    sv.add_argument("--tag", action="append", help="a tag to give the saved items (repeatable)")
+    sv.add_argument("--lost", choices=["saved", "unsaved"],
+                    help="connector: what you found in Zotero for papers whose save was not "
+                    "answered (the save says when this is needed)")
     sv.add_argument("--yes", action="store_true", help="do not ask before writing")
     sv.add_argument("--json", action="store_true")
     sv.set_defaults(func=stage_save_command)

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
 import httpx
 
@@ -45,6 +46,12 @@ class OnlineDisabled(ZocratesError):
         )
 
 
+class Holder(Protocol):
+    def find(self, c: Candidate) -> str | None:
+        """The library's key for the paper ("" when held under no known key), else None."""
+        ...
+
+
 @dataclass
 class LibraryMatch:
     """The library's papers by DOI, arXiv id and normalised title → item key."""
@@ -76,7 +83,7 @@ def discover(
     query: str,
     *,
     limit: int = 10,
-    library: LibraryMatch | None = None,
+    library: Holder | None = None,
     environ: dict[str, str] | None = None,
     transport: httpx.BaseTransport | None = None,
     similarity: Similarity | None = None,
@@ -127,8 +134,8 @@ def discover(
         if meaning is not None:
             c.score = round(0.7 * meaning[n] + 0.3 * c.score, 4)
         c.why = why(c, wanted)
-        if library is not None and (key := library.find(c)):
-            c.in_library, c.library_key = True, key
+        if library is not None and (key := library.find(c)) is not None:
+            c.in_library, c.library_key = True, key or None
     merged.sort(key=lambda c: (-c.score, c.title))
     # Papers the library holds are not recommended again: they follow the `limit`
     # recommendations, marked, so the researcher sees what they already have.
