@@ -240,5 +240,46 @@ def test_a_staged_paper_that_reached_the_library_since_is_not_saved_again(
     result = json.loads(out)
     assert [i["title"] for i in zotero.saved] == [picked[1]["title"]]
     assert result["saved"] == [picked[1]["id"]]
-    assert "already in Zotero: your indexed library" in result["held"][picked[0]["id"]]
+    assert "already in Zotero (in your indexed library" in result["held"][picked[0]["id"]]
     assert json.loads(run(capsys, tmp_path, "stage", "list", "--json")[1])["staged"] == []
+
+
+def test_a_saved_paper_is_never_offered_or_staged_again_and_stage_add_says_where(
+    tmp_path: Path, server: FixtureServer, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Issue 23 §2: saved through the connector, a paper is known on the next discover (the
+    write ledger), whatever the index says; one already in the web library is found by asking
+    the Web API; one in Zotero on this computer by its local API."""
+    from zocrates_nb.index import Index, index_library
+    from zocrates_nb.library import open_library
+
+    lib = tmp_path / "papers"
+    lib.mkdir()
+    (lib / "seed.md").write_text("---\ntitle: Field notes\n---\n\n# Notes\n\nEcology.\n", "utf-8")
+    with Index.open(tmp_path) as index:
+        index_library(open_library(folder=lib), index, progress=False)
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    with FakeConnector() as zotero, FakeWebAPI() as api:
+        configure(tmp_path, server, connector_url=zotero.url,
+                  web={"library_id": "475425", "base_url": api.url})  # fmt: skip
+        saved, web_held, local_held = _stage(capsys, tmp_path, 3)
+        run(capsys, tmp_path, "stage", "remove", web_held["id"], local_held["id"])
+        code, _, err = run(capsys, tmp_path, "stage", "save", "--to", "connector", "--yes")
+        assert code == 0, err
+        # Meanwhile the researcher added one paper on zotero.org and one in the Zotero app.
+        api.created.append({"key": "WEBHELD2", "version": api.version + 1, "itemType":
+                            "journalArticle", "title": web_held["title"], "DOI": web_held["doi"]})
+        api.version += 1
+        zotero.saved.append({"itemType": "journalArticle", "title": local_held["title"]})
+        zotero.local_api = True
+        code, out, err = run(capsys, tmp_path, "discover", "ecology", "--limit", "50", "--json")
+        again = {c["id"]: c for c in json.loads(out)["candidates"]}
+        assert again[saved["id"]]["in_library"]  # not offered again: the ledger knows it
+        assert again[local_held["id"]]["in_library"]  # Zotero's local API found it
+        code, _, err = run(capsys, tmp_path, "stage", "add", saved["id"])
+        assert code == 2 and f"{saved['id']} (saved from here through the Zotero app on " in err
+        code, _, err = run(capsys, tmp_path, "stage", "add", web_held["id"])
+    assert code == 2 and f"{web_held['id']} (in your Zotero web library, item WEBHELD2)" in err
+    assert "Nothing was staged" in err
+    assert len(zotero.saved) == 2  # one saved from here, one by the researcher: no more

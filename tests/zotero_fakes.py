@@ -18,6 +18,7 @@ KEY_CHARS = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
 
 class _Server:
     inject_methods: tuple[str, ...] | None = None  # the requests `injected` answers (None: all)
+    lose_paths: tuple[str, ...] | None = None  # the requests whose answer `lose` loses
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []  # {"method", "path", "headers", "body"}
@@ -49,7 +50,8 @@ class _Server:
                         faults = False
                     injected = outer.injected.popleft() if faults and outer.injected else None
                     answer = injected or outer.handle(req)
-                    lose = (outer.lose.popleft() if faults and outer.lose
+                    losable = outer.lose_paths is None or req["path"] in outer.lose_paths
+                    lose = (outer.lose.popleft() if faults and losable and outer.lose
                             else None)  # fmt: skip
                 if lose is not None:  # done, but the answer never arrives
                     time.sleep(lose)
@@ -94,7 +96,10 @@ ITEM_TYPES = ("journalArticle", "preprint", "book", "bookSection", "conferencePa
 class FakeConnector(_Server):
     """Zotero desktop's connector server (CONNECTOR.md §1–6) with a selected collection, the
     targets getSelectedCollection lists (`collections`: tree id → (name, level)), and
-    updateSession moving a session's items and giving them manual tags."""
+    updateSession moving a session's items and giving them manual tags. `lose` loses the
+    answers of saveItems."""
+
+    lose_paths = ("/connector/saveItems",)
 
     def __init__(self, *, collection: str | None = "Distributed systems",
                  editable: bool = True) -> None:  # fmt: skip
@@ -104,7 +109,8 @@ class FakeConnector(_Server):
         self.saved: list[dict[str, Any]] = []  # the items of every accepted saveItems
         self.sessions: set[str] = set()
         self.collections = {"C12": ("Distributed systems", 1), "C13": ("Reading", 1),
-                            "C14": ("To read", 2), "C15": ("To read", 1)}  # fmt: skip
+                            "C14": ("To read", 2), "C19": ("Later", 2), "C15": ("To read", 1),
+                            "C16": ("Archive", 1), "C17": ("Later", 2)}  # tree order
         self.session_items: dict[str, list[str]] = {}  # sessionID → its items' ids
         self.placed: dict[str, str] = {}  # item id → the tree id it ended in
         self.tags: dict[str, list[str]] = {}  # item id → manual tags from updateSession

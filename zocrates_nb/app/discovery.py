@@ -90,7 +90,7 @@ def stage(app: App, ids: Sequence[str], *, session_id: str | None) -> list[Candi
     staging = Staging(app.store)
     list_id = list_of(app, session_id)
     wanted = staging.remembered(ids, list_id=list_id)  # an unknown id names itself
-    held, _unasked = held_by_zotero(app, [c for c in wanted if not c.in_library])
+    held, _unasked = held_by_zotero(app, wanted)
     return staging.stage(ids, list_id=list_id,
                          held={i: h.describe() for i, h in held.items()})  # fmt: skip
 

@@ -102,7 +102,7 @@ def save_staged(
     held, unasked = held_by_zotero(app, staged, to=to)
     fresh = [c for c in staged if c.id not in held]
     result = write(app, to, fresh, ledger, collection=collection, tags=tags, lost=lost)
-    result.held.update({i: f"already in Zotero: {h.describe()}; not saved again"
+    result.held.update({i: f"already in Zotero ({h.describe()}); not saved again"
                         for i, h in held.items()})  # fmt: skip
     if unasked:
         result.warnings.append(f"Could not ask {' or '.join(unasked)} whether it already "

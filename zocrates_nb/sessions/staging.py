@@ -78,10 +78,11 @@ class Staging:
         with self.store._tx() as c:
             rows = self._rows(c, ids, list_id)
             found = [Candidate.model_validate_json(rows[i]) for i in dict.fromkeys(ids)]
-            where = {x.id: held.get(x.id) or f"your library (item {x.library_key})"
+            where = {x.id: held.get(x.id) or (f"in your library, item {x.library_key}"
+                                              if x.library_key else "in your Zotero library")
                      for x in found if x.in_library or x.id in held}  # fmt: skip
             if where:
-                named = "; ".join(f"{i} is in {w}" for i, w in where.items())
+                named = "; ".join(f"{i} ({w})" for i, w in where.items())
                 raise AlreadyInLibrary(
                     f"already in Zotero, so not staged: {named}. Nothing was staged."
                 )

@@ -32,10 +32,10 @@ class Place:
 @dataclass
 class Held:
     key: str  # the Zotero item key ("" when the connector saved it: it reports no keys)
-    where: str  # "your indexed library", "your Zotero web library", …
+    where: str  # "in your indexed library", "saved to Zotero through the Zotero app on …"
 
     def describe(self) -> str:
-        return f"{self.where} (item {self.key})" if self.key else self.where
+        return f"{self.where}, item {self.key}" if self.key else self.where
 
 
 class LocalLibrary:
@@ -69,14 +69,14 @@ class Holdings:
     def find(self, c: Candidate) -> Held | None:
         ids = c.identities()
         if self.indexed is not None and (key := self.indexed(c)):
-            return Held(key, "your indexed library")
+            return Held(key, "in your indexed library")
         # Identifiers before titles: two papers can share a title, never a DOI.
         for i in sorted(ids, key=lambda k: k.startswith("title:")):
             if i in self.saved:
                 s = self.saved[i]
                 how = "the Zotero app" if s.target == CONNECTOR else "the Zotero Web API"
                 day = time.strftime("%Y-%m-%d", time.localtime(s.settled))
-                return Held(s.item_key, f"saved to Zotero through {how} on {day}")
+                return Held(s.item_key, f"saved from here through {how} on {day}")
         for place in list(self.remote):
             try:
                 key = place.find(ids, c.title)
@@ -87,7 +87,7 @@ class Holdings:
                     self.unasked.append(place.name)
                 continue
             if key:
-                return Held(key, place.name)
+                return Held(key, f"in {place.name}")
         return None
 
 
