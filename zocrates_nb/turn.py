@@ -246,6 +246,9 @@ class Candidate(_Record):
     # Zotero's item type when a source's record says what it is (conferencePaper,
     # bookSection, thesis, report, book, preprint, journalArticle); "" when none did.
     item_type: str = ""
+    # The identities of this paper's other versions (a preprint's published DOI, the published
+    # version's preprint), as `identities` spells them: one paper, whichever version is found.
+    versions: list[str] = Field(default_factory=list)
     abstract: str = ""
     in_library: bool = False
     library_key: str | None = None
@@ -271,7 +274,7 @@ class Candidate(_Record):
             out.add(f"arxiv:{self.arxiv_id}")
         if self.isbn:
             out.add(f"isbn:{self.isbn}")
-        return out
+        return out | {v for v in self.versions if v.startswith(("doi:", "arxiv:"))}
 
 
 def clean_doi(doi: str | None) -> str | None:

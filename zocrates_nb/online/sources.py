@@ -7,7 +7,6 @@ Parsers are defensive: the recorded responses show years of schema drift.
 
 from __future__ import annotations
 
-import html
 import os
 import re
 from collections.abc import Callable
@@ -19,11 +18,23 @@ import httpx
 from defusedxml import ElementTree
 
 from zocrates_nb.config import OnlineSettings, SourceSettings
-from zocrates_nb.online.candidate import Candidate
+from zocrates_nb.online.candidate import Candidate, clean_doi
 from zocrates_nb.online.http import SourceError, get, get_json
+from zocrates_nb.online.markup import abstract_text, plain
+
+# What each API calls a record, as Zotero's item type ("" leaves it to the default).
+CROSSREF_TYPES = {
+    "journal-article": "journalArticle", "proceedings-article": "conferencePaper",
+    "book-chapter": "bookSection", "book-section": "bookSection", "book-part": "bookSection",
+    "dissertation": "thesis", "report": "report", "report-component": "report",
+    "book": "book", "monograph": "book", "edited-book": "book", "reference-book": "book",
+}  # fmt: skip
+OPENALEX_TYPES = {"article": "journalArticle", "preprint": "preprint", "book": "book",
+                  "book-chapter": "bookSection", "dissertation": "thesis", "report": "report"}
+S2_TYPES = {"Conference": "conferencePaper", "BookSection": "bookSection", "Book": "book",
+            "JournalArticle": "journalArticle"}  # fmt: skip
 
 USER_AGENT = "zocrates-nb (https://github.com/zocrates-nb)"
-_TAG = re.compile(r"<[^>]+>")
 _ATOM = "{http://www.w3.org/2005/Atom}"
 _ARXIV = "{http://arxiv.org/schemas/atom}"
 
@@ -98,11 +109,6 @@ class _Base:
                         max_retry_after=self.online.max_retry_after, **kw)  # fmt: skip
 
 
-def plain(text: str | None) -> str:
-    """Markup (JATS, HTML) stripped, entities decoded (`&amp;` → `&`), whitespace collapsed."""
-    return " ".join(html.unescape(_TAG.sub(" ", text or "")).split())
-
-
 class Arxiv(_Base):
     def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]:
         terms = " AND ".join(f"all:{w}" for w in query.split())
@@ -152,7 +158,7 @@ def parse_arxiv(body: bytes, name: str = "arXiv") -> list[Candidate]:
             arxiv_id=ident,
             url=ident.replace("http://", "https://") or None,
             pdf_url=pdf,
-            abstract=plain(e.findtext(f"{_ATOM}summary")),
+            abstract=abstract_text(e.findtext(f"{_ATOM}summary")),
             sources=[name],
         ))  # fmt: skip
     return [c for c in out if c.title]
@@ -184,22 +190,38 @@ def crossref_item(i: dict[str, Any], name: str = "Crossref") -> Candidate:
     parts = ((i.get("issued") or i.get("published") or {}).get("date-parts") or [[None]])[0]
     pdf = next((ln.get("URL") for ln in i.get("link") or []
                 if ln.get("content-type") == "application/pdf"), None)  # fmt: skip
+    kind = str(i.get("type") or "")
+    item_type = ("preprint" if kind == "posted-content" and i.get("subtype") == "preprint"
+                 else CROSSREF_TYPES.get(kind, ""))  # fmt: skip
+    venue = " ".join((i.get("container-title") or [])[:1])
+    if not venue or item_type in ("thesis", "report", "preprint"):  # who published it
+        venue = next((str(x.get("name") or "") for x in i.get("institution") or []
+                      if isinstance(x, dict)), "") or venue  # fmt: skip
+    raw = i.get("relation")
+    relation: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    versions = [f"doi:{d}" for r in ("has-preprint", "is-preprint-of")
+                for x in relation.get(r) or [] if isinstance(x, dict)
+                and x.get("id-type") == "doi" and (d := clean_doi(str(x.get("id") or "")))]
     return Candidate(
         title=plain(" ".join(i.get("title") or [])),
         authors=[" ".join(filter(None, [a.get("given"), a.get("family")])) or a.get("name", "")
                  for a in i.get("author") or []],
         year=parts[0] if parts and isinstance(parts[0], int) else None,
-        venue=plain(" ".join((i.get("container-title") or [])[:1])),
+        venue=plain(venue),
         doi=i.get("DOI"),
         url=i.get("URL"),
         pdf_url=pdf,
-        abstract=plain(i.get("abstract")),
+        isbn=next(iter(i.get("ISBN") or []), None),
+        publisher=plain(i.get("publisher")) if item_type in ("book", "bookSection") else "",
+        item_type=item_type,
+        versions=versions,
+        abstract=abstract_text(i.get("abstract")),
         sources=[name],
         score=float(i.get("score") or 0.0),
     )  # fmt: skip
 
 
-S2_FIELDS = "title,authors,year,venue,externalIds,abstract,openAccessPdf,url"
+S2_FIELDS = "title,authors,year,venue,externalIds,abstract,openAccessPdf,url,publicationTypes"
 
 
 class SemanticScholar(_Base):
@@ -220,6 +242,7 @@ class SemanticScholar(_Base):
 
 def s2_paper(p: dict[str, Any], name: str = "Semantic Scholar") -> Candidate:
     ids = p.get("externalIds") or {}
+    kinds = [t for t in p.get("publicationTypes") or [] if t in S2_TYPES]
     return Candidate(
         title=plain(p.get("title")),
         authors=[a.get("name", "") for a in p.get("authors") or []],
@@ -229,7 +252,8 @@ def s2_paper(p: dict[str, Any], name: str = "Semantic Scholar") -> Candidate:
         arxiv_id=ids.get("ArXiv"),
         url=p.get("url"),
         pdf_url=(p.get("openAccessPdf") or {}).get("url") or None,
-        abstract=plain(p.get("abstract")),
+        item_type=S2_TYPES[kinds[0]] if kinds else "",
+        abstract=abstract_text(p.get("abstract")),
         sources=[name],
     )
 
@@ -257,6 +281,9 @@ def openalex_work(w: dict[str, Any], name: str = "OpenAlex") -> Candidate:
     loc = w.get("primary_location") or {}
     best = w.get("best_oa_location") or {}
     ids = w.get("ids") or {}
+    item_type = OPENALEX_TYPES.get(str(w.get("type") or ""), "")
+    if item_type == "journalArticle" and (loc.get("source") or {}).get("type") == "conference":
+        item_type = "conferencePaper"
     return Candidate(
         title=plain(w.get("title") or w.get("display_name")),
         authors=[(a.get("author") or {}).get("display_name") or a.get("raw_author_name") or ""
@@ -267,7 +294,8 @@ def openalex_work(w: dict[str, Any], name: str = "OpenAlex") -> Candidate:
         arxiv_id=ids.get("arxiv"),
         url=loc.get("landing_page_url") or w.get("id"),
         pdf_url=best.get("pdf_url") or loc.get("pdf_url") or None,
-        abstract=inverted_abstract(w.get("abstract_inverted_index")),
+        item_type=item_type,
+        abstract=abstract_text(inverted_abstract(w.get("abstract_inverted_index"))),
         sources=[name],
         score=float(w.get("relevance_score") or 0.0),
     )  # fmt: skip

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zocrates_nb.online.candidate import Candidate
+from zocrates_nb.online.candidate import Candidate, is_preprint
 
 STAGED_TAG = "zocrates:discovered"
 ITEM_TYPES = ("journalArticle", "conferencePaper", "bookSection", "thesis", "report", "book",
@@ -37,14 +37,9 @@ def split_name(name: str) -> dict[str, str]:
     return {"creatorType": "author", "firstName": first, "lastName": last}
 
 
-def is_preprint(c: Candidate) -> bool:
-    """Known only as an arXiv preprint (no DOI, or arXiv's own DataCite DOI)."""
-    return bool(c.arxiv_id) and (not c.doi or c.doi.startswith("10.48550/"))
-
-
 def item_type(c: Candidate) -> str:
-    """The type its source record gave, else a preprint when only arXiv knows it, else a
-    journal article."""
+    """The type its source record gave, else a preprint when only arXiv or a preprint server
+    knows it, else a journal article."""
     if c.item_type in ITEM_TYPES:
         return c.item_type
     return "preprint" if is_preprint(c) else "journalArticle"
@@ -67,9 +62,11 @@ def zotero_item(c: Candidate, *, tags: list[str] | None = None,
         item["DOI"] = c.doi
     venue = c.venue
     if kind == "preprint":
-        if c.arxiv_id:
+        if c.arxiv_id and (not c.doi or c.doi.startswith("10.48550/")):
             venue = "arXiv"
             item["archiveID"] = f"arXiv:{c.arxiv_id}"
+        elif c.arxiv_id:
+            item["extra"] = f"arXiv: {c.arxiv_id}"
     elif c.arxiv_id:
         item["extra"] = f"arXiv: {c.arxiv_id}"
     if kind in VENUE_FIELD:
