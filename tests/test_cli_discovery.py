@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import bibtexparser
 import pytest
@@ -283,3 +283,83 @@ def test_a_saved_paper_is_never_offered_or_staged_again_and_stage_add_says_where
     assert code == 2 and f"{web_held['id']} (in your Zotero web library, item WEBHELD2)" in err
     assert "Nothing was staged" in err
     assert len(zotero.saved) == 2  # one saved from here, one by the researcher: no more
+
+
+class OpenLibraryFake:
+    """Open Library's Books API on loopback (`/api/books?bibkeys=ISBN:…&jscmd=data`), shaped
+    as its documentation describes the answer (no recording exists in the fixtures)."""
+
+    BOOK: ClassVar[dict[str, Any]] = {"url": "https://openlibrary.org/books/OL22853304M/Introduction_to_algorithms",
+            "title": "Introduction to algorithms", "subtitle": "",
+            "authors": [{"url": "https://openlibrary.org/authors/OL2866877A",
+                         "name": "Thomas H. Cormen"},
+                        {"url": "https://openlibrary.org/authors/OL228400A",
+                         "name": "Charles E. Leiserson"}],
+            "publishers": [{"name": "MIT Press"}], "publish_date": "2009",
+            "identifiers": {"isbn_13": ["9780262033848"], "isbn_10": ["0262033844"]}}
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from threading import Thread
+        from urllib.parse import parse_qs, urlsplit
+
+        book = self.BOOK
+        self.asked: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                url = urlsplit(self.path)
+                keys = parse_qs(url.query).get("bibkeys", [""])[0]
+                outer.asked.append(keys)
+                found = {keys: book} if keys == "ISBN:9780262033848" else {}
+                body = json.dumps(found).encode()
+                self.send_response(200 if url.path == "/api/books" else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_add_by_doi_arxiv_id_and_isbn_saves_each_once_into_the_collection_asked_for(
+    tmp_path: Path, server: FixtureServer, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    books = OpenLibraryFake()
+    online = server.online_config(openlibrary={"base_url": books.url})
+    with FakeConnector() as zotero:
+        config = {"online": {**online, "enabled": False}, "zotero": {"connector_url": zotero.url}}
+        (tmp_path / "zocrates_config.json").write_text(json.dumps(config), "utf-8")
+        before = len(server.requests)
+        code, _, err = run(capsys, tmp_path, "add", "10.1038/s42256-024-00832-8", "--yes")
+        assert code == 2 and "nothing was sent" in err and len(server.requests) == before
+        config["online"]["enabled"] = True
+        (tmp_path / "zocrates_config.json").write_text(json.dumps(config), "utf-8")
+        code, out, err = run(capsys, tmp_path, "add",
+                             "https://doi.org/10.1038/s42256-024-00832-8", "arXiv:2104.12255v1",
+                             "ISBN 978-0-262-03384-8", "10.9999/nope", "--collection",
+                             "Reading/To read", "--tag", "to-read", "--yes")  # fmt: skip
+        assert code == 1, err  # one identifier was not found
+        saved = {i["itemType"]: i for i in zotero.saved}
+        again = run(capsys, tmp_path, "add", "10.1038/s42256-024-00832-8", "--yes", "--json")
+    assert sorted(saved) == ["book", "journalArticle", "preprint"]
+    assert saved["book"]["publisher"] == "MIT Press" and saved["book"]["ISBN"] == "9780262033848"
+    assert saved["book"]["creators"][0] == {"creatorType": "author", "firstName": "Thomas H.",
+                                            "lastName": "Cormen"}  # fmt: skip
+    assert saved["journalArticle"]["publicationTitle"] == "Nature Machine Intelligence"
+    assert saved["preprint"]["archiveID"] == "arXiv:2104.12255"
+    assert {zotero.placed[i["id"]] for i in zotero.saved} == {"C14"}
+    assert {tuple(zotero.tags[i["id"]]) for i in zotero.saved} == {("to-read",)}
+    assert "not saved 10.9999/nope: not added: no scholarly source knows it" in out
+    assert books.asked == ["ISBN:9780262033848"]
+    code, out, _ = again
+    result = json.loads(out)
+    assert code == 0 and result["saved"] == [] and len(zotero.saved) == 3
+    assert "already in Zotero (saved from here through the Zotero app" in next(
+        iter(result["held"].values()))

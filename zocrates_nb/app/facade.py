@@ -390,6 +390,31 @@ class App:
         return save_staged(self, to, session_id=session_id, confirmed=confirmed, out=target,
                            collection=collection, tags=tags, ids=ids, lost=lost)  # fmt: skip
 
+    def lookup(self, identifiers: Sequence[str]) -> tuple[list[Candidate], dict[str, str]]:
+        """The papers DOIs, arXiv ids or ISBNs name (from the scholarly sources, while
+        `online.enabled` is on), and the identifiers not found with why. Writes nothing."""
+        from zocrates_nb.app.adding import lookup
+
+        return lookup(self, identifiers)
+
+    def add(
+        self,
+        identifiers: Sequence[str],
+        *,
+        to: str = "connector",
+        confirmed: bool = False,
+        collection: str | None = None,
+        tags: Sequence[str] | None = None,
+        lost: str | None = None,
+    ) -> tuple[SaveResult, list[Candidate]]:
+        """Add papers by DOI, arXiv id or ISBN to Zotero (`connector` or `web`, into
+        `collection` with `tags`), as `save_staged` saves: after `confirmed`, never twice,
+        nothing Zotero holds. The result and the papers found."""
+        from zocrates_nb.app.adding import add
+
+        return add(self, identifiers, to=to, confirmed=confirmed, collection=collection,
+                   tags=tags, lost=lost)  # fmt: skip
+
     def save_note(
         self,
         session_id: str,

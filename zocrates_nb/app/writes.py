@@ -97,18 +97,30 @@ def save_staged(
         raise UsageError("saving writes to Zotero or a file: confirm it first (--yes)")
     if to in ("ris", "bibtex"):
         return export(staged, to, out)
-    # A paper staged days ago may have reached Zotero since (saved from here, added by hand):
-    # writing it again would duplicate it, so Zotero is asked once more and it is left out.
-    held, unasked = held_by_zotero(app, staged, to=to)
-    fresh = [c for c in staged if c.id not in held]
-    result = write(app, to, fresh, ledger, collection=collection, tags=tags, lost=lost)
+    result = save_papers(app, to, staged, ledger, collection=collection, tags=tags, lost=lost)
+    staging.unstage([*result.saved, *result.held], list_id=list_id)
+    return result, None
+
+
+def save_papers(app: App, to: str, papers: list[Candidate], ledger: WriteLedger, *,
+                collection: str | None, tags: Sequence[str] | None,
+                lost: str | None) -> SaveResult:  # fmt: skip
+    """Write the papers Zotero does not hold yet. A paper staged days ago may have reached
+    Zotero since (saved from here, added by hand): writing it again would duplicate it, so
+    Zotero is asked once more and it is left out (`held`, with where it is)."""
+    held, unasked = held_by_zotero(app, papers, to=to)
+    fresh = [c for c in papers if c.id not in held]
+    pending = ledger.pending(_target(app, to))
+    if fresh or pending:
+        result = write(app, to, fresh, ledger, collection=collection, tags=tags, lost=lost)
+    else:
+        result = SaveResult(to=to)
     result.held.update({i: f"already in Zotero ({h.describe()}); not saved again"
                         for i, h in held.items()})  # fmt: skip
     if unasked:
         result.warnings.append(f"Could not ask {' or '.join(unasked)} whether it already "
                                "holds these papers.")  # fmt: skip
-    staging.unstage([*result.saved, *held], list_id=list_id)
-    return result, None
+    return result
 
 
 def write(app: App, to: str, candidates: list[Candidate], ledger: WriteLedger, *,

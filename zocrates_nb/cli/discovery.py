@@ -139,6 +139,35 @@ def print_result(result: SaveResult, as_json: bool) -> int:
     return 0 if not (result.failed or result.pending) else 1
 
 
+def add_command(args: argparse.Namespace) -> int:
+    """Look the identifiers up, show what was found, ask (unless --yes), then save."""
+    with _app(args) as app:
+        if not args.yes:
+            found, unknown = app.lookup(args.identifiers)
+            for c in found:
+                print_candidate(c)
+            for ident, why in unknown.items():
+                print(f"  {ident}: {why}", file=sys.stderr)
+            if not found:
+                print("nothing to add")
+                return 1
+            where = ("the Zotero app" if args.to == "connector" else "your Zotero web library")
+            if not sys.stdin.isatty():
+                raise UsageError(f"adding {len(found)} papers to {where} needs a yes: add --yes")
+            if input(f"Add {len(found)} papers to {where}? [y/N] ").strip().lower() not in (
+                "y", "yes"):  # fmt: skip
+                print("nothing saved")
+                return 1
+        result, found = app.add(args.identifiers, to=args.to, confirmed=True,
+                                collection=args.collection, tags=args.tag,
+                                lost=args.lost)  # fmt: skip
+    if not args.json:
+        for c in found:
+            if c.id in result.saved:
+                print(f"added {c.id}  {c.title}")
+    return print_result(result, args.json)
+
+
 def note_save_command(args: argparse.Namespace) -> int:
     with _app(args) as app:
         if not args.yes:
@@ -212,6 +241,19 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sv.set_defaults(func=stage_save_command)
     for p in (add, ls, rm, sv):
         session(p)
+
+    ad = sub.add_parser("add", help="add papers to Zotero by DOI, arXiv id or ISBN "
+                        "(online.enabled)")  # fmt: skip
+    ad.add_argument("identifiers", nargs="+", metavar="DOI|arXiv-id|ISBN")
+    ad.add_argument("--to", choices=["connector", "web"], default="connector",
+                    help="the Zotero app (default) or your web library")
+    ad.add_argument("--collection", help="the collection to save into: connector, its name or "
+                    "path (default: the one selected in Zotero); web, its key")
+    ad.add_argument("--tag", action="append", help="a tag to give the papers (repeatable)")
+    ad.add_argument("--lost", choices=["saved", "unsaved"], help=argparse.SUPPRESS)
+    ad.add_argument("--yes", action="store_true", help="do not ask before writing")
+    ad.add_argument("--json", action="store_true")
+    ad.set_defaults(func=add_command)
 
     no = sub.add_parser("note", help="save an answer as a Zotero note")
     ns = no.add_subparsers(dest="note_command", required=True)

@@ -21,6 +21,7 @@ from zocrates_nb.config import OnlineSettings, SourceSettings
 from zocrates_nb.online.candidate import Candidate, clean_doi
 from zocrates_nb.online.http import SourceError, get, get_json
 from zocrates_nb.online.markup import abstract_text, plain
+from zocrates_nb.turn import clean_isbn
 
 # What each API calls a record, as Zotero's item type ("" leaves it to the default).
 CROSSREF_TYPES = {
@@ -48,6 +49,7 @@ class Source(Protocol):
 
 
 _DOI_RE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)?(10\.\d{4,9}/\S+)$", re.I)
+_ISBN_RE = re.compile(r"^(?:isbn(?:-1[03])?:?\s*)?((?:97[89][\s-]?)?(?:\d[\s-]?){9}[\dXx])$", re.I)
 _ARXIV_RE = re.compile(
     r"^(?:https?://(?:export\.)?arxiv\.org/(?:abs|pdf)/|arxiv:\s*)?"
     r"(\d{4}\.\d{4,5}(?:v\d+)?|[a-z-]+(?:\.[A-Z]{2})?/\d{7}(?:v\d+)?)(?:\.pdf)?$",
@@ -58,17 +60,21 @@ _ARXIV_RE = re.compile(
 def identity(kind: str, ident: str) -> set[str]:
     """The identities of the paper a look-up asks for (as `Candidate.identities` spells them)."""
     return Candidate(title="", doi=ident if kind == "doi" else None,
-                     arxiv_id=ident if kind == "arxiv" else None).identities()  # fmt: skip
+                     arxiv_id=ident if kind == "arxiv" else None,
+                     isbn=ident if kind == "isbn" else None).identities()  # fmt: skip
 
 
 def identifier(query: str) -> tuple[str, str] | None:
-    """("doi", "10.x/y") or ("arxiv", "2104.12255v1") when the whole query is one identifier:
-    a look-up of that paper, not a search."""
+    """("doi", "10.x/y"), ("arxiv", "2104.12255v1") or ("isbn", "9780262033848") when the
+    whole query is one identifier: a look-up of that paper, not a search."""
     text = query.strip().rstrip(".,;")
     if m := _DOI_RE.match(text):
         return "doi", m.group(1)
     if m := _ARXIV_RE.match(text):
         return "arxiv", m.group(1)
+    if m := _ISBN_RE.match(text):
+        isbn = clean_isbn(m.group(1))
+        return ("isbn", isbn) if isbn else None
     return None
 
 
@@ -235,6 +241,8 @@ class SemanticScholar(_Base):
                 if c.title]  # fmt: skip
 
     def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
+        if kind not in ("doi", "arxiv"):
+            return []
         ref = quote(f"DOI:{ident}" if kind == "doi" else f"arXiv:{ident}", safe=":")
         return self._one(client, f"/paper/{ref}", s2_paper, headers=self._headers(),
                          params={"fields": S2_FIELDS})  # fmt: skip
@@ -309,6 +317,40 @@ def inverted_abstract(index: Any) -> str:
     return " ".join(w for _, w in words)
 
 
+class OpenLibrary(_Base):
+    """Books by ISBN (Open Library's Books API, `jscmd=data`); it is never searched."""
+
+    def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]:
+        return []
+
+    def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
+        if kind != "isbn":
+            return []
+        params = {"bibkeys": f"ISBN:{ident}", "format": "json", "jscmd": "data"}
+        data = self._get(client, "/api/books", params=params, headers={"User-Agent": USER_AGENT})
+        record = (data or {}).get(f"ISBN:{ident}") if isinstance(data, dict) else None
+        found = openlibrary_book(record, ident, self.name) if isinstance(record, dict) else None
+        return [found] if found is not None and found.title else []
+
+
+def openlibrary_book(b: dict[str, Any], isbn: str, name: str = "Open Library") -> Candidate:
+    title = plain(b.get("title"))
+    if isinstance(b.get("subtitle"), str) and b["subtitle"].strip():
+        title = f"{title}: {plain(b['subtitle'])}"
+    year = re.search(r"\b(1[5-9]\d\d|20\d\d)\b", str(b.get("publish_date") or ""))
+    return Candidate(
+        title=title,
+        authors=[plain(a.get("name")) for a in b.get("authors") or [] if isinstance(a, dict)],
+        year=int(year.group(1)) if year else None,
+        publisher=next((plain(p.get("name")) for p in b.get("publishers") or []
+                        if isinstance(p, dict)), ""),
+        isbn=isbn,
+        url=b.get("url") if isinstance(b.get("url"), str) else None,
+        item_type="book",
+        sources=[name],
+    )
+
+
 def enabled_sources(online: OnlineSettings, environ: dict[str, str] | None = None) -> list[_Base]:
     """The sources to ask: enabled ones; OpenAlex only when its key is set (its 2026 terms)."""
     env = dict(os.environ) if environ is None else environ
@@ -317,5 +359,6 @@ def enabled_sources(online: OnlineSettings, environ: dict[str, str] | None = Non
         Crossref(online.crossref, online, "Crossref", env),
         SemanticScholar(online.semantic_scholar, online, "Semantic Scholar", env),
         OpenAlex(online.openalex, online, "OpenAlex", env),
+        OpenLibrary(online.openlibrary, online, "Open Library", env),
     ]
     return [s for s in made if s.settings.enabled and (s.name != "OpenAlex" or s.key)]
