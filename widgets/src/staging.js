@@ -3,6 +3,7 @@
 // Zotero app, the Zotero web library, a RIS or BibTeX download) and Save. Saving always shows
 // a confirm step naming what will be written where; only its button sends `save_staged` with
 // `confirmed: true`. The `save_result` says what happened; a file arrives as a download.
+import { AddPapers } from "./adding.js";
 import { candidateMeta } from "./candidates.js";
 import { icon, oneLine } from "./dom.js";
 
@@ -62,6 +63,8 @@ export class StagedTray {
       this.confirmEl,
       this.resultEl,
     );
+    this.adder = new AddPapers(this);
+    this.resultEl.before(this.adder.el);
   }
 
   staged() {
@@ -92,7 +95,7 @@ export class StagedTray {
     const h = this.h;
     const staged = this.staged();
     this.button.textContent = `Staged (${staged.length})`;
-    this.button.hidden = staged.length === 0 && this.el.hidden && this.resultEl.hidden;
+    this.button.hidden = false; // the tray also adds papers by identifier: always reachable
     this.list.replaceChildren(
       ...(staged.length
         ? staged.map((c) =>
