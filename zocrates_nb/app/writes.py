@@ -209,6 +209,7 @@ def save_note(
     known = in_zotero(app)
     if to == "connector":
         return save_note_to_connector(turn, str(zotero.connector_url), in_zotero=known,
+                                      ledger=WriteLedger(app.store),
                                       timeout=app.settings.online.timeout)  # fmt: skip
     result = save_note_to_web(turn, zotero.web, ledger=WriteLedger(app.store),
                               collection=collection, in_zotero=known)  # fmt: skip

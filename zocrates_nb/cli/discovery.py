@@ -122,7 +122,8 @@ def print_result(result: SaveResult, as_json: bool) -> int:
         return 0 if not (result.failed or result.pending) else 1
     for line in result.warnings:
         print(f"warning: {line}", file=sys.stderr)
-    print(f"saved {len(result.saved)} to {result.where}")
+    print(f"saved {len(result.saved)} to {result.where}" if result.where else
+          f"saved {len(result.saved)}")  # fmt: skip
     if result.attached or result.unattached:
         tried = len(result.attached) + len(result.unattached)
         print(f"Zotero attached PDFs to {len(result.attached)} of {tried}")
@@ -183,7 +184,7 @@ def note_save_command(args: argparse.Namespace) -> int:
     if args.json:
         _json(result.model_dump(mode="json"))
     else:
-        print(f"saved the answer as {result.where}")
+        print(result.message or f"saved the answer as {result.where}")
         if result.tagged:
             print(f"tagged zocrates:cited: {', '.join(result.tagged)}")
         for key, reason in result.failed.items():

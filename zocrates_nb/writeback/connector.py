@@ -134,7 +134,7 @@ def save_to_connector(candidates: list[Candidate], url: str, *, ledger: Ledger,
         dest = choose(target, collection) if collection else None
         if not target.editable:
             raise WriteError(f"{target.describe()} is read-only: select another one in Zotero")
-        run = _Session(client, url, ledger, SaveResult(to="connector"), clock)
+        run = Session(client, url, ledger, SaveResult(to="connector"), clock)
         for batch in ledger.pending(CONNECTOR):
             run.settle_earlier(batch, lost, is_saved)
         todo = [c for c in candidates if c.id not in run.result.saved]
@@ -155,7 +155,7 @@ def save_to_connector(candidates: list[Candidate], url: str, *, ledger: Ledger,
     return run.result
 
 
-class _Session:
+class Session:
     """Sends a session's saveItems (again with its sessionID when its answer was lost)."""
 
     def __init__(self, client: httpx.Client, url: str, ledger: Ledger, result: SaveResult,

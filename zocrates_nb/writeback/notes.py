@@ -20,8 +20,8 @@ from markdown_it import MarkdownIt
 from zocrates_nb.citelinks import CitedPage, cited_pages, pdf_url, select_url
 from zocrates_nb.config import ZoteroWebSettings
 from zocrates_nb.turn import TurnResult
-from zocrates_nb.writeback.connector import post, selected_target
-from zocrates_nb.writeback.ledger import BatchItem, Ledger
+from zocrates_nb.writeback.connector import Session, selected_target
+from zocrates_nb.writeback.ledger import CONNECTOR, BatchItem, Ledger
 from zocrates_nb.writeback.result import SaveResult, WriteError
 from zocrates_nb.writeback.web import WebLibrary, write_batches
 
@@ -104,20 +104,34 @@ def note_item(turn: TurnResult, *, in_zotero: Known | None = None) -> dict[str, 
             "tags": [{"tag": ANSWER_TAG}]}  # fmt: skip
 
 
-def save_note_to_connector(turn: TurnResult, url: str, *, timeout: float = 30.0,
-                           transport: httpx.BaseTransport | None = None,
+def save_note_to_connector(turn: TurnResult, url: str, *, ledger: Ledger,
+                           timeout: float = 30.0, transport: httpx.BaseTransport | None = None,
                            in_zotero: Known | None = None) -> SaveResult:  # fmt: skip
     """A standalone note in Zotero's selected collection (the connector cannot reach existing
-    items, so it is never a child note on this path)."""
-    item = {"id": f"note-{turn.turn_id}", **note_item(turn, in_zotero=in_zotero)}
+    items, so it is never a child note on this path), as one ledger-kept connector session: a
+    lost answer is sent again under the same session, a second save makes no second note."""
+    entry = BatchItem(f"note:{turn.turn_id}", {"id": f"note-{turn.turn_id}",
+                                               **note_item(turn, in_zotero=in_zotero)},
+                      [f"note:{turn.turn_id}"], turn.prompt)  # fmt: skip
+    previous = ledger.saved().get(entry.candidate_id)
+    if previous is not None and previous.target == CONNECTOR:
+        return SaveResult(to="connector", saved=[turn.turn_id],
+                          message="This answer was already saved as a note through the Zotero "
+                                  "app; it was not saved again.")  # fmt: skip
     with httpx.Client(timeout=timeout, transport=transport) as client:
         target = selected_target(client, url)
         if not target.editable:
             raise WriteError(f"{target.describe()} is read-only: select another one in Zotero")
-        body = {"sessionID": f"zocrates-{uuid.uuid4().hex[:12]}", "items": [item]}
-        r = post(client, url, "/connector/saveItems", body)
-    if r.status_code != 201:
-        raise WriteError(f"Zotero did not save the note (HTTP {r.status_code}); nothing was saved")
+        session = Session(client, url, ledger, SaveResult(to="connector"), time.time)
+        for batch in ledger.pending(CONNECTOR):
+            if any(i.candidate_id == entry.candidate_id for i in batch.items):
+                session.send(batch)  # this note's earlier, unanswered session: same sessionID
+        if entry.candidate_id not in session.result.saved:
+            opened = ledger.open_batch(CONNECTOR, f"zocrates-{uuid.uuid4().hex[:12]}", [entry])
+            if opened is not None:
+                session.send(opened)
+    if entry.candidate_id not in session.result.saved:
+        raise WriteError(session.result.message or "Zotero did not save the note")
     return SaveResult(to="connector", saved=[turn.turn_id],
                       where=f"a standalone note in {target.describe()}")  # fmt: skip
 
