@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from zotero_fakes import FakeWebAPI
 
 from zocrates_nb.config import ZoteroWebSettings
@@ -70,10 +71,13 @@ def test_an_error_on_the_second_batch_saves_the_first_and_a_rerun_only_the_rest(
     assert len(sent) == 3 and sent[1] == sent[2]  # batch 2 went again with its own token
 
 
-def test_a_write_whose_answer_is_lost_is_read_back_not_written_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("lost", [0.0, 1.5], ids=["dropped-connection", "timeout"])
+def test_a_write_whose_answer_is_lost_is_read_back_not_written_again(
+    tmp_path: Path, lost: float
+) -> None:
     with FakeWebAPI() as api:
-        api.lose.append(0)  # the first batch is written; its answer never arrives
-        result = save(tmp_path, api)
+        api.lose.append(lost)  # the first batch is written; its answer never arrives
+        result = save(tmp_path, api, timeout=0.5)
     assert sorted(result.saved) == sorted(p.id for p in PAPERS) and not result.pending
     assert_each_once(api)
     sent = tokens(api)

@@ -99,7 +99,8 @@ def discover(
     if not query:
         raise ZocratesError("Say what to look for: the query is empty.")
     limit = max(1, min(int(limit), MAX_LIMIT))
-    sources = enabled_sources(online, environ)
+    ident = identifier(query)  # one paper by its DOI, arXiv id or ISBN: look it up
+    sources = enabled_sources(online, environ, lookup=ident is not None)
     if not sources:
         off = "No scholarly source is enabled: turn one on under online.* in the config."
         return Discovery(query=query, errors=[off])
@@ -108,7 +109,6 @@ def discover(
     timeout = httpx.Timeout(online.timeout, connect=min(5.0, online.timeout))
     client = httpx.Client(timeout=timeout, transport=transport, follow_redirects=True)
     with client, ThreadPoolExecutor(max_workers=len(sources)) as pool:
-        ident = identifier(query)  # one paper by its DOI or arXiv id: look it up
         futures = [pool.submit(s.lookup, client, *ident) if ident
                    else pool.submit(s.search, client, query, limit) for s in sources]  # fmt: skip
         for source, fut in zip(sources, futures, strict=True):

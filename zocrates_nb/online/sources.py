@@ -351,8 +351,10 @@ def openlibrary_book(b: dict[str, Any], isbn: str, name: str = "Open Library") -
     )
 
 
-def enabled_sources(online: OnlineSettings, environ: dict[str, str] | None = None) -> list[_Base]:
-    """The sources to ask: enabled ones; OpenAlex only when its key is set (its 2026 terms)."""
+def enabled_sources(online: OnlineSettings, environ: dict[str, str] | None = None, *,
+                    lookup: bool = False) -> list[_Base]:  # fmt: skip
+    """The sources to ask: enabled ones; OpenAlex only when its key is set (its 2026 terms);
+    Open Library only for a look-up (`lookup`: it is never searched)."""
     env = dict(os.environ) if environ is None else environ
     made = [
         Arxiv(online.arxiv, online, "arXiv", env),
@@ -361,4 +363,5 @@ def enabled_sources(online: OnlineSettings, environ: dict[str, str] | None = Non
         OpenAlex(online.openalex, online, "OpenAlex", env),
         OpenLibrary(online.openlibrary, online, "Open Library", env),
     ]
-    return [s for s in made if s.settings.enabled and (s.name != "OpenAlex" or s.key)]
+    return [s for s in made if s.settings.enabled and (s.name != "OpenAlex" or s.key)
+            and (lookup or not isinstance(s, OpenLibrary))]
