@@ -192,8 +192,12 @@ def test_retries_of_a_rate_limited_call_stay_inside_the_deadline(
     app = open_app(tmp_path, llm, small, timeout=2)
     end = terminal(run(app.ask(QUESTION, hitl=False)))
     assert end.type == "error"
-    assert "within models.timeout = 2 s" in end.message
-    assert len(llm.requests) == 2  # the first attempt and one retry; the next would pass 2 s
+    # The first attempt and one retry after Retry-After; the next wait would pass the 2 s
+    # deadline, so the call stops there and says what the server said, and the time waited.
+    assert len(llm.requests) == 2
+    assert "is rate-limiting requests (HTTP 429); try again in 1.5 s" in end.message
+    m = re.search(r"gave up after (\d+\.\d) s", end.message)
+    assert m and 1.5 <= float(m.group(1)) < 2.0, end.message
 
 
 @pytest.mark.parametrize(
@@ -245,20 +249,20 @@ def test_usage_after_a_checkpoint_and_resume_equals_what_the_server_served(
     pause = terminal(run(app.ask(QUESTION, session_id=sid, budget=2)))
     assert pause.type == "checkpoint", pause
     paused = app.history(sid)[-1]
-    assert paused.usage.requests == llm.served_usage()["requests"] > 0
+    assert paused.usage.requests == llm.usage()["requests"] > 0
     again = terminal(run(app.resume(sid, pause.interrupt_id, "extend_budget")))
     assert again.type == "checkpoint", again  # the gap is still open: a second pause
-    assert app.history(sid)[-1].usage.requests == llm.served_usage()["requests"]
+    assert app.history(sid)[-1].usage.requests == llm.usage()["requests"]
     final = terminal(run(app.resume(sid, again.interrupt_id, "synthesize")))
     assert final.type == "final", final
-    served = llm.served_usage()
+    served = llm.usage()
     usage = app.history(sid)[-1].usage
     assert (usage.requests, usage.input_tokens, usage.output_tokens) == (
         served["requests"],
         served["input_tokens"],
         served["output_tokens"],
     )
-    per_role = {role: len([r for r in llm.served if r.role == role]) for role in usage.roles}
+    per_role = {role: len([r for r in llm.requests if r.role == role]) for role in usage.roles}
     assert {role: u.requests for role, u in usage.roles.items()} == per_role
 
 
@@ -273,7 +277,7 @@ def test_a_pass_stopped_by_the_request_limit_counts_its_requests(
     searches = [r for r in llm.served if r.role == "search"]
     assert len(searches) == 2 + 6  # the budget, then the request limit's margin
     assert final.usage.roles["search"].requests == len(searches)
-    assert final.usage.requests == llm.served_usage()["requests"]
+    assert final.usage.requests == llm.usage()["requests"]
 
 
 def test_a_failed_turn_keeps_its_usage(tmp_path: Path, llm: ScriptedOpenAI, small: Any) -> None:
@@ -285,7 +289,7 @@ def test_a_failed_turn_keeps_its_usage(tmp_path: Path, llm: ScriptedOpenAI, smal
     turn = app.history(sid)[-1]
     assert turn.status == "error"
     assert turn.usage.roles["search"].requests == 2  # what was served before the failure
-    assert turn.usage.requests == llm.served_usage()["requests"]
+    assert turn.usage.requests == llm.usage()["requests"]
 
 
 def test_a_resume_after_a_config_edit_names_the_model_that_ran(
@@ -401,7 +405,7 @@ def test_a_failed_answer_keeps_the_search_and_synthesize_writes_it_again(
     again = terminal(run(app.resume(sid, end.retry_id, "synthesize")))
     assert again.type == "error" and again.retry_id == end.retry_id
     assert app.history(sid)[-1].status == "error"
-    assert app.history(sid)[-1].usage.requests == llm.served_usage()["requests"]
+    assert app.history(sid)[-1].usage.requests == llm.usage()["requests"]
     # The endpoint recovers; "Retry answer" writes the answer from the kept evidence.
     llm.set_script(roles())
     final = terminal(run(app.resume(sid, end.retry_id, "synthesize")))
@@ -410,7 +414,7 @@ def test_a_failed_answer_keeps_the_search_and_synthesize_writes_it_again(
     assert len(of_role(llm, "search")) == searches, "nothing was searched again"
     turn = app.history(sid)[-1]
     assert turn.status == "answered" and turn.error is None
-    assert turn.usage.requests == llm.served_usage()["requests"]
+    assert turn.usage.requests == llm.usage()["requests"]
     # Only `synthesize` retries a failed answer; a new question simply moves on.
     assert app.store.pending_checkpoint(sid) is None
 
@@ -483,7 +487,7 @@ def test_the_cli_shows_tokens_per_turn_answered_or_failed(
         llm.set_script(roles())
         assert main(["--home", str(home), "ask", QUESTION, "--no-hitl"]) == 0
         out = capsys.readouterr().out
-        served = llm.served_usage()
+        served = llm.usage()
         assert f"{served['input_tokens']:,} tokens in, {served['output_tokens']:,} out" in out
         llm.set_script(roles(synthesizer=[Status(500)] * 3))
         assert main(["--home", str(home), "ask", QUESTION, "--no-hitl"]) == 1

@@ -430,7 +430,7 @@ async def _pass(
         except BaseException:
             turn.usage.add_messages("search", _of_run(captured, run_id), rm)
             raise
-    turn.usage.add("search", result.usage, rm.model_string, rm.name)
+    turn.usage.add_run(rm, result.usage)
     return result.output, result.all_messages()
 
 

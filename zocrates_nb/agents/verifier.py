@@ -129,7 +129,7 @@ async def verify(
                     )
                     verdicts[(i, n)] = Verdict(True, None)
                     return
-            turn.usage.add("verifier", result.usage, rm.model_string, rm.name)
+            turn.usage.add_run(rm, result.usage)
             p = float(result.output.supported_probability)
             verdicts[(i, n)] = Verdict(p >= SUPPORT_THRESHOLD, round(p, 4))
 

@@ -146,7 +146,7 @@ class TurnRunner:
                     event_stream_handler=stream_handler(turn, "coordinator"),
                     run_id=call.run_id,
                 )
-            turn.usage.add("coordinator", run.usage, rm.model_string, rm.name)
+            turn.usage.add_run(rm, run.usage)
             output, new_messages = run.output, run.new_messages()
             seconds = time.monotonic() - t0
             if isinstance(output, Outcome) and output.paused is not None:
