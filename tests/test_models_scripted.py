@@ -15,7 +15,7 @@ import pytest
 from agents_helpers import RAFT, index_small_library, run, terminal
 from conftest import LibraryBuilder
 
-from zocrates_nb.agents.search_agent import ELIDED_WORDS
+from zocrates_nb.agents.search_context import ELIDED_WORDS, SHORTENED
 from zocrates_nb.app import App
 from zocrates_nb.devtools.scripted_openai import (
     Drop,
@@ -456,23 +456,21 @@ def test_older_passages_are_elided_and_results_carry_only_what_the_model_needs(
     assert final.type == "final"
     last = of_role(llm, "search")[-1]  # sees all three results
     first, second, latest = (r for r in last.tool_results() if isinstance(r, dict))
+    full = {e.chunk_id: e for e in final.evidence}
     for older in (first, second):
-        texts = [r["text"] for r in older["results"]]
-        # A passage barely longer than its reminder (a short note) is kept whole.
-        elided = ["read earlier: kept in the evidence" in t for t in texts]
-        assert any(elided)
-        short = [len(t.split()) <= ELIDED_WORDS + 5 for t in texts]
-        assert all(e or s for e, s in zip(elided, short, strict=True))
-    assert not any("read earlier" in r["text"] for r in latest["results"])
+        # One line per passage read earlier: its paper, place and opening words, one note.
+        assert older["note"] == SHORTENED and all(isinstance(r, str) for r in older["results"])
+        assert all(r.split()[0] in older["papers"] for r in older["results"])
+        openings = [r.split(": ", 1)[1] for r in older["results"]]
+        assert any(o.endswith(" …") for o in openings), older
+        assert all(len(o.split()) <= ELIDED_WORDS + 5 for o in openings)
+    assert "note" not in latest and not any(r["text"].endswith(" …") for r in latest["results"])
     # The writer still gets every passage in full: elision is for the search model only.
-    gathered = {e.chunk_id: e for e in final.evidence}
-    assert gathered and not any("read earlier" in e.text for e in gathered.values())
-    assert any(len(e.text.split()) > ELIDED_WORDS + 5 for e in gathered.values())
+    assert full and any(len(e.text.split()) > ELIDED_WORDS + 5 for e in full.values())
     # No plumbing the model does not need, and each paper's title once.
-    for result in (first, second, latest):
-        for r in result["results"]:
-            assert not {"chunk_id", "attachment_key", "authors", "chunk_type"} & set(r)
-            assert r["item_key"] in result["papers"]
+    for r in latest["results"]:
+        assert not {"chunk_id", "attachment_key", "authors", "chunk_type", "rank"} & set(r)
+        assert r["item_key"] in latest["papers"]
 
 
 # ---------------------------------------------------------------------------- the CLI
