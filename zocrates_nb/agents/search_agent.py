@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic_ai import (
     Agent,
+    ModelHTTPError,
     ModelRetry,
     RunContext,
     ToolOutput,
@@ -88,7 +89,16 @@ async def search_corpus(
             "abstract", "body", "figure", "table", "note".
         limit: how many passages.
     """
-    deps = ctx.deps
+    return await _search(ctx.deps, query, item_key, chunk_type, limit)
+
+
+async def _search(
+    deps: SearchDeps,
+    query: str,
+    item_key: str | list[str] | None = None,
+    chunk_type: str | None = None,
+    limit: int = 10,
+) -> dict[str, Any]:
     everywhere = item_key in (None, "", "all", "*", "library")
     if (chunk_type or "").lower().startswith("front"):
         label = "Surveying candidate papers"
@@ -308,10 +318,7 @@ async def run_search(
                 "The search model answered without searching: asking it to use its tools",
                 model=rm.name,
             )
-            try:
-                out, messages = await _pass(turn, deps, state, messages, INSIST, insist=True)
-            except UnexpectedModelBehavior:
-                out = None
+            out, messages = await _insist(turn, deps, state, messages)
             if state.tool_count == before:
                 raise ModelCallError(
                     f"The search model {rm.name} answered without searching, even when asked "
@@ -320,7 +327,42 @@ async def run_search(
                     "search",
                     rm.name,
                 )
+    if state.tool_count == 0:
+        await _own_first_search(turn, deps, state)
     return messages
+
+
+async def _insist(
+    turn: TurnContext, deps: SearchDeps, state: RunState, messages: list[ModelMessage]
+) -> tuple[SearchEnd | str | None, list[ModelMessage]]:
+    """Ask once more, with tool use required on the wire — or in words only, on a server that
+    refuses `tool_choice: "required"` (older vLLM answers it with a 400)."""
+    try:
+        return await _pass(turn, deps, state, messages, INSIST, insist=True)
+    except UnexpectedModelBehavior:
+        return None, messages
+    except ModelHTTPError as e:
+        if e.status_code not in (400, 422):
+            raise
+    turn.step("search", "The endpoint refuses required tool use: asking in words only")
+    try:
+        return await _pass(turn, deps, state, messages, INSIST)
+    except UnexpectedModelBehavior:
+        return None, messages
+
+
+async def _own_first_search(turn: TurnContext, deps: SearchDeps, state: RunState) -> None:
+    """The model stopped before a single retrieval (it concluded at once, or asked for more
+    budget): the library is searched for the goal itself, so no answer ever says "no evidence"
+    about a search that never ran. Its report is replaced by one built from what was found."""
+    turn.step(
+        "search",
+        "The search model stopped without searching: searching the library for the goal itself",
+        model=turn.roles.search.name,
+    )
+    await _search(deps, state.goal)
+    state.report = None
+    state.extension_request = None
 
 
 async def _pass(
