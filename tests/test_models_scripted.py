@@ -336,8 +336,8 @@ def verifier_turn(llm: ScriptedOpenAI) -> Any:
 
 def judge_by_passage(req: Request) -> Step:
     prompt = req.contents("user")[-1]
-    claim, passage = prompt.split("PASSAGE", 1)
-    claim = claim.removeprefix("CLAIM:").strip()
+    claim, passage = prompt.split("<passage", 1)
+    claim = claim.split("<claim>", 1)[1].split("</claim>", 1)[0].strip()
     p = 0.95 if " ".join(claim.split()) in " ".join(passage.split()) else 0.05
     return tool(req.tools[0], supported_probability=p, reason="scripted")
 
@@ -360,7 +360,7 @@ def test_a_claim_from_the_end_of_a_long_passage_is_verified_against_it(
     verdicts = asyncio.run(verify(verifier_turn(llm), occs, ranked))
     assert verdicts[(0, 1)].supported and verdicts[(0, 1)].probability == 0.95
     (req,) = llm.requests
-    passage = req.contents("user")[-1].split("PASSAGE", 1)[1]
+    passage = req.contents("user")[-1].split("<passage", 1)[1]
     assert len(passage) < 6_500  # the best windows, not the whole section nor its start
     done = cit.finish(answer, occs, verdicts, ranked, ranked)
     assert done.text == answer and done.verified is True

@@ -339,6 +339,9 @@ class TurnResult(_Record):
     extensions: int = 0  # deep-research extensions granted
     checkpoint: CheckpointInfo | None = None  # only while the turn waits at one
     error: str | None = None
+    # What the model edge repaired in the models' replies: invalid characters replaced, an
+    # answer or argument cut at its limit (one plain line each).
+    warnings: list[str] = Field(default_factory=list)
     steps: list[TrailStep] = Field(default_factory=list)
     created: datetime | None = None
     updated: datetime | None = None

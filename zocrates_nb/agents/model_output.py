@@ -169,32 +169,24 @@ def _shrink(m: ModelMessage, limit: int) -> ModelMessage:
     return cast(ModelMessage, dataclasses.replace(cast(Any, m), parts=parts))
 
 
+def _opens_exchange(m: ModelMessage) -> bool:
+    return isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
+
+
 def bound_history(messages: Sequence[ModelMessage], limit: int) -> list[ModelMessage]:
-    """The newest messages that fit in `limit` characters (whole exchanges: the kept history
-    starts at a request that is not a tool return, so no tool call loses its result). The
-    newest request is always kept, its long parts cut to fit."""
+    """The newest whole exchanges that fit in `limit` characters: the kept history starts at a
+    user prompt, so no tool call loses its result. When even the newest exchange is too long,
+    it is kept with each long part cut to its share."""
     msgs = list(messages)
-    if not msgs or sum(message_chars(m) for m in msgs) <= limit:
+    if sum(message_chars(m) for m in msgs) <= limit:
         return msgs
-    keep: list[ModelMessage] = []
-    used = 0
-    for m in reversed(msgs):
-        size = message_chars(m)
-        if keep and used + size > limit:
-            break
-        keep.append(m)
-        used += size
-    keep.reverse()
-    # Start at a request that opens an exchange (a user prompt), never at a tool return.
-    while len(keep) > 1 and not (
-        isinstance(keep[0], ModelRequest)
-        and any(isinstance(p, UserPromptPart) for p in keep[0].parts)
-    ):
-        keep.pop(0)
-    if sum(message_chars(m) for m in keep) > limit:
-        share = max(limit // max(len(keep), 1), 1000)
-        keep = [_shrink(m, share) for m in keep]
-    return keep
+    starts = [i for i, m in enumerate(msgs) if _opens_exchange(m)]
+    for i in starts:  # the oldest start whose tail fits
+        if sum(message_chars(m) for m in msgs[i:]) <= limit:
+            return msgs[i:]
+    tail = msgs[starts[-1] :] if starts else msgs
+    share = max(limit // max(len(tail), 1), 500)
+    return [_shrink(m, share) for m in tail]
 
 
 __all__ = [
