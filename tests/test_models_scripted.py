@@ -5,7 +5,6 @@ index, tools and session store. Each test fails without the behaviour it names."
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,14 @@ from typing import Any
 import pytest
 from agents_helpers import RAFT, index_small_library, run, terminal
 from conftest import LibraryBuilder
+from scripted_helpers import (
+    QUESTION,
+    configure,
+    of_role,
+    open_app,
+    roles,
+    searcher,
+)
 
 from zocrates_nb.agents.search_context import ELIDED_WORDS, SHORTENED
 from zocrates_nb.app import App
@@ -26,15 +33,11 @@ from zocrates_nb.devtools.scripted_openai import (
     Status,
     Step,
     bad_args,
-    by_role,
     closed_port_url,
     model_config,
     text,
     tool,
 )
-
-QUESTION = "How does Raft elect a leader?"
-ANSWER = "Raft elects a leader with randomized election timeouts [1]."
 
 
 @pytest.fixture(scope="module")
@@ -54,47 +57,6 @@ def small(small_home: tuple[Path, Any]) -> Any:
 def llm() -> Iterator[ScriptedOpenAI]:
     with ScriptedOpenAI() as server:
         yield server
-
-
-def configure(home: Path, url: str, model: str = "openai:scripted", **models: Any) -> None:
-    tmp = home / "zocrates_config.json.tmp"
-    tmp.write_text(json.dumps(model_config(url, model, **models)), "utf-8")
-    os.replace(tmp, home / "zocrates_config.json")
-
-
-def open_app(home: Path, llm: ScriptedOpenAI, index: Any, **models: Any) -> App:
-    configure(home, llm.url, **models)
-    return App.open(home, index=index)
-
-
-def coordinator(req: Request) -> Step:
-    """Sends the question to the search pipeline (its answer ends the coordinator's run)."""
-    return tool("search_library", request=QUESTION)
-
-
-def searcher(req: Request) -> Step:
-    """Searches once, then concludes."""
-    if "search_corpus" not in req.tool_calls_made():
-        return tool("search_corpus", query="raft leader election", limit=3)
-    return tool("conclude_search", summary="Raft elections", gaps=[])
-
-
-def verifier(req: Request) -> Step:
-    return tool(req.tools[0], supported_probability=0.9, reason="stated")
-
-
-def roles(**overrides: Any) -> Any:
-    scripts: dict[str, Any] = {
-        "coordinator": coordinator,
-        "search": searcher,
-        "synthesizer": lambda req: text(ANSWER),
-        "verifier": verifier,
-    }
-    return by_role(**{**scripts, **overrides})
-
-
-def of_role(llm: ScriptedOpenAI, role: str) -> list[Request]:
-    return [r for r in llm.requests if r.role == role]
 
 
 # ---------------------------------------------------------------------------- the baseline

@@ -414,15 +414,19 @@ class LiteLLMStreamedResponse(StreamedResponse):
     _timestamp: datetime = field(default_factory=_utils.now_utc)
 
     async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
-        chunks = 0
+        substance = False  # anything the server said: text, a tool call, thinking, usage
         try:
             async for chunk in self._stream:
-                chunks += 1
                 usage = getattr(chunk, "usage", None)
                 if usage is not None:
                     self._usage = _usage(usage)
                 for choice in getattr(chunk, "choices", None) or []:
                     delta = choice.delta
+                    substance = substance or bool(
+                        delta.content
+                        or getattr(delta, "tool_calls", None)
+                        or getattr(delta, "reasoning_content", None)
+                    )
                     reasoning = getattr(delta, "reasoning_content", None)
                     if isinstance(reasoning, str) and reasoning:
                         for event in self._parts_manager.handle_thinking_delta(
@@ -450,7 +454,17 @@ class LiteLLMStreamedResponse(StreamedResponse):
             if mapped is e:
                 raise
             raise mapped from e
-        if not chunks:  # e.g. an HTML page where server-sent events were expected
+        # Usage the server never sent is litellm's own estimate: not counted. (Its stream keeps
+        # the server's chunks; the usage chunk it builds at the end is not among them.)
+        received = getattr(self._stream, "chunks", None)
+        if isinstance(received, list):
+            reported = any(getattr(c, "usage", None) is not None for c in received)
+            if not reported:
+                self._usage = RequestUsage()
+            substance = substance or reported
+        # Nothing at all (litellm makes up a "stop" chunk for an HTML page where server-sent
+        # events were expected): not an answer.
+        if not substance:
             raise UnexpectedModelBehavior(
                 f"Invalid response from {self._model_name}: expected JSON data, the stream ended "
                 "without content"

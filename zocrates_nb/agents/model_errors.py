@@ -159,6 +159,14 @@ def describe_model_error(
     elif has(ConfigError):
         text = next(str(e) for e in chain if isinstance(e, ConfigError))
         after = ""
+    elif has(IncompleteReply):
+        finish = next(e.finish for e in chain if isinstance(e, IncompleteReply))
+        why = (
+            'it reached its output token limit (finish_reason "length")'
+            if finish == "length"
+            else "the reply ended without a finish reason"
+        )
+        text = f"{who} stopped before the answer was complete: {why}."
     elif (
         has(x.ModelAuthenticationError)
         or status in (401, 403)
@@ -168,13 +176,21 @@ def describe_model_error(
         env = env or _guess_key_env(exc)
         hint = f"check {env}" if env else "set api_key_env in zocrates_config.json"
         text = f"{who} rejected the API key ({hint})."
-    elif has(x.ModelRequestTimeout):
-        timeout = next(e.timeout for e in chain if isinstance(e, x.ModelRequestTimeout))
-        text = f"{who} did not finish answering within models.timeout = {timeout:g} s."
-    elif has(x.ModelTimeoutError, TimeoutError) or named(
+    elif named("ConnectTimeout") and not has(x.ModelRequestTimeout):
+        text = f"{who} is unreachable (connecting timed out)."
+    elif has(x.ModelRequestTimeout, x.ModelTimeoutError, TimeoutError) or named(
         "APITimeoutError", "Timeout", "ConnectTimeout", "ReadTimeout", "PoolTimeout"
     ):
-        text = f"{who} did not answer in time (timed out)."
+        # The whole call's deadline or one attempt's (its timeout is the same setting): one
+        # sentence whichever fired first, on every route.
+        timeout = next((e.timeout for e in chain if isinstance(e, x.ModelRequestTimeout)), None)
+        if timeout is None and resolved is not None:
+            timeout = resolved.settings.get("request_timeout")
+        text = (
+            f"{who} did not finish answering within models.timeout = {float(timeout):g} s."
+            if isinstance(timeout, int | float)
+            else f"{who} did not answer in time (timed out)."
+        )
     elif dropped or (
         (status is None or status == 200) and (named(*_DROPPED) or says(*_DROPPED_TEXT))
     ):

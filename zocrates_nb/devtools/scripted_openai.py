@@ -30,6 +30,16 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from zocrates_nb.devtools.scripted_quirks import (
+    OLLAMA,
+    OPENAI,
+    VLLM,
+    Quirks,
+    finish_reason,
+    limited,
+    stream_reports_usage,
+)
+
 TOKEN_CHARS = 4  # the usual estimate: a token is about four characters of English or JSON
 
 
@@ -60,6 +70,7 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish: str | None = "auto"  # "auto": stop / tool_calls; "length"; None: no finish_reason
+    delay: float = 0.0  # seconds the server thinks before answering
 
 
 @dataclass
@@ -108,26 +119,6 @@ class Raw:
 
 Step = Reply | Hang | Drop | Cut | Status | Raw
 Script = Callable[["Request"], Step]
-
-
-@dataclass(frozen=True)
-class Quirks:
-    """How a real server departs from OpenAI's own endpoint."""
-
-    name: str = "openai"
-    rejects_required: bool = False  # `tool_choice: "required"` is an HTTP 400
-    whole_tool_calls: bool = False  # a streamed tool call arrives in one chunk, arguments whole
-    stream_usage: bool = True  # a stream reports usage when `stream_options.include_usage` asks
-    tool_finish: str = "tool_calls"  # the finish_reason of a reply with tool calls
-    max_output_chars: int | None = None  # longer text is cut there, finish_reason "length"
-
-
-OPENAI = Quirks()
-# Ollama's /v1: tool_choice is ignored, tool calls come whole, a stream never reports usage,
-# and a reply with tool calls still ends with finish_reason "stop".
-OLLAMA = Quirks("ollama", whole_tool_calls=True, stream_usage=False, tool_finish="stop")
-# vLLM (before 0.8.3): `tool_choice: "required"` is refused with a 400; tool calls come whole.
-VLLM = Quirks("vllm", rejects_required=True, whole_tool_calls=True)
 
 
 def text(content: str) -> Reply:
@@ -351,7 +342,9 @@ class ScriptedOpenAI:
                 if isinstance(step, Raw):
                     return self._bytes(step.status, step.body.encode(), step.content_type)
                 reply = step.reply if isinstance(step, Drop | Cut) else step
-                reply = _limited(reply, llm.quirks)
+                if reply.delay and llm._stopping.wait(reply.delay):
+                    return
+                reply = limited(reply, llm.quirks)
                 if isinstance(step, Cut) and not req.stream:
                     half = (reply.text or "")[: len(reply.text or "") // 2]
                     reply = dataclasses.replace(reply, text=half, finish=None)
@@ -364,7 +357,7 @@ class ScriptedOpenAI:
                         self._stream(events[: step.after], cut=False)
                         return
                     self._stream(events, cut=False)
-                    if not _stream_reports_usage(req, llm.quirks):
+                    if not stream_reports_usage(req, llm.quirks):
                         usage = {}
                 else:
                     data = json.dumps(_completion(req, reply, usage, llm.quirks)).encode()
@@ -433,24 +426,6 @@ def _tally(requests: Sequence[Request]) -> dict[str, int]:
     }
 
 
-def _limited(reply: Reply, quirks: Quirks) -> Reply:
-    """The reply as a server with an output limit sends it: cut, finish_reason "length"."""
-    limit = quirks.max_output_chars
-    if limit is None or len(reply.text or "") <= limit:
-        return reply
-    return dataclasses.replace(reply, text=(reply.text or "")[:limit], finish="length")
-
-
-def _finish(reply: Reply, calls: list[dict[str, Any]], quirks: Quirks) -> str | None:
-    if reply.finish != "auto":
-        return reply.finish
-    return quirks.tool_finish if calls else "stop"
-
-
-def _stream_reports_usage(req: Request, quirks: Quirks) -> bool:
-    return quirks.stream_usage and bool((req.body.get("stream_options") or {}).get("include_usage"))
-
-
 def _usage(req: Request, reply: Reply) -> dict[str, int]:
     out_text = (reply.text or "") + "".join(c.name + c.arguments for c in reply.tool_calls)
     prompt = reply.prompt_tokens if reply.prompt_tokens is not None else req.prompt_tokens
@@ -490,7 +465,7 @@ def _completion(
         "created": 0,
         "model": req.body.get("model", "scripted"),
         "choices": [
-            {"index": 0, "message": message, "finish_reason": _finish(reply, calls, quirks)}
+            {"index": 0, "message": message, "finish_reason": finish_reason(reply, calls, quirks)}
         ],
         "usage": usage,
     }
@@ -527,8 +502,8 @@ def _stream_events(
         events.append(chunk({"tool_calls": [head]}))
         for p in _pieces(c["function"]["arguments"]):
             events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}))
-    events.append(chunk({}, _finish(reply, calls, quirks)))
-    if _stream_reports_usage(req, quirks):
+    events.append(chunk({}, finish_reason(reply, calls, quirks)))
+    if stream_reports_usage(req, quirks):
         events.append(f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n")
     events.append("data: [DONE]\n\n")
     return events
