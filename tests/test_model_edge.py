@@ -169,7 +169,7 @@ def test_unbounded_output_is_cut_at_its_limit_with_a_notice(
     final = ask(app, sid)
     assert final.type == "final", final
     assert len(final.answer) < limits.answer_chars + 1000
-    assert "answer cut: the model sent" in final.answer
+    assert "answer cut: the model sent more than 40,000 characters" in final.answer
     assert "models.limits.answer_chars" in final.answer
     assert any("answer was longer than models.limits allows" in w for w in final.warnings)
     assert any("tool argument" in w for w in final.warnings)
@@ -403,7 +403,8 @@ def test_local_servers_quirks_answer_and_count_what_they_report(
     assert (usage.requests, usage.input_tokens) == (sent["requests"], sent["input_tokens"])
     if quirks is OLLAMA:  # a stream reports no usage: only the verifier's plain replies do
         assert usage.roles["synthesizer"].input_tokens == 0
-        assert usage.roles["verifier"].input_tokens > 0
+        assert usage.roles["synthesizer"].unmetered == 1  # said, not hidden
+        assert usage.roles["verifier"].input_tokens > 0 and usage.roles["verifier"].unmetered == 0
     else:  # `tool_choice: required` refused with a 400: insisted in words instead
         assert [r.tool_choice for r in of_role(llm, "search")][:3] == ["auto", "required", "auto"]
     # The server's output limit ends an answer with finish_reason "length": cut off, kept.

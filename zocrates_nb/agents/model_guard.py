@@ -57,8 +57,9 @@ RETRIES = 2  # a transient failure (429, 5xx, a dropped connection) is tried aga
 BACKOFF = 0.5  # seconds before the first retry without a Retry-After; doubled after each
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
-# What a request cost, as the usage record books it: role, model, input and output tokens.
-Booker = Callable[[str, "GuardedModel", int, int], None]
+# What a request cost, as the usage record books it: role, model, input and output tokens,
+# and whether it was answered without token counts.
+Booker = Callable[[str, "GuardedModel", int, int, bool], None]
 
 
 class ModelEdge:
@@ -69,7 +70,7 @@ class ModelEdge:
     def __init__(self, limits: OutputLimits | None = None) -> None:
         self.limits = limits or OutputLimits()
         self._book: Booker | None = None
-        self._pending: list[tuple[str, GuardedModel, int, int]] = []
+        self._pending: list[tuple[str, GuardedModel, int, int, bool]] = []
         self.tallies: dict[str, Tally] = {}
 
     def bind(self, book: Booker) -> None:
@@ -78,11 +79,13 @@ class ModelEdge:
         for entry in pending:
             book(*entry)
 
-    def book(self, role: str, model: GuardedModel, input_tokens: int, output_tokens: int) -> None:
+    def book(
+        self, role: str, model: GuardedModel, inp: int, out: int, unmetered: bool = False
+    ) -> None:
         if self._book is None:
-            self._pending.append((role, model, input_tokens, output_tokens))
+            self._pending.append((role, model, inp, out, unmetered))
         else:
-            self._book(role, model, input_tokens, output_tokens)
+            self._book(role, model, inp, out, unmetered)
 
     def note(self, role: str, tally: Tally) -> None:
         if tally:
@@ -192,9 +195,9 @@ class GuardedModel(WrapperModel):
             model_settings,
             lambda s: self.wrapped.request(messages, s, model_request_parameters),
         )
-        self.edge.book(
-            self.role, self, response.usage.input_tokens, response.usage.output_tokens
-        )
+        usage = response.usage
+        self.edge.book(self.role, self, usage.input_tokens, usage.output_tokens,
+                       not (usage.input_tokens or usage.output_tokens))  # fmt: skip
         tally = Tally()
         response = clean_response(response, self.edge.limits, role=self.role, tally=tally)
         self.edge.note(self.role, tally)
@@ -221,7 +224,9 @@ class GuardedModel(WrapperModel):
                 yield stream
             finally:
                 usage = stream.usage
-                self.edge.book(self.role, self, usage.input_tokens, usage.output_tokens)
+                counted = bool(usage.input_tokens or usage.output_tokens)
+                self.edge.book(self.role, self, usage.input_tokens, usage.output_tokens,
+                               watch.ended and not counted)  # fmt: skip
         tally = Tally()
         clean_response(watch.raw_get(), self.edge.limits, role=self.role, tally=tally)
         self.edge.note(self.role, tally)

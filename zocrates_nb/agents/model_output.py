@@ -59,11 +59,8 @@ def clean_text(text: str, tally: Tally | None = None) -> str:
     return out
 
 
-def cut_notice(what: str, sent: int, limit: int, key: str) -> str:
-    return (
-        f"[… {what} cut: the model sent {sent:,} characters; the first {limit:,} are kept "
-        f"(models.limits.{key})]"
-    )
+def cut_notice(what: str, limit: int, key: str) -> str:
+    return f"[… {what} cut: the model sent more than {limit:,} characters (models.limits.{key})]"
 
 
 def bound_text(text: str, limit: int, what: str, key: str, tally: Tally | None = None) -> str:
@@ -76,7 +73,7 @@ def bound_text(text: str, limit: int, what: str, key: str, tally: Tally | None =
         head = head[:space]
     if tally is not None:
         tally.cut.append(what)
-    return f"{head.rstrip()}\n\n{cut_notice(what, len(text), limit, key)}"
+    return f"{head.rstrip()}\n\n{cut_notice(what, limit, key)}"
 
 
 def _bound_value(value: Any, limits: OutputLimits, what: str, key: str, tally: Tally) -> Any:

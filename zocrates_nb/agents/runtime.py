@@ -258,11 +258,14 @@ class UsageBook:
         if not rm.guarded:
             self.add(rm.role, usage, rm.model_string, rm.name)
 
-    def book_request(self, role: str, model: GuardedModel, inp: int, out: int) -> None:
-        """One request a configured model sent (failed ones too), with the tokens reported."""
+    def book_request(
+        self, role: str, model: GuardedModel, inp: int, out: int, unmetered: bool = False
+    ) -> None:
+        """One request a configured model sent (failed ones too), with the tokens reported
+        (`unmetered`: answered, but the server reported none)."""
         cost = cost_usd(model.model_string, inp, out) if model.model_string else None
         self.record.add(role, model.name, requests=1, input_tokens=inp, output_tokens=out,
-                        cost_usd=cost)  # fmt: skip
+                        cost_usd=cost, unmetered=int(unmetered))  # fmt: skip
 
     def add_messages(self, role: str, messages: Sequence[Any], rm: RoleModel) -> None:
         """The usage of a run that did not finish (a request limit, a failure): every answer

@@ -225,4 +225,6 @@ def usage_line(usage: Usage) -> str:
     if all(r.model == OFFLINE_DISPLAY for r in usage.roles.values()):
         return ""
     cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd is not None else " · cost unknown"
-    return f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out{cost}"
+    n = usage.unmetered
+    unmetered = f" ({n} request{'' if n == 1 else 's'} without token counts)" if n else ""
+    return f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out{unmetered}{cost}"
