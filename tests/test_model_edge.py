@@ -414,3 +414,24 @@ def test_local_servers_quirks_answer_and_count_what_they_report(
     assert end.type == "error" and end.retry_id and "output token limit" in end.message
     llm.quirks = quirks
     still_usable(app, sid, llm)
+
+
+def test_history_sent_to_a_role_is_bounded_in_characters() -> None:
+    """A session stored before answers were bounded (a 1 MB answer in it) still sends the
+    coordinator at most `history_chars`: the newest whole exchanges, from a user prompt."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+    from zocrates_nb.agents.model_output import bound_history, message_chars
+
+    def exchange(q: str, a: str) -> list[Any]:
+        return [ModelRequest(parts=[UserPromptPart(q)]), ModelResponse(parts=[TextPart(a)])]
+
+    old = exchange("first?", "x" * 1_000_000)
+    recent = exchange("second?", "Raft elects leaders [1].") + exchange("third?", "Yes.")
+    now = [ModelRequest(parts=[UserPromptPart("And now?")])]
+    kept = bound_history([*old, *recent, *now], 10_000)
+    assert kept == [*recent, *now]
+    # Not even the newest exchange fits: it is kept, each long part cut to its share.
+    huge_now = [ModelRequest(parts=[UserPromptPart("y" * 50_000)])]
+    alone = bound_history([*old, *huge_now], 10_000)
+    assert len(alone) == 1 and message_chars(alone[0]) <= 10_000 + 10
