@@ -435,3 +435,24 @@ def test_history_sent_to_a_role_is_bounded_in_characters() -> None:
     huge_now = [ModelRequest(parts=[UserPromptPart("y" * 50_000)])]
     alone = bound_history([*old, *huge_now], 10_000)
     assert len(alone) == 1 and message_chars(alone[0]) <= 10_000 + 10
+
+
+def test_the_compactor_books_its_requests_on_the_turn(
+    tmp_path: Path, llm: ScriptedOpenAI, edge_index: Any
+) -> None:
+    from zocrates_nb.devtools.scripted_openai import model_config
+
+    config = {**model_config(llm.url), "sessions": {"compaction": {
+        "min_turns": 1, "keep_last": 1, "token_floor": 0}}}  # fmt: skip
+    (tmp_path / "zocrates_config.json").write_text(json.dumps(config), "utf-8")
+    app = App.open(tmp_path, index=edge_index)
+    sid = app.new_session()
+    llm.set_script(roles())
+    assert ask(app, sid).type == "final"
+    llm.requests.clear()
+    assert ask(app, sid, question="And log replication?").type == "final"
+    compactor = [r for r in llm.requests if "Summarize this research" in json.dumps(r.messages)]
+    assert compactor, "the second turn was compacted"
+    usage = app.history(sid)[-1].usage
+    assert usage.roles["compactor"].requests == len(compactor)
+    assert usage.requests == len(llm.requests)
