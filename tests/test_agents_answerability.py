@@ -136,12 +136,12 @@ def test_scope_without_the_answer_names_the_paper_elsewhere(
 def test_first_turn_selection_gets_outlines_and_reads_each_paper(
     tmp_path: Path, small_index: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from zocrates_nb.agents import search_agent
+    from zocrates_nb.agents import search_context
     from zocrates_nb.agents.offline import OfflineEngine
 
     # Wrapped for recording, the offline engine looks like a language model, whose results
     # are trimmed for context economy; the engine steers by the full results.
-    monkeypatch.setattr(search_agent, "ECONOMY", False)
+    monkeypatch.setattr(search_context, "ECONOMY", False)
     eng = OfflineEngine.shared()
     rec = Recorder()
     app = App.open(tmp_path, index=small_index, role_models={"search": rec.wrap(

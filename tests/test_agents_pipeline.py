@@ -42,8 +42,9 @@ def make_app(tmp_path: Path, index: Any, rec: Recorder, search: Any, **roles: An
 
 
 def search_returns(rec: Recorder) -> list[Any]:
-    """The tool results the search agent saw on its last call."""
-    return tool_returns(rec.seen["search"][-1])
+    """Each tool result of the search agent as the model first saw it (in the request after
+    the call: older results are shortened in later requests)."""
+    return [tool_returns(seen)[-1] for seen in rec.seen["search"][1:] if tool_returns(seen)]
 
 
 def audit(app: App, session_id: str) -> Any:

@@ -106,7 +106,7 @@ def test_offline_verification_prunes_and_splits_sources(tmp_path: Path, small_in
 def test_verifier_model_judges_each_citation(tmp_path: Path, small_index: Any) -> None:
     def verifier(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = user_prompts(messages)[-1]
-        supported = "Tuesday" not in prompt and "Tomato" not in prompt.split("PASSAGE", 1)[1][:200]
+        supported = "Tuesday" not in prompt and "Tomato" not in prompt.split("<passage", 1)[1][:200]
         p = 0.9 if supported else 0.1
         (tool,) = info.output_tools
         return ModelResponse(

@@ -5,7 +5,6 @@ index, tools and session store. Each test fails without the behaviour it names."
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,8 +13,16 @@ from typing import Any
 import pytest
 from agents_helpers import RAFT, index_small_library, run, terminal
 from conftest import LibraryBuilder
+from scripted_helpers import (
+    QUESTION,
+    configure,
+    of_role,
+    open_app,
+    roles,
+    searcher,
+)
 
-from zocrates_nb.agents.search_agent import ELIDED_WORDS
+from zocrates_nb.agents.search_context import ELIDED_WORDS, SHORTENED
 from zocrates_nb.app import App
 from zocrates_nb.devtools.scripted_openai import (
     Drop,
@@ -26,15 +33,11 @@ from zocrates_nb.devtools.scripted_openai import (
     Status,
     Step,
     bad_args,
-    by_role,
     closed_port_url,
     model_config,
     text,
     tool,
 )
-
-QUESTION = "How does Raft elect a leader?"
-ANSWER = "Raft elects a leader with randomized election timeouts [1]."
 
 
 @pytest.fixture(scope="module")
@@ -54,47 +57,6 @@ def small(small_home: tuple[Path, Any]) -> Any:
 def llm() -> Iterator[ScriptedOpenAI]:
     with ScriptedOpenAI() as server:
         yield server
-
-
-def configure(home: Path, url: str, model: str = "openai:scripted", **models: Any) -> None:
-    tmp = home / "zocrates_config.json.tmp"
-    tmp.write_text(json.dumps(model_config(url, model, **models)), "utf-8")
-    os.replace(tmp, home / "zocrates_config.json")
-
-
-def open_app(home: Path, llm: ScriptedOpenAI, index: Any, **models: Any) -> App:
-    configure(home, llm.url, **models)
-    return App.open(home, index=index)
-
-
-def coordinator(req: Request) -> Step:
-    """Sends the question to the search pipeline (its answer ends the coordinator's run)."""
-    return tool("search_library", request=QUESTION)
-
-
-def searcher(req: Request) -> Step:
-    """Searches once, then concludes."""
-    if "search_corpus" not in req.tool_calls_made():
-        return tool("search_corpus", query="raft leader election", limit=3)
-    return tool("conclude_search", summary="Raft elections", gaps=[])
-
-
-def verifier(req: Request) -> Step:
-    return tool(req.tools[0], supported_probability=0.9, reason="stated")
-
-
-def roles(**overrides: Any) -> Any:
-    scripts: dict[str, Any] = {
-        "coordinator": coordinator,
-        "search": searcher,
-        "synthesizer": lambda req: text(ANSWER),
-        "verifier": verifier,
-    }
-    return by_role(**{**scripts, **overrides})
-
-
-def of_role(llm: ScriptedOpenAI, role: str) -> list[Request]:
-    return [r for r in llm.requests if r.role == role]
 
 
 # ---------------------------------------------------------------------------- the baseline
@@ -192,8 +154,12 @@ def test_retries_of_a_rate_limited_call_stay_inside_the_deadline(
     app = open_app(tmp_path, llm, small, timeout=2)
     end = terminal(run(app.ask(QUESTION, hitl=False)))
     assert end.type == "error"
-    assert "within models.timeout = 2 s" in end.message
-    assert len(llm.requests) == 2  # the first attempt and one retry; the next would pass 2 s
+    # The first attempt and one retry after Retry-After; the next wait would pass the 2 s
+    # deadline, so the call stops there and says what the server said, and the time waited.
+    assert len(llm.requests) == 2
+    assert "is rate-limiting requests (HTTP 429); try again in 1.5 s" in end.message
+    m = re.search(r"gave up after (\d+\.\d) s", end.message)
+    assert m and 1.5 <= float(m.group(1)) < 2.0, end.message
 
 
 @pytest.mark.parametrize(
@@ -245,20 +211,20 @@ def test_usage_after_a_checkpoint_and_resume_equals_what_the_server_served(
     pause = terminal(run(app.ask(QUESTION, session_id=sid, budget=2)))
     assert pause.type == "checkpoint", pause
     paused = app.history(sid)[-1]
-    assert paused.usage.requests == llm.served_usage()["requests"] > 0
+    assert paused.usage.requests == llm.usage()["requests"] > 0
     again = terminal(run(app.resume(sid, pause.interrupt_id, "extend_budget")))
     assert again.type == "checkpoint", again  # the gap is still open: a second pause
-    assert app.history(sid)[-1].usage.requests == llm.served_usage()["requests"]
+    assert app.history(sid)[-1].usage.requests == llm.usage()["requests"]
     final = terminal(run(app.resume(sid, again.interrupt_id, "synthesize")))
     assert final.type == "final", final
-    served = llm.served_usage()
+    served = llm.usage()
     usage = app.history(sid)[-1].usage
     assert (usage.requests, usage.input_tokens, usage.output_tokens) == (
         served["requests"],
         served["input_tokens"],
         served["output_tokens"],
     )
-    per_role = {role: len([r for r in llm.served if r.role == role]) for role in usage.roles}
+    per_role = {role: len([r for r in llm.requests if r.role == role]) for role in usage.roles}
     assert {role: u.requests for role, u in usage.roles.items()} == per_role
 
 
@@ -273,7 +239,7 @@ def test_a_pass_stopped_by_the_request_limit_counts_its_requests(
     searches = [r for r in llm.served if r.role == "search"]
     assert len(searches) == 2 + 6  # the budget, then the request limit's margin
     assert final.usage.roles["search"].requests == len(searches)
-    assert final.usage.requests == llm.served_usage()["requests"]
+    assert final.usage.requests == llm.usage()["requests"]
 
 
 def test_a_failed_turn_keeps_its_usage(tmp_path: Path, llm: ScriptedOpenAI, small: Any) -> None:
@@ -285,7 +251,7 @@ def test_a_failed_turn_keeps_its_usage(tmp_path: Path, llm: ScriptedOpenAI, smal
     turn = app.history(sid)[-1]
     assert turn.status == "error"
     assert turn.usage.roles["search"].requests == 2  # what was served before the failure
-    assert turn.usage.requests == llm.served_usage()["requests"]
+    assert turn.usage.requests == llm.usage()["requests"]
 
 
 def test_a_resume_after_a_config_edit_names_the_model_that_ran(
@@ -332,8 +298,8 @@ def verifier_turn(llm: ScriptedOpenAI) -> Any:
 
 def judge_by_passage(req: Request) -> Step:
     prompt = req.contents("user")[-1]
-    claim, passage = prompt.split("PASSAGE", 1)
-    claim = claim.removeprefix("CLAIM:").strip()
+    claim, passage = prompt.split("<passage", 1)
+    claim = claim.split("<claim>", 1)[1].split("</claim>", 1)[0].strip()
     p = 0.95 if " ".join(claim.split()) in " ".join(passage.split()) else 0.05
     return tool(req.tools[0], supported_probability=p, reason="scripted")
 
@@ -356,7 +322,7 @@ def test_a_claim_from_the_end_of_a_long_passage_is_verified_against_it(
     verdicts = asyncio.run(verify(verifier_turn(llm), occs, ranked))
     assert verdicts[(0, 1)].supported and verdicts[(0, 1)].probability == 0.95
     (req,) = llm.requests
-    passage = req.contents("user")[-1].split("PASSAGE", 1)[1]
+    passage = req.contents("user")[-1].split("<passage", 1)[1]
     assert len(passage) < 6_500  # the best windows, not the whole section nor its start
     done = cit.finish(answer, occs, verdicts, ranked, ranked)
     assert done.text == answer and done.verified is True
@@ -401,7 +367,7 @@ def test_a_failed_answer_keeps_the_search_and_synthesize_writes_it_again(
     again = terminal(run(app.resume(sid, end.retry_id, "synthesize")))
     assert again.type == "error" and again.retry_id == end.retry_id
     assert app.history(sid)[-1].status == "error"
-    assert app.history(sid)[-1].usage.requests == llm.served_usage()["requests"]
+    assert app.history(sid)[-1].usage.requests == llm.usage()["requests"]
     # The endpoint recovers; "Retry answer" writes the answer from the kept evidence.
     llm.set_script(roles())
     final = terminal(run(app.resume(sid, end.retry_id, "synthesize")))
@@ -410,7 +376,7 @@ def test_a_failed_answer_keeps_the_search_and_synthesize_writes_it_again(
     assert len(of_role(llm, "search")) == searches, "nothing was searched again"
     turn = app.history(sid)[-1]
     assert turn.status == "answered" and turn.error is None
-    assert turn.usage.requests == llm.served_usage()["requests"]
+    assert turn.usage.requests == llm.usage()["requests"]
     # Only `synthesize` retries a failed answer; a new question simply moves on.
     assert app.store.pending_checkpoint(sid) is None
 
@@ -452,23 +418,21 @@ def test_older_passages_are_elided_and_results_carry_only_what_the_model_needs(
     assert final.type == "final"
     last = of_role(llm, "search")[-1]  # sees all three results
     first, second, latest = (r for r in last.tool_results() if isinstance(r, dict))
+    full = {e.chunk_id: e for e in final.evidence}
     for older in (first, second):
-        texts = [r["text"] for r in older["results"]]
-        # A passage barely longer than its reminder (a short note) is kept whole.
-        elided = ["read earlier: kept in the evidence" in t for t in texts]
-        assert any(elided)
-        short = [len(t.split()) <= ELIDED_WORDS + 5 for t in texts]
-        assert all(e or s for e, s in zip(elided, short, strict=True))
-    assert not any("read earlier" in r["text"] for r in latest["results"])
+        # One line per passage read earlier: its paper, place and opening words, one note.
+        assert older["note"] == SHORTENED and all(isinstance(r, str) for r in older["results"])
+        assert all(r.split()[0] in older["papers"] for r in older["results"])
+        openings = [r.split(": ", 1)[1] for r in older["results"]]
+        assert any(o.endswith(" …") for o in openings), older
+        assert all(len(o.split()) <= ELIDED_WORDS + 5 for o in openings)
+    assert "note" not in latest and not any(r["text"].endswith(" …") for r in latest["results"])
     # The writer still gets every passage in full: elision is for the search model only.
-    gathered = {e.chunk_id: e for e in final.evidence}
-    assert gathered and not any("read earlier" in e.text for e in gathered.values())
-    assert any(len(e.text.split()) > ELIDED_WORDS + 5 for e in gathered.values())
+    assert full and any(len(e.text.split()) > ELIDED_WORDS + 5 for e in full.values())
     # No plumbing the model does not need, and each paper's title once.
-    for result in (first, second, latest):
-        for r in result["results"]:
-            assert not {"chunk_id", "attachment_key", "authors", "chunk_type"} & set(r)
-            assert r["item_key"] in result["papers"]
+    for r in latest["results"]:
+        assert not {"chunk_id", "attachment_key", "authors", "chunk_type", "rank"} & set(r)
+        assert r["item_key"] in latest["papers"]
 
 
 # ---------------------------------------------------------------------------- the CLI
@@ -483,7 +447,7 @@ def test_the_cli_shows_tokens_per_turn_answered_or_failed(
         llm.set_script(roles())
         assert main(["--home", str(home), "ask", QUESTION, "--no-hitl"]) == 0
         out = capsys.readouterr().out
-        served = llm.served_usage()
+        served = llm.usage()
         assert f"{served['input_tokens']:,} tokens in, {served['output_tokens']:,} out" in out
         llm.set_script(roles(synthesizer=[Status(500)] * 3))
         assert main(["--home", str(home), "ask", QUESTION, "--no-hitl"]) == 1

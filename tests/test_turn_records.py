@@ -152,7 +152,8 @@ def test_the_cli_prints_a_projection_of_the_record_with_tokens_and_cost() -> Non
     data = printer.result()
     assert set(data) == {"session_id", "turn_id", "status", "answer", "cited_sources",
                          "other_sources", "evidence", "checkpoint", "usage", "seconds", "model",
-                         "elsewhere", "widen_scope"}
+                         "elsewhere", "widen_scope", "unsupported_claims",
+                         "citations_verified", "warnings"}
     assert set(data["cited_sources"][0]) == SOURCE_KEYS
     assert data["evidence"] == [e.model_dump(mode="json") for e in answered().evidence]
     assert data["usage"]["cost_usd"] == pytest.approx(0.032) and data["status"] == "answered"

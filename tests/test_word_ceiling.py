@@ -53,3 +53,20 @@ def test_the_checkpoint_reason_matches_its_numbers() -> None:
     st.tool_count, st.words = 4, 7500
     reason, headline = checkpoint_reason(st)
     assert reason == "word_ceiling" and "7,500 of 7,500 words" in headline
+
+
+def test_a_read_with_one_word_left_adds_exactly_one_word(small_index: Any) -> None:
+    """The last word of the ceiling is one word, not a word and a "…" (the 485/484 bug)."""
+    from zocrates_nb.retrieval.state import Evidence
+
+    ceiling = 300
+    for left in (1, 2, 3):
+        kit = Toolkit(small_index, RunState.new(RetrievalSettings(word_ceiling=ceiling)))
+        filler = " ".join(["word"] * (ceiling - left))
+        kit.state.add_evidence([Evidence(chunk_id="F:1", item_key="F", attachment_key="F",
+                                         text=filler, words=ceiling - left)])  # fmt: skip
+        out = kit.read_document(RAFT, "s1")
+        assert out["status"] == "success"
+        assert kit.state.words == ceiling, (left, kit.state.words)
+        assert kit.state.words == sum(len(e.text.split()) for e in kit.state.evidence)
+        assert out["assets"][0]["text"].endswith("…")  # the cut is shown

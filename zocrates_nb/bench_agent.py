@@ -76,13 +76,13 @@ def run_pass(home: Path, *, full_history: bool = False) -> dict[str, Any]:
     """One question with a full-budget search pass; the figures per role."""
     import json
 
-    from zocrates_nb.agents import search_agent
+    from zocrates_nb.agents import search_context
     from zocrates_nb.app import App
     from zocrates_nb.config import load_settings
     from zocrates_nb.index import Index
 
     budget = load_settings(home).retrieval.budget
-    search_agent.ECONOMY = not full_history
+    search_context.ECONOMY = not full_history
     try:
         with (
             tempfile.TemporaryDirectory(prefix="zocrates-bench-") as tmp,
@@ -110,7 +110,7 @@ def run_pass(home: Path, *, full_history: bool = False) -> dict[str, Any]:
                 row["largest_prompt_chars"] = max(row["largest_prompt_chars"], r.prompt_chars)
             served = llm.served_usage()
     finally:
-        search_agent.ECONOMY = True
+        search_context.ECONOMY = True
     usage = getattr(final, "usage", None)
     return {
         "status": getattr(final, "type", "?"),

@@ -211,6 +211,17 @@ class ModelEndpoint(_Strict):
         return self
 
 
+class OutputLimits(_Strict):
+    """How much of what a model sends is kept, per kind (characters): the excess is cut with a
+    visible notice. Generous for real answers, a wall against a runaway or hostile reply."""
+
+    answer_chars: int = Field(default=40_000, ge=1000)  # an answer, a prose reply, thinking
+    tool_argument_chars: int = Field(default=4000, ge=100)  # one string argument of a tool call
+    tool_argument_items: int = Field(default=50, ge=1)  # entries of one list or object argument
+    judgement_chars: int = Field(default=1000, ge=100)  # one string of the verifier's judgement
+    history_chars: int = Field(default=120_000, ge=10_000)  # conversation history sent to a role
+
+
 class ModelsSettings(_Strict):
     """The base model and per-role overrides; a role left null inherits the base.
 
@@ -227,6 +238,7 @@ class ModelsSettings(_Strict):
     # Seconds one model call may take in all, its SDK retries and whole streamed answer included;
     # connecting is capped at 5 s by the client.
     timeout: float = Field(default=120.0, gt=0, le=3600)
+    limits: OutputLimits = Field(default_factory=OutputLimits)
 
 
 class TelemetrySettings(_Strict):

@@ -149,6 +149,7 @@ class RoleUsage(_Record):
     output_tokens: int = 0
     cost_usd: float | None = None  # None: no priced model (the offline engine is free)
     model: str = ""
+    unmetered: int = 0  # answered requests whose server reported no token counts
 
 
 class Usage(_Record):
@@ -173,6 +174,11 @@ class Usage(_Record):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
+    def unmetered(self) -> int:
+        return sum(r.unmetered for r in self.roles.values())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
     def cost_usd(self) -> float | None:
         costs = [r.cost_usd for r in self.roles.values() if r.cost_usd is not None]
         return round(sum(costs), 6) if costs else None
@@ -186,12 +192,14 @@ class Usage(_Record):
         input_tokens: int = 0,
         output_tokens: int = 0,
         cost_usd: float | None = None,
+        unmetered: int = 0,
     ) -> None:
         r = self.roles.setdefault(role, RoleUsage(model=model))
         r.model = model  # the model that ran last (a resume after a config edit runs the new one)
         r.requests += requests
         r.input_tokens += input_tokens
         r.output_tokens += output_tokens
+        r.unmetered += unmetered
         if cost_usd is not None:
             r.cost_usd = round((r.cost_usd or 0.0) + cost_usd, 6)
 
@@ -365,6 +373,9 @@ class TurnResult(_Record):
     extensions: int = 0  # deep-research extensions granted
     checkpoint: CheckpointInfo | None = None  # only while the turn waits at one
     error: str | None = None
+    # What the model edge repaired in the models' replies: invalid characters replaced, an
+    # answer or argument cut at its limit (one plain line each).
+    warnings: list[str] = Field(default_factory=list)
     steps: list[TrailStep] = Field(default_factory=list)
     created: datetime | None = None
     updated: datetime | None = None

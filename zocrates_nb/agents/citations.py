@@ -20,7 +20,8 @@ from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.turn import Citation, Source
 
 # `[1]`, `[2, 3]`, `[2–4]`, `[1; 3]`: numbers with separators, nothing else inside the brackets.
-MARKER_RE = re.compile(r"\[\s*(\d{1,3}(?:\s*(?:,|;|-|–|—)\s*\d{1,3})*)\s*\]")
+# Any number: `[0]` or `[1000000]` names no passage, and is checked like the others.
+MARKER_RE = re.compile(r"\[\s*(\d{1,12}(?:\s*(?:,|;|-|–|—)\s*\d{1,12})*)\s*\]")
 # Markers the model should never write but sometimes does: `[Chunk 3]`, `[Source 2]`, `[ref 4]`.
 _WORDY_MARKER_RE = re.compile(r"\[(?:chunk|source|evidence|ref|passage)\s+(\d{1,3})\]", re.I)
 
@@ -254,6 +255,12 @@ def build_citations(
             )
         )
     return out
+
+
+def check_unsourced(text: str) -> CitedAnswer:
+    """An answer written without evidence (the coordinator's own reply): every citation
+    marker in it names no passage, so each is removed and its sentence marked."""
+    return finish(text, find_occurrences(text, 0), {}, [], [])
 
 
 def finish(

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import Agent, ModelRetry, RunContext, ToolOutput
+from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ToolReturnPart
 
 from zocrates_nb.agents.discovery import ONLINE_TOOL, DiscoveryOutcome, discover_papers
+from zocrates_nb.agents.model_output import bound_history
 from zocrates_nb.agents.pipeline import Outcome, SearchPipeline
 from zocrates_nb.agents.prompts import COORDINATOR_INSTRUCTION, coordinator_context
 from zocrates_nb.agents.runtime import TurnContext
@@ -62,6 +64,15 @@ async def search_online_literature(
     return await discover_papers(ctx.deps.turn, request)
 
 
+def bounded_history(
+    ctx: RunContext[CoordinatorDeps], messages: list[ModelMessage]
+) -> list[ModelMessage]:
+    """The conversation the coordinator is sent, bounded in characters
+    (`models.limits.history_chars`): a session of long answers never grows its requests
+    without end (compaction summarises it; this is the wall)."""
+    return bound_history(messages, ctx.deps.turn.settings.models.limits.history_chars)
+
+
 coordinator_agent: Agent[CoordinatorDeps, Outcome | DiscoveryOutcome | str] = Agent(
     None,
     name="coordinator",
@@ -72,6 +83,7 @@ coordinator_agent: Agent[CoordinatorDeps, Outcome | DiscoveryOutcome | str] = Ag
         ToolOutput[DiscoveryOutcome](search_online_literature, name=ONLINE_TOOL),
         str,
     ],
+    capabilities=[ProcessHistory(bounded_history)],
     defer_model_check=True,
 )
 

@@ -201,7 +201,7 @@ async def run_online_search(turn: TurnContext, rm: RoleModel, request: str) -> O
             turn.usage.add_messages("online_search", _of_run(captured, run_id), rm)
             raise
         else:
-            turn.usage.add("online_search", result.usage, rm.model_string, rm.name)
+            turn.usage.add_run(rm, result.usage)
     if not deps.queries:
         query = key_phrases(request)
         turn.step("discover", "The online search model did not search: sending the request's "
@@ -308,7 +308,7 @@ async def recommend(
         result = await online_synthesizer_agent.run(
             prompt, model=rm.model, model_settings=rm.settings or None, run_id=call.run_id
         )
-    turn.usage.add("online_synthesizer", result.usage, rm.model_string, rm.name)
+    turn.usage.add_run(rm, result.usage)
     checked = check_recommendations(result.output, [*shown, *held])
     fixes = []
     if checked.invented:

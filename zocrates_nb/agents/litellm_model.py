@@ -27,6 +27,7 @@ from pydantic_ai.exceptions import (
     ModelRequestRejectedError,
     ModelServerError,
     ModelTimeoutError,
+    UnexpectedModelBehavior,
     UserError,
 )
 from pydantic_ai.messages import (
@@ -53,6 +54,8 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
+from zocrates_nb.agents.model_errors import IncompleteReply
+
 CONNECT_TIMEOUT = 5.0
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -63,6 +66,9 @@ _FINISH: dict[str, FinishReason] = {
 }
 _EFFORT = {True: "medium", "minimal": "low", "low": "low", "medium": "medium", "high": "high"}
 _EFFORT.update({"xhigh": "high", "max": "high"})
+# A connection that broke after the request went out (not a refusal): the transports' names.
+_DROPPED = frozenset({"ReadError", "RemoteProtocolError", "ClientPayloadError", "IncompleteRead",
+                      "TransferEncodingError", "ContentLengthError", "ServerDisconnectedError"})
 
 
 def _litellm() -> Any:
@@ -210,7 +216,9 @@ class LiteLLMModel(Model):
             "messages": self._map_messages(messages, params),
             "timeout": httpx.Timeout(read, connect=min(CONNECT_TIMEOUT, read)),
             "drop_params": True,  # a provider that lacks a knob ignores it instead of failing
-            "max_retries": 1,  # one retry at most: a dead endpoint must fail in seconds
+            # Retries are the caller's (`model_guard`: counted, inside the deadline); without a
+            # setting, one at most: a dead endpoint must fail in seconds.
+            "max_retries": int(s["max_retries"]) if s.get("max_retries") is not None else 1,
         }
         if self._api_base:
             kwargs["api_base"] = self._api_base
@@ -341,24 +349,39 @@ class LiteLLMModel(Model):
         )
 
     def _map_error(self, e: Exception) -> Exception:
-        """litellm's exceptions → pydantic-ai's categories, secrets scrubbed from the text."""
+        """litellm's exceptions → pydantic-ai's categories, secrets scrubbed from the text.
+
+        litellm reports failures of its own client as HTTP 500 (a refused connection, a dropped
+        one, a body that is not JSON, a stream without a finish reason): the cause decides, so
+        no status the server never sent reaches the researcher."""
         lt = _litellm()
         name = self._model_name
         text = self._redact(str(getattr(e, "message", "") or e))
         if self._api_key:
             text = text.replace(self._api_key, "***")
-        # litellm reports a refused connection as an InternalServerError (500): look at the cause.
         causes = _causes(e)
-        timeout_names = ("APITimeoutError", "ConnectTimeout", "ReadTimeout", "PoolTimeout")
-        if isinstance(e, lt.Timeout) or any(
-            isinstance(c, TimeoutError) or type(c).__name__ in timeout_names for c in causes
+        names = {type(c).__name__ for c in causes}
+        said = " ".join(str(c) for c in causes).lower()
+        if "ended before a finish_reason" in said:
+            return IncompleteReply(name, None)
+        timeout_names = {"APITimeoutError", "ConnectTimeout", "ReadTimeout", "PoolTimeout"}
+        if isinstance(e, lt.Timeout) or names & timeout_names or any(
+            isinstance(c, TimeoutError) for c in causes
         ):
             return ModelTimeoutError(name, text)
-        connect_names = ("APIConnectionError", "ConnectError", "ClientConnectorError")
-        if isinstance(e, lt.APIConnectionError) or any(
-            isinstance(c, ConnectionError) or type(c).__name__ in connect_names for c in causes
-        ):
+        if names & _DROPPED or "payload is not completed" in said:
+            return ModelConnectionError(name, text, phase="read")
+        connect_names = {"ConnectError", "ClientConnectorError", "ConnectionRefusedError"}
+        if names & connect_names:
             return ModelConnectionError(name, text, phase="connect")
+        if isinstance(e, lt.APIConnectionError) or "APIConnectionError" in names or any(
+            isinstance(c, ConnectionError) for c in causes
+        ):
+            return ModelConnectionError(name, text)
+        if "empty or invalid response" in said:
+            return UnexpectedModelBehavior(
+                f"Invalid response from {name}: expected JSON data (litellm: {text[:200]})"
+            )
         status = getattr(e, "status_code", None)
         if isinstance(status, int) and status >= 400:
             category: type[Any]
@@ -391,6 +414,7 @@ class LiteLLMStreamedResponse(StreamedResponse):
     _timestamp: datetime = field(default_factory=_utils.now_utc)
 
     async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
+        substance = False  # anything the server said: text, a tool call, thinking, usage
         try:
             async for chunk in self._stream:
                 usage = getattr(chunk, "usage", None)
@@ -398,6 +422,11 @@ class LiteLLMStreamedResponse(StreamedResponse):
                     self._usage = _usage(usage)
                 for choice in getattr(chunk, "choices", None) or []:
                     delta = choice.delta
+                    substance = substance or bool(
+                        delta.content
+                        or getattr(delta, "tool_calls", None)
+                        or getattr(delta, "reasoning_content", None)
+                    )
                     reasoning = getattr(delta, "reasoning_content", None)
                     if isinstance(reasoning, str) and reasoning:
                         for event in self._parts_manager.handle_thinking_delta(
@@ -425,6 +454,21 @@ class LiteLLMStreamedResponse(StreamedResponse):
             if mapped is e:
                 raise
             raise mapped from e
+        # Usage the server never sent is litellm's own estimate: not counted. (Its stream keeps
+        # the server's chunks; the usage chunk it builds at the end is not among them.)
+        received = getattr(self._stream, "chunks", None)
+        if isinstance(received, list):
+            reported = any(getattr(c, "usage", None) is not None for c in received)
+            if not reported:
+                self._usage = RequestUsage()
+            substance = substance or reported
+        # Nothing at all (litellm makes up a "stop" chunk for an HTML page where server-sent
+        # events were expected): not an answer.
+        if not substance:
+            raise UnexpectedModelBehavior(
+                f"Invalid response from {self._model_name}: expected JSON data, the stream ended "
+                "without content"
+            )
 
     @property
     def model_name(self) -> str:

@@ -4,8 +4,11 @@ endpoint, what went wrong, which variable to check; secrets scrubbed, no provide
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
+
+from pydantic_ai.exceptions import ModelAPIError
 
 from zocrates_nb.agents.providers import KEY_ENV
 from zocrates_nb.config import ConfigError
@@ -65,8 +68,22 @@ class ModelCallError(ZocratesError):
         self.role, self.model = role, model
 
 
-def _retry_after(exc: BaseException) -> float | None:
+class IncompleteReply(ModelAPIError):
+    """A reply that ended before it was complete: no finish reason (a stream that stopped
+    half-way), or `length` (the output token limit). Never passed off as a whole answer."""
+
+    def __init__(self, model_name: str, finish: str | None) -> None:
+        self.finish = finish
+        why = "its output token limit" if finish == "length" else "no finish reason"
+        super().__init__(model_name, f"the reply ended before it was complete ({why})")
+
+
+def retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked to wait (Retry-After), from the error or its cause's headers."""
     for e in _chain(exc):
+        told = getattr(e, "retry_after", None)
+        if isinstance(told, int | float) and told >= 0:
+            return float(told)
         response = getattr(e, "response", None)
         headers = getattr(response, "headers", None)
         value = headers.get("retry-after") if headers is not None else None
@@ -126,12 +143,30 @@ def describe_model_error(
         return any(t in str(e).lower() for e in chain for t in texts)
 
     status = _status(exc)
+    # A connection that broke after the request was sent (a read), whatever status a client
+    # library made up for it (litellm says 500).
+    dropped = any(
+        isinstance(e, x.ModelConnectionError)
+        and not isinstance(e, x.ModelTimeoutError)
+        and e.phase in ("read", "write")
+        for e in chain
+    )
+    if dropped:
+        status = None
     if has(ModelCallError):
         text = next(str(e) for e in chain if isinstance(e, ModelCallError))
         after = ""
     elif has(ConfigError):
         text = next(str(e) for e in chain if isinstance(e, ConfigError))
         after = ""
+    elif has(IncompleteReply):
+        finish = next(e.finish for e in chain if isinstance(e, IncompleteReply))
+        why = (
+            'it reached its output token limit (finish_reason "length")'
+            if finish == "length"
+            else "the reply ended without a finish reason"
+        )
+        text = f"{who} stopped before the answer was complete: {why}."
     elif (
         has(x.ModelAuthenticationError)
         or status in (401, 403)
@@ -141,14 +176,24 @@ def describe_model_error(
         env = env or _guess_key_env(exc)
         hint = f"check {env}" if env else "set api_key_env in zocrates_config.json"
         text = f"{who} rejected the API key ({hint})."
-    elif has(x.ModelRequestTimeout):
-        timeout = next(e.timeout for e in chain if isinstance(e, x.ModelRequestTimeout))
-        text = f"{who} did not finish answering within models.timeout = {timeout:g} s."
-    elif has(x.ModelTimeoutError, TimeoutError) or named(
+    elif named("ConnectTimeout") and not has(x.ModelRequestTimeout):
+        text = f"{who} is unreachable (connecting timed out)."
+    elif has(x.ModelRequestTimeout, x.ModelTimeoutError, TimeoutError) or named(
         "APITimeoutError", "Timeout", "ConnectTimeout", "ReadTimeout", "PoolTimeout"
     ):
-        text = f"{who} did not answer in time (timed out)."
-    elif (status is None or status == 200) and (named(*_DROPPED) or says(*_DROPPED_TEXT)):
+        # The whole call's deadline or one attempt's (its timeout is the same setting): one
+        # sentence whichever fired first, on every route.
+        timeout = next((e.timeout for e in chain if isinstance(e, x.ModelRequestTimeout)), None)
+        if timeout is None and resolved is not None:
+            timeout = resolved.settings.get("request_timeout")
+        text = (
+            f"{who} did not finish answering within models.timeout = {float(timeout):g} s."
+            if isinstance(timeout, int | float)
+            else f"{who} did not answer in time (timed out)."
+        )
+    elif dropped or (
+        (status is None or status == 200) and (named(*_DROPPED) or says(*_DROPPED_TEXT))
+    ):
         text = f"{who} dropped the connection before the answer was complete."
     elif has(ConnectionRefusedError) or named("ConnectError") or says("connection refused"):
         text = f"{who} is unreachable (connection refused)."
@@ -164,7 +209,7 @@ def describe_model_error(
     elif has(x.ModelQuotaExceededError) or status == 402:
         text = f"{who} reports the account's quota or credits are exhausted."
     elif has(x.ModelRateLimitError) or status == 429:
-        wait = _retry_after(exc)
+        wait = retry_after(exc)
         when = f"try again in {wait:g} s" if wait is not None else "try again shortly"
         text = f"{who} is rate-limiting requests (HTTP 429); {when}."
     elif has(x.ModelUnavailableError, x.ModelServerError) or (status or 0) >= 500:
@@ -177,11 +222,11 @@ def describe_model_error(
             "OpenAI-compatible API?)."
         )
     elif has(x.UnexpectedModelBehavior) and says("exceeded maximum output retries"):
-        text = f"{who} sent unusable output three times in a row."
+        text = f"{who} sent unusable output {_times(chain)}."
     elif has(x.UnexpectedModelBehavior) and says("exceeded max retries"):
         tool = next((str(e).split("'")[1] for e in chain if str(e).startswith("Tool '")), "")
         what = f"arguments for {tool}" if tool else "output"
-        text = f"{who} sent invalid {what} three times in a row."
+        text = f"{who} sent invalid {what} {_times(chain)}."
     elif has(x.UnexpectedModelBehavior):
         text = f"{who} answered in a form that could not be used."
     elif has(x.UserError):
@@ -198,6 +243,18 @@ def describe_model_error(
     if after:
         text = text[:-1] + after + "." if text.endswith(".") else text + after
     return redact(text, extra_env=extra)
+
+
+def _times(chain: list[BaseException]) -> str:
+    """How many replies were refused, from pydantic-ai's "… retries (N)" / "count of N" text."""
+    for e in chain:
+        m = re.search(r"(?:retries \(|retries count of )(\d+)", str(e))
+        if m:
+            n = int(m.group(1)) + 1
+            if n == 1:
+                return "once"
+            return {2: "twice", 3: "three times"}.get(n, f"{n} times") + " in a row"
+    return "repeatedly"
 
 
 def _guess_key_env(exc: BaseException) -> str | None:

@@ -182,6 +182,8 @@ def build_model(spec: RoleSpec, timeout: float = 120.0) -> ResolvedModel:
 
 
 SDK_RETRIES = 2  # transient failures (429, 5xx, dropped connections) are retried this often
+# A Chat Completions stream that ends without a finish_reason was cut: an error, never "stop".
+WHOLE_STREAMS: Any = {"openai_chat_streaming_requires_finish_reason": True}
 
 
 def deadline_settings(timeout: float) -> ModelSettings:
@@ -202,7 +204,9 @@ def _ollama(name: str, url: str, key: str | None, can_think: bool | None) -> Mod
 
     provider = OllamaProvider(base_url=url, api_key=key)
     profile = merge_profile(
-        provider.model_profile(name), ModelProfile(supports_thinking=bool(can_think))
+        provider.model_profile(name),
+        ModelProfile(supports_thinking=bool(can_think)),
+        WHOLE_STREAMS,
     )
     return OllamaModel(name, provider=provider, profile=profile)
 
@@ -225,10 +229,10 @@ def _openai(spec: RoleSpec, key: str | None) -> Model:
         )
         if spec.provider == "openai-responses":
             return OpenAIResponsesModel(spec.model_name, provider=compat)
-        return OpenAIChatModel(spec.model_name, provider=compat)
+        return OpenAIChatModel(spec.model_name, provider=compat, profile=WHOLE_STREAMS)
     provider = OpenAIProvider(api_key=key)
     if spec.provider == "openai-chat":
-        return OpenAIChatModel(spec.model_name, provider=provider)
+        return OpenAIChatModel(spec.model_name, provider=provider, profile=WHOLE_STREAMS)
     return OpenAIResponsesModel(spec.model_name, provider=provider)
 
 

@@ -21,6 +21,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
 
 from zocrates_nb.agents.model_errors import ModelCallError
+from zocrates_nb.agents.model_guard import GuardedModel, ModelEdge
 from zocrates_nb.agents.models import (
     OFFLINE_DISPLAY,
     ModelConfigError,
@@ -58,6 +59,11 @@ class RoleModel:
     @property
     def offline(self) -> bool:
         return self.resolved.is_offline and not self.pinned
+
+    @property
+    def guarded(self) -> bool:
+        """A configured model at the edge: it books its own requests (`model_guard`)."""
+        return isinstance(self.model, GuardedModel)
 
     @property
     def name(self) -> str:
@@ -111,11 +117,13 @@ def role_call(rm: RoleModel, turn: TurnContext | None = None) -> Iterator[RoleCa
                 raise
             if not is_model_failure(e):
                 raise
+            # The time the failing call waited (from its first attempt), not the whole run's.
+            waited = rm.model.waited() if isinstance(rm.model, GuardedModel) else None
             message = describe_model_error(
                 e,
                 None if rm.pinned else rm.resolved,
                 role=rm.role,
-                elapsed=time.monotonic() - t0,
+                elapsed=waited if waited is not None else time.monotonic() - t0,
             )
             if rm.pinned:
                 message = message.replace(" model model at ", f" model {rm.name} at ")
@@ -132,6 +140,7 @@ class Roles:
     # Discovery's roles (None only in a hand-built `Roles`: discovery then says it cannot run).
     online_search: RoleModel | None = None
     online_synthesizer: RoleModel | None = None
+    edge: ModelEdge = field(default_factory=ModelEdge)  # the configured models' requests
 
     @property
     def offline(self) -> bool:
@@ -176,13 +185,24 @@ def resolve_roles(
     `explicit` pins pydantic-ai models to roles (custom models in a notebook, scripted models
     in tests); they win over the configuration.
     """
+    settings = registry.settings
     if model_override:
-        settings = override_settings(registry.settings, model_override)
+        settings = override_settings(settings, model_override)
         resolved = {r: resolve_model(settings, r) for r in ROLES}
     else:
         resolved = {r: registry.resolve(r) for r in ROLES}
     eng: OfflineEngine | None = None
     pinned = explicit or {}
+    edge = ModelEdge(settings.models.limits)
+
+    def configured(role: str, rm: ResolvedModel) -> RoleModel:
+        """A configured model, at this turn's edge (counted, retried, cleaned)."""
+        assert rm.model is not None
+        name = rm.model_string or rm.display_name
+        guarded = GuardedModel(
+            rm.model, role=role, name=name, model_string=rm.model_string, edge=edge
+        )
+        return RoleModel(role, guarded, rm.settings, rm.display_name, rm.model_string, rm)
 
     def role_model(role: str) -> RoleModel:
         nonlocal eng
@@ -194,7 +214,7 @@ def resolve_roles(
             eng = eng or engine()
             assert eng is not None
             return RoleModel(role, eng.model_for(role), {}, OFFLINE_DISPLAY, None, rm)
-        return RoleModel(role, rm.model, rm.settings, rm.display_name, rm.model_string, rm)
+        return configured(role, rm)
 
     coordinator = role_model("coordinator")
     search = role_model("search")
@@ -204,13 +224,13 @@ def resolve_roles(
     if "verifier" in pinned:
         verifier = role_model("verifier")
     elif v.model is not None:
-        verifier = RoleModel("verifier", v.model, v.settings, v.display_name, v.model_string, v)
+        verifier = configured("verifier", v)
     if verifier is None:
         eng = eng or engine()
     online_search = role_model("online_search")
     online_synthesizer = role_model("online_synthesizer")
     return Roles(coordinator, search, synthesizer, verifier, eng, online_search,
-                 online_synthesizer)  # fmt: skip
+                 online_synthesizer, edge)  # fmt: skip
 
 
 # ============================================================================ usage
@@ -232,11 +252,30 @@ class UsageBook:
             cost_usd=cost_usd(model_string, inp, out) if model_string else None,
         )
 
+    def add_run(self, rm: RoleModel, usage: Any) -> None:
+        """The usage of a role's finished agent run. A configured model booked each request
+        itself as it was sent (`book_request`): nothing to add."""
+        if not rm.guarded:
+            self.add(rm.role, usage, rm.model_string, rm.name)
+
+    def book_request(
+        self, role: str, model: GuardedModel, inp: int, out: int, unmetered: bool = False
+    ) -> None:
+        """One request a configured model sent (failed ones too), with the tokens reported
+        (`unmetered`: answered, but the server reported none)."""
+        cost = cost_usd(model.model_string, inp, out) if model.model_string else None
+        self.record.add(role, model.name, requests=1, input_tokens=inp, output_tokens=out,
+                        cost_usd=cost, unmetered=int(unmetered))  # fmt: skip
+
     def add_messages(self, role: str, messages: Sequence[Any], rm: RoleModel) -> None:
         """The usage of a run that did not finish (a request limit, a failure): every answer
-        it received counts, one request each, with the tokens that answer reported."""
+        it received counts, one request each, with the tokens that answer reported (a
+        configured model booked its requests itself)."""
         from pydantic_ai.messages import ModelResponse
         from pydantic_ai.usage import RunUsage
+
+        if rm.guarded:
+            return
 
         total = RunUsage()
         for m in messages:
@@ -279,6 +318,14 @@ class TurnContext:
     steps: list[TrailStep] = field(default_factory=list)  # the visible steps, for the record
     started: float = field(default_factory=time.monotonic)
     _step_started: float = field(default_factory=time.monotonic, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Requests of the configured models go to whatever usage book the turn holds then.
+        self.roles.edge.bind(lambda *booked: self.usage.book_request(*booked))
+
+    def warnings(self) -> list[str]:
+        """What the edge cleaned or cut in this turn's model replies, one line each."""
+        return self.roles.edge.warnings()
 
     @property
     def scope(self) -> Scope:

@@ -10,7 +10,6 @@ calls on the shared run state, and cache outlines in the session.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import uuid
 from collections.abc import AsyncIterable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from pydantic_ai import (
     Agent,
+    ModelHTTPError,
     ModelRetry,
     RunContext,
     ToolOutput,
@@ -29,15 +29,14 @@ from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     AgentStreamEvent,
     ModelMessage,
-    ModelRequest,
     PartDeltaEvent,
     PartStartEvent,
     ThinkingPart,
     ThinkingPartDelta,
-    ToolReturnPart,
 )
 from pydantic_ai.usage import UsageLimits
 
+from zocrates_nb.agents import search_context
 from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.prompts import SEARCH_INSTRUCTION
 from zocrates_nb.agents.runtime import TurnContext, role_call
@@ -79,17 +78,27 @@ async def search_corpus(
     chunk_type: str | None = None,
     limit: int = 10,
 ) -> dict[str, Any]:
-    """Hybrid (keyword + semantic) search over the library's passages.
+    """Hybrid (keyword + semantic) search over the library's passages. For a broad goal,
+    survey candidate papers first with chunk_type="frontmatter".
 
     Args:
-        query: what to look for, in your own words or the paper's terms.
-        item_key: None for the whole scope; "active" for the selected items; an item key or a
-            list of keys to search only those papers.
-        chunk_type: "frontmatter" to survey titles/authors/abstracts of up to 10 candidate
-            papers; also "abstract", "body", "figure", "table", "note"; None for all.
-        limit: how many passages (default 10).
+        query: what to look for, in your words or the paper's.
+        item_key: None: the whole scope; "active": the selected items; a key or a list of
+            keys: only those papers.
+        chunk_type: "frontmatter" surveys titles and abstracts of up to 10 papers; or
+            "abstract", "body", "figure", "table", "note".
+        limit: how many passages.
     """
-    deps = ctx.deps
+    return await _search(ctx.deps, query, item_key, chunk_type, limit)
+
+
+async def _search(
+    deps: SearchDeps,
+    query: str,
+    item_key: str | list[str] | None = None,
+    chunk_type: str | None = None,
+    limit: int = 10,
+) -> dict[str, Any]:
     everywhere = item_key in (None, "", "all", "*", "library")
     if (chunk_type or "").lower().startswith("front"):
         label = "Surveying candidate papers"
@@ -103,7 +112,7 @@ async def search_corpus(
     out = await _call(deps, deps.toolkit.search_corpus, query, item_key, chunk_type, limit)
     _budget_step(deps, out)
     if out.get("status") == "success" and _economy(deps):
-        out = for_model(out)
+        out = search_context.for_model(out)
         n = len(out.get("results") or [])
         papers = len({r.get("item_key") for r in out.get("results") or []})
         deps.turn.step(
@@ -138,85 +147,17 @@ def _paper_names(deps: SearchDeps, item_key: Any) -> str:
     return f"{titles[0]} and {_plural(len(titles) - 1, 'other paper')}"
 
 
-# What the model needs of a passage: where it is (to read on) and what it says. Chunk ids,
-# attachment keys, authors and chunk types stay in the run state, not in every request.
-ECONOMY = True  # False only in `bench tokens --agent --compare`: the history as it was sent
-_RESULT_FIELDS = ("rank", "item_key", "section", "section_id", "page", "text")
-
-
-def for_model(out: dict[str, Any]) -> dict[str, Any]:
-    """A search result as the model sees it: each paper's title once, then its passages."""
-    papers: dict[str, str] = {}
-    results = []
-    for r in out.get("results") or []:
-        key = str(r.get("item_key", ""))
-        if key not in papers:
-            year = f" ({r['year']})" if r.get("year") else ""
-            papers[key] = f"{r.get('title', '')}{year}"
-        results.append({k: r[k] for k in _RESULT_FIELDS if r.get(k) not in (None, "")})
-    slim = {k: v for k, v in out.items() if k != "results"}
-    return {**slim, "papers": papers, "results": results}
-
-
-ELIDED_WORDS = 12  # what an older passage keeps: its opening words, as a reminder
-
-
-def _elide_text(text: str) -> str:
-    words = str(text).split()
-    if len(words) <= ELIDED_WORDS + 5:
-        return str(text)
-    head = " ".join(words[:ELIDED_WORDS])
-    return f"{head} … [{len(words)} words, read earlier: kept in the evidence]"
-
-
-def _elide_result(content: Any) -> Any:
-    if not isinstance(content, dict):
-        return content
-    out = dict(content)
-    for field_name in ("results", "assets"):
-        if isinstance(out.get(field_name), list):
-            out[field_name] = [
-                {**r, "text": _elide_text(r["text"])} if isinstance(r, dict) and "text" in r else r
-                for r in out[field_name]
-            ]
-    out.pop("csv", None)
-    return out
-
-
 def _economy(deps: SearchDeps) -> bool:
-    """Context economy is for language models: the embedded offline engine is local (no
-    tokens to pay) and reads the full results to steer its search."""
-    return ECONOMY and not deps.turn.roles.search.offline
+    """Context economy is for language models (see `search_context`)."""
+    return search_context.ECONOMY and not deps.turn.roles.search.offline
 
 
 def elide_read_texts(
     ctx: RunContext[SearchDeps], messages: list[ModelMessage]
 ) -> list[ModelMessage]:
     """The search agent's history processor: the latest tool results stay in full, older
-    passages shrink to their references (paper, section, page, opening words) once the model
-    has read them — the full texts are in the run state's evidence for the writer."""
-    if not _economy(ctx.deps):
-        return messages
-    last = max((i for i, m in enumerate(messages) if isinstance(m, ModelRequest)), default=-1)
-    out: list[ModelMessage] = []
-    for i, m in enumerate(messages):
-        if (
-            i != last
-            and isinstance(m, ModelRequest)
-            and any(isinstance(p, ToolReturnPart) and p.tool_name in _READS for p in m.parts)
-        ):
-            parts = [
-                dataclasses.replace(p, content=_elide_result(p.content))
-                if isinstance(p, ToolReturnPart) and p.tool_name in _READS
-                else p
-                for p in m.parts
-            ]
-            m = dataclasses.replace(m, parts=parts)
-        out.append(m)
-    return out
-
-
-_READS = ("search_corpus", "read_document")
+    passages shrink to their references once the model has read them."""
+    return search_context.elide_history(messages) if _economy(ctx.deps) else messages
 
 
 async def get_document_toc(ctx: RunContext[SearchDeps], item_key: str) -> dict[str, Any]:
@@ -247,13 +188,13 @@ async def read_document(
     asset_id: str | list[str] | None = None,
     page: int | None = None,
 ) -> dict[str, Any]:
-    """Read whole parts of one paper.
+    """Read whole parts of one paper: prefer the one or two sections that answer the goal over
+    many small searches.
 
     Args:
-        item_key: the paper's item key (or an attachment/note key), as in search results or
-            the outline header.
-        asset_id: one or more ids from the outline: "s3", "s3, s5", "f1", "t2", "abstract",
-            or "full" (the whole paper, only if it fits the word ceiling).
+        item_key: the paper's key (or an attachment or note key).
+        asset_id: ids from the outline: "s3", "s3, s5", "f1", "t2", "abstract", or "full"
+            (the whole paper, if it fits the word ceiling).
         page: read one page instead (1-based).
     """
     deps = ctx.deps
@@ -275,6 +216,8 @@ async def read_document(
             )
         if not heads:
             deps.turn.step("read", f"Nothing new to read in {title}", title=out.get("title", ""))
+        if _economy(deps):
+            out = search_context.read_for_model(out)
     return out
 
 
@@ -375,10 +318,7 @@ async def run_search(
                 "The search model answered without searching: asking it to use its tools",
                 model=rm.name,
             )
-            try:
-                out, messages = await _pass(turn, deps, state, messages, INSIST, insist=True)
-            except UnexpectedModelBehavior:
-                out = None
+            out, messages = await _insist(turn, deps, state, messages)
             if state.tool_count == before:
                 raise ModelCallError(
                     f"The search model {rm.name} answered without searching, even when asked "
@@ -387,7 +327,42 @@ async def run_search(
                     "search",
                     rm.name,
                 )
+    if state.tool_count == 0:
+        await _own_first_search(turn, deps, state)
     return messages
+
+
+async def _insist(
+    turn: TurnContext, deps: SearchDeps, state: RunState, messages: list[ModelMessage]
+) -> tuple[SearchEnd | str | None, list[ModelMessage]]:
+    """Ask once more, with tool use required on the wire — or in words only, on a server that
+    refuses `tool_choice: "required"` (older vLLM answers it with a 400)."""
+    try:
+        return await _pass(turn, deps, state, messages, INSIST, insist=True)
+    except UnexpectedModelBehavior:
+        return None, messages
+    except ModelHTTPError as e:
+        if e.status_code not in (400, 422):
+            raise
+    turn.step("search", "The endpoint refuses required tool use: asking in words only")
+    try:
+        return await _pass(turn, deps, state, messages, INSIST)
+    except UnexpectedModelBehavior:
+        return None, messages
+
+
+async def _own_first_search(turn: TurnContext, deps: SearchDeps, state: RunState) -> None:
+    """The model stopped before a single retrieval (it concluded at once, or asked for more
+    budget): the library is searched for the goal itself, so no answer ever says "no evidence"
+    about a search that never ran. Its report is replaced by one built from what was found."""
+    turn.step(
+        "search",
+        "The search model stopped without searching: searching the library for the goal itself",
+        model=turn.roles.search.name,
+    )
+    await _search(deps, state.goal)
+    state.report = None
+    state.extension_request = None
 
 
 async def _pass(
@@ -430,7 +405,7 @@ async def _pass(
         except BaseException:
             turn.usage.add_messages("search", _of_run(captured, run_id), rm)
             raise
-    turn.usage.add("search", result.usage, rm.model_string, rm.name)
+    turn.usage.add_run(rm, result.usage)
     return result.output, result.all_messages()
 
 

@@ -101,7 +101,7 @@ async def synthesize(
             event_stream_handler=stream_handler(turn, "synthesizer"),
             run_id=call.run_id,
         )
-    turn.usage.add("synthesizer", result.usage, rm.model_string, rm.name)
+    turn.usage.add_run(rm, result.usage)
     keys, chunk_ids = plumbing(turn, [*ranked, *gathered])
     text = cit.sanitize(result.output, keys, chunk_ids)
     occurrences = cit.find_occurrences(text, len(ranked))

@@ -28,6 +28,7 @@ log = logging.getLogger("zocrates_nb.agents.verifier")
 SUPPORT_THRESHOLD = 0.5
 VERIFY_TIMEOUT = 45.0  # seconds for the whole pass; pairs not judged by then are kept
 CONCURRENCY = 4
+CLAIM_CHARS = 2000  # a claim is a sentence: a runaway one is judged by its beginning
 
 
 class SupportJudgement(BaseModel):
@@ -117,7 +118,8 @@ async def verify(
         async def judge(i: int, n: int) -> None:
             occ, e = occurrences[i], ranked[n - 1]
             passage = best_windows(occ.claim, e.text)
-            prompt = verifier_prompt(occ.claim, passage, e.title, e.section, len(occ.ids) > 1)
+            claim = occ.claim if len(occ.claim) <= CLAIM_CHARS else occ.claim[:CLAIM_CHARS] + " …"
+            prompt = verifier_prompt(claim, passage, e.title, e.section, len(occ.ids) > 1)
             async with sem:
                 try:
                     result = await verifier_agent.run(
@@ -129,7 +131,7 @@ async def verify(
                     )
                     verdicts[(i, n)] = Verdict(True, None)
                     return
-            turn.usage.add("verifier", result.usage, rm.model_string, rm.name)
+            turn.usage.add_run(rm, result.usage)
             p = float(result.output.supported_probability)
             verdicts[(i, n)] = Verdict(p >= SUPPORT_THRESHOLD, round(p, 4))
 

@@ -26,7 +26,7 @@ from pydantic_ai.messages import (
 )
 
 from zocrates_nb.agents.active import build_active_items, dump_active_items, load_active_items
-from zocrates_nb.agents.citations import sanitize
+from zocrates_nb.agents.citations import check_unsourced, sanitize
 from zocrates_nb.agents.coordinator import (
     SEARCH_TOOL,
     CoordinatorDeps,
@@ -34,6 +34,7 @@ from zocrates_nb.agents.coordinator import (
     record_answer,
 )
 from zocrates_nb.agents.discovery import MAX_RECOMMENDATIONS, DiscoveryOutcome
+from zocrates_nb.agents.model_guard import GuardedModel
 from zocrates_nb.agents.pipeline import (
     AnswerFailed,
     Outcome,
@@ -146,7 +147,7 @@ class TurnRunner:
                     event_stream_handler=stream_handler(turn, "coordinator"),
                     run_id=call.run_id,
                 )
-            turn.usage.add("coordinator", run.usage, rm.model_string, rm.name)
+            turn.usage.add_run(rm, run.usage)
             output, new_messages = run.output, run.new_messages()
             seconds = time.monotonic() - t0
             if isinstance(output, Outcome) and output.paused is not None:
@@ -168,12 +169,15 @@ class TurnRunner:
                          "tool_calls": len(output.queries)}  # fmt: skip
             else:
                 keys = {a.key for a in active} | {c.key for a in active for c in a.children}
-                text, messages, outcome = sanitize(str(output), keys), new_messages, None
+                own = check_unsourced(sanitize(str(output), keys))  # no passage to cite
+                text, messages, outcome = own.text, new_messages, None
+                if own.unsupported:
+                    found["unsupported_claims"] = own.unsupported
             await asyncio.to_thread(
                 store.append_messages, session_id, messages, turn_id=result.turn_id
             )
             await self._answer(turn, result, outcome, text, seconds, **found)
-            await self._compact(session_id, roles)
+            await self._compact(session_id, roles, turn, result)
         except asyncio.CancelledError:
             if result is not None:
                 await _off_loop(self._end, result, turn, "cancelled", CANCELLED)
@@ -269,7 +273,7 @@ class TurnRunner:
                 store.append_messages, session_id, messages, turn_id=result.turn_id
             )
             await self._answer(turn, result, outcome, outcome.text, seconds)
-            await self._compact(session_id, roles)
+            await self._compact(session_id, roles, turn, result)
         except asyncio.CancelledError:
             message = CANCELLED + ("" if resolved else " The checkpoint still waits.")
             await _off_loop(end_claim, message)
@@ -363,6 +367,7 @@ class TurnRunner:
             "steps": turn.trail(),
             "seconds": round(seconds, 3),
             "model": turn.roles.display,
+            "warnings": _warnings(result, turn),
         }
         if outcome is not None:
             update.update(evidence=outcome.evidence, search_goal=outcome.goal,
@@ -465,7 +470,8 @@ class TurnRunner:
         extra: dict[str, Any] = {}
         if turn is not None:
             extra = {"steps": turn.trail(), "usage": turn.usage.record,
-                     "timings": dict(turn.timings), "model": turn.roles.display}  # fmt: skip
+                     "timings": dict(turn.timings), "model": turn.roles.display,
+                     "warnings": _warnings(result, turn)}  # fmt: skip
         with contextlib.suppress(Exception):
             self.store.update_turn(result.turn_id, status=status, answer="", error=error, **extra)
 
@@ -506,11 +512,15 @@ class TurnRunner:
 
         self.store.update_state(session_id, put)
 
-    async def _compact(self, session_id: str, roles: Roles) -> None:
-        """Post-turn compaction (after the answer is out, never before a first token)."""
+    async def _compact(
+        self, session_id: str, roles: Roles, turn: TurnContext, result: TurnResult
+    ) -> None:
+        """Post-turn compaction (after the answer is out, never before a first token). What
+        the compactor's model spent is booked on the turn's stored record."""
         cfg = self.app.settings.sessions.compaction
         if not cfg.enabled:
             return
+        before = turn.usage.record.requests
         try:
             await maybe_compact(
                 self.store,
@@ -525,6 +535,13 @@ class TurnRunner:
             return
         except Exception as e:  # compaction is an optimisation: never fail a turn on it
             log.warning("compaction of session %s failed: %s", session_id, type(e).__name__)
+        finally:
+            if turn.usage.record.requests != before:
+                with contextlib.suppress(Exception):
+                    await _off_loop(self._book_compaction, result.turn_id, turn)
+
+    def _book_compaction(self, turn_id: str, turn: TurnContext) -> None:
+        self.store.update_turn(turn_id, usage=turn.usage.record)
 
 
 async def _off_loop(fn: Callable[..., _T], *args: Any) -> _T:
@@ -532,6 +549,11 @@ async def _off_loop(fn: Callable[..., _T], *args: Any) -> _T:
     not stall the event loop (the Jupyter server's, the kernel's). Shielded, so a second
     cancellation cannot abandon the write halfway through awaiting it."""
     return await asyncio.shield(asyncio.to_thread(fn, *args))
+
+
+def _warnings(result: TurnResult, turn: TurnContext) -> list[str]:
+    """The record's warnings so far (a resumed turn's earlier ones too) and this run's."""
+    return list(dict.fromkeys([*result.warnings, *turn.warnings()]))
 
 
 def _id(result: TurnResult | None) -> str:
@@ -543,12 +565,14 @@ def summarizer(roles: Roles) -> Callable[[str, str], Awaitable[str] | str]:
     rm = roles.coordinator
     if rm.offline:
         return offline_summarize
+    # The coordinator's model, its requests booked under the compactor's name.
+    model = rm.model.for_role("compactor") if isinstance(rm.model, GuardedModel) else rm.model
 
     async def summarize(previous: str, transcript: str) -> str:
         from pydantic_ai import Agent
 
         agent: Agent[None, str] = Agent(
-            rm.model,
+            model,
             name="compactor",
             instructions=(
                 "Summarize this research conversation for its own continuation: the questions "

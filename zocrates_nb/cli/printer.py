@@ -1,6 +1,7 @@
 """One turn on the terminal: progress while it runs, then its record as text or as one JSON
 object `{session_id, turn_id, status, answer, cited_sources, other_sources, evidence,
-checkpoint, usage, seconds, model[, discovery][, error]}` (a batch line adds its `id`). A
+checkpoint, unsupported_claims, citations_verified, warnings, usage, seconds, model[, discovery]
+[, error]}` (a batch line adds its `id`). A
 discovery turn prints its candidates as a short list with their ids, for `stage add ID`."""
 
 from __future__ import annotations
@@ -98,6 +99,9 @@ class TurnPrinter:
             "widen_scope": r.widen_scope.model_dump(mode="json") if r and r.widen_scope else None,
             "evidence": [e.model_dump(mode="json") for e in r.evidence] if r else [],
             "checkpoint": self.checkpoint.model_dump(mode="json") if self.checkpoint else None,
+            "unsupported_claims": list(r.unsupported_claims) if r else [],
+            "citations_verified": r.citations_verified if r else None,
+            "warnings": list(r.warnings) if r else [],
             "usage": (r.usage if r else Usage()).model_dump(mode="json"),
             "seconds": r.seconds if r else round(time.monotonic() - self.t0, 3),
             "model": r.model if r else "",
@@ -135,6 +139,8 @@ class TurnPrinter:
                       file=o)  # fmt: skip
                 for s in f.elsewhere:
                     print(f"  - {s.title} ({s.year or 'n.d.'})", file=o)
+            for w in f.warnings:
+                print(f"\nNote: {w}", file=o)
             spent = usage_line(f.usage)
             print(f"\n[{f.seconds:.1f} s · {f.model}{spent} · session {self.session_id}]",
                   file=o)  # fmt: skip
@@ -164,6 +170,8 @@ class TurnPrinter:
         elif self.error is not None:
             print(f"\nzocrates-nb: error: {self.error.message}", file=self.err)
             r = self.record()
+            for w in r.warnings if r is not None else []:
+                print(f"Note: {w}", file=self.err)
             if r is not None and usage_line(r.usage):
                 print(f"[spent{usage_line(r.usage)} · session {self.session_id}]", file=self.err)
 
@@ -217,4 +225,6 @@ def usage_line(usage: Usage) -> str:
     if all(r.model == OFFLINE_DISPLAY for r in usage.roles.values()):
         return ""
     cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd is not None else " · cost unknown"
-    return f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out{cost}"
+    n = usage.unmetered
+    unmetered = f" ({n} request{'' if n == 1 else 's'} without token counts)" if n else ""
+    return f" · {usage.input_tokens:,} tokens in, {usage.output_tokens:,} out{unmetered}{cost}"

@@ -4,7 +4,10 @@ A real HTTP server (`http.server` in a thread) serving `POST /v1/chat/completion
 streamed (SSE in chunked transfer encoding, with `stream_options.include_usage`), with tool
 calls, usage numbers and failure injection: a hang, a connection dropped mid-answer, 429 with
 Retry-After, 5xx, a 200 whose body is not JSON, invalid tool-argument JSON, prose without a tool
-call; `closed_port_url()` gives an endpoint that refuses connections. Configure the app with it
+call, a stream that ends cleanly half-way (`Cut`: no finish_reason, no `[DONE]`), a reply cut at
+the output limit (`finish="length"`); `closed_port_url()` gives an endpoint that refuses
+connections. `quirks=OLLAMA` / `quirks=VLLM` serve the way those local servers' OpenAI-compatible
+endpoints do (see `Quirks`). Configure the app with it
 the way a user configures a model: `{"models": {"base": {"model": "openai:scripted",
 "base_url": server.url}}}`.
 
@@ -17,6 +20,7 @@ test can compare what the app counted with what the server served, exactly.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import socket
@@ -25,6 +29,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from zocrates_nb.devtools.scripted_quirks import (
+    OLLAMA,
+    OPENAI,
+    VLLM,
+    Quirks,
+    finish_reason,
+    limited,
+    stream_reports_usage,
+)
 
 TOKEN_CHARS = 4  # the usual estimate: a token is about four characters of English or JSON
 
@@ -55,6 +69,8 @@ class Reply:
     tool_calls: list[ToolCall] = field(default_factory=list)
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    finish: str | None = "auto"  # "auto": stop / tool_calls; "length"; None: no finish_reason
+    delay: float = 0.0  # seconds the server thinks before answering
 
 
 @dataclass
@@ -71,6 +87,16 @@ class Drop:
 
     reply: Reply = field(default_factory=lambda: Reply(text="The answer begins and then"))
     after: int = 2
+
+
+@dataclass
+class Cut:
+    """End cleanly half-way: a stream stops after `after` events (no finish_reason, no
+    `[DONE]`, the chunked body properly closed); a plain answer holds half its text and no
+    finish_reason."""
+
+    reply: Reply = field(default_factory=lambda: Reply(text="The answer begins and then"))
+    after: int = 3
 
 
 @dataclass
@@ -91,7 +117,7 @@ class Raw:
     status: int = 200
 
 
-Step = Reply | Hang | Drop | Status | Raw
+Step = Reply | Hang | Drop | Cut | Status | Raw
 Script = Callable[["Request"], Step]
 
 
@@ -204,7 +230,10 @@ class ScriptedOpenAI:
     """`with ScriptedOpenAI([tool("search_corpus", query="raft"), text("…")]) as llm:` serves
     those steps at `llm.url` (an OpenAI `base_url`) and records every request."""
 
-    def __init__(self, script: Sequence[Step] | Script | None = None) -> None:
+    def __init__(
+        self, script: Sequence[Step] | Script | None = None, quirks: Quirks = OPENAI
+    ) -> None:
+        self.quirks = quirks
         self.requests: list[Request] = []
         self._steps: list[Step] = []
         self._fn: Script | None = None
@@ -244,12 +273,12 @@ class ScriptedOpenAI:
 
     def served_usage(self) -> dict[str, int]:
         """Requests answered completely and the tokens their answers reported."""
-        done = self.served
-        return {
-            "requests": len(done),
-            "input_tokens": sum(r.usage.get("prompt_tokens", 0) for r in done),
-            "output_tokens": sum(r.usage.get("completion_tokens", 0) for r in done),
-        }
+        return _tally(self.served)
+
+    def usage(self, role: str | None = None) -> dict[str, int]:
+        """Every request received (failed ones too: a usage record counts each request sent)
+        and the tokens the answers reported; of one role with `role`."""
+        return _tally([r for r in self.requests if role is None or r.role == role])
 
     # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
@@ -285,6 +314,10 @@ class ScriptedOpenAI:
                     llm.requests.append(req)
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     return self._json(404, {"error": {"message": f"no route {self.path}"}})
+                if llm.quirks.rejects_required and body.get("tool_choice") == "required":
+                    error = {"message": '"tool_choice" must be "auto", "none" or a named tool',
+                             "type": "BadRequestError", "code": 400}  # fmt: skip
+                    return self._json(400, {"object": "error", **error})
                 step = llm._next(req)
                 if step is None:
                     with llm._lock:
@@ -308,15 +341,26 @@ class ScriptedOpenAI:
                     return self._json(step.code, {"error": error}, headers)
                 if isinstance(step, Raw):
                     return self._bytes(step.status, step.body.encode(), step.content_type)
-                reply = step.reply if isinstance(step, Drop) else step
+                reply = step.reply if isinstance(step, Drop | Cut) else step
+                if reply.delay and llm._stopping.wait(reply.delay):
+                    return
+                reply = limited(reply, llm.quirks)
+                if isinstance(step, Cut) and not req.stream:
+                    half = (reply.text or "")[: len(reply.text or "") // 2]
+                    reply = dataclasses.replace(reply, text=half, finish=None)
                 usage = _usage(req, reply)
                 if req.stream:
-                    events = _stream_events(req, reply, usage)
+                    events = _stream_events(req, reply, usage, llm.quirks)
                     if isinstance(step, Drop):
                         return self._stream(events[: step.after], cut=True)
+                    if isinstance(step, Cut):
+                        self._stream(events[: step.after], cut=False)
+                        return
                     self._stream(events, cut=False)
+                    if not stream_reports_usage(req, llm.quirks):
+                        usage = {}
                 else:
-                    data = json.dumps(_completion(req, reply, usage)).encode()
+                    data = json.dumps(_completion(req, reply, usage, llm.quirks)).encode()
                     if isinstance(step, Drop):
                         return self._cut_plain(data)
                     self._bytes(200, data, "application/json")
@@ -374,6 +418,14 @@ class ScriptedOpenAI:
         return Handler
 
 
+def _tally(requests: Sequence[Request]) -> dict[str, int]:
+    return {
+        "requests": len(requests),
+        "input_tokens": sum(r.usage.get("prompt_tokens", 0) for r in requests),
+        "output_tokens": sum(r.usage.get("completion_tokens", 0) for r in requests),
+    }
+
+
 def _usage(req: Request, reply: Reply) -> dict[str, int]:
     out_text = (reply.text or "") + "".join(c.name + c.arguments for c in reply.tool_calls)
     prompt = reply.prompt_tokens if reply.prompt_tokens is not None else req.prompt_tokens
@@ -400,7 +452,9 @@ def _tool_calls(req: Request, reply: Reply) -> list[dict[str, Any]]:
     ]
 
 
-def _completion(req: Request, reply: Reply, usage: dict[str, int]) -> dict[str, Any]:
+def _completion(
+    req: Request, reply: Reply, usage: dict[str, int], quirks: Quirks
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.text}
     calls = _tool_calls(req, reply)
     if calls:
@@ -411,7 +465,7 @@ def _completion(req: Request, reply: Reply, usage: dict[str, int]) -> dict[str, 
         "created": 0,
         "model": req.body.get("model", "scripted"),
         "choices": [
-            {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+            {"index": 0, "message": message, "finish_reason": finish_reason(reply, calls, quirks)}
         ],
         "usage": usage,
     }
@@ -422,7 +476,9 @@ def _pieces(text: str, size: int = 24) -> Iterator[str]:
         yield text[i : i + size]
 
 
-def _stream_events(req: Request, reply: Reply, usage: dict[str, int]) -> list[str]:
+def _stream_events(
+    req: Request, reply: Reply, usage: dict[str, int], quirks: Quirks = OPENAI
+) -> list[str]:
     """The SSE events of a streamed answer (`data: …\\n\\n` each, `[DONE]` last)."""
     base = {
         "id": f"chatcmpl-{req.number}",
@@ -439,12 +495,15 @@ def _stream_events(req: Request, reply: Reply, usage: dict[str, int]) -> list[st
     events += [chunk({"content": p}) for p in _pieces(reply.text or "")]
     calls = _tool_calls(req, reply)
     for i, c in enumerate(calls):
+        if quirks.whole_tool_calls:
+            events.append(chunk({"tool_calls": [{**c, "index": i}]}))
+            continue
         head = {**c, "index": i, "function": {"name": c["function"]["name"], "arguments": ""}}
         events.append(chunk({"tool_calls": [head]}))
         for p in _pieces(c["function"]["arguments"]):
             events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}))
-    events.append(chunk({}, "tool_calls" if calls else "stop"))
-    if (req.body.get("stream_options") or {}).get("include_usage"):
+    events.append(chunk({}, finish_reason(reply, calls, quirks)))
+    if stream_reports_usage(req, quirks):
         events.append(f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n")
     events.append("data: [DONE]\n\n")
     return events
@@ -490,8 +549,13 @@ def model_config(url: str, model: str = "openai:scripted", **extra: Any) -> dict
 
 
 __all__ = [
+    "OLLAMA",
+    "OPENAI",
+    "VLLM",
+    "Cut",
     "Drop",
     "Hang",
+    "Quirks",
     "Raw",
     "Reply",
     "Request",

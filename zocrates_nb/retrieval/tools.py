@@ -704,7 +704,9 @@ def _fit_words(text: str, limit: int) -> str:
     if len(text.split()) <= limit:
         return text
     ends = [m.end() for m in re.finditer(r"\S+", text)]
-    return text[: ends[max(limit - 2, 0)]] + " …"
+    if limit <= 1:  # one word left: the word itself carries the mark ("word…" is one word)
+        return text[: ends[0]] + "…"
+    return text[: ends[limit - 2]] + " …"
 
 
 def _as_list(value: list[str] | str | None) -> list[str]:

@@ -1,0 +1,68 @@
+"""Helpers for the tests that drive the App through a configured model: the scripted
+OpenAI-compatible server on loopback (`zocrates_nb.devtools.scripted_openai`), a script per
+role, and a data home whose `zocrates_config.json` points every role at it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from zocrates_nb.app import App
+from zocrates_nb.devtools.scripted_openai import (
+    Request,
+    ScriptedOpenAI,
+    Step,
+    by_role,
+    model_config,
+    text,
+    tool,
+)
+
+QUESTION = "How does Raft elect a leader?"
+ANSWER = "Raft elects a leader with randomized election timeouts [1]."
+
+
+def configure(home: Path, url: str, model: str = "openai:scripted", **models: Any) -> None:
+    tmp = home / "zocrates_config.json.tmp"
+    tmp.write_text(json.dumps(model_config(url, model, **models)), "utf-8")
+    os.replace(tmp, home / "zocrates_config.json")
+
+
+def open_app(
+    home: Path, llm: ScriptedOpenAI, index: Any, model: str = "openai:scripted", **models: Any
+) -> App:
+    configure(home, llm.url, model, **models)
+    return App.open(home, index=index)
+
+
+def coordinator(req: Request) -> Step:
+    """Sends the question to the search pipeline (its answer ends the coordinator's run)."""
+    return tool("search_library", request=QUESTION)
+
+
+def searcher(req: Request) -> Step:
+    """Searches once, then concludes."""
+    if "search_corpus" not in req.tool_calls_made():
+        return tool("search_corpus", query="raft leader election", limit=3)
+    return tool("conclude_search", summary="Raft elections", gaps=[])
+
+
+def verifier(req: Request) -> Step:
+    return tool(req.tools[0], supported_probability=0.9, reason="stated")
+
+
+def roles(**overrides: Any) -> Any:
+    """A script per role: search once, answer `ANSWER`, judge every citation supported."""
+    scripts: dict[str, Any] = {
+        "coordinator": coordinator,
+        "search": searcher,
+        "synthesizer": lambda req: text(ANSWER),
+        "verifier": verifier,
+    }
+    return by_role(**{**scripts, **overrides})
+
+
+def of_role(llm: ScriptedOpenAI, role: str) -> list[Request]:
+    return [r for r in llm.requests if r.role == role]
