@@ -124,6 +124,9 @@ class IndexSettings(_Strict):
     # Processes converting PDF/HTML in parallel; 0 = one per core this process may use (at
     # most 8). Each holds one document at a time, so memory grows with this, not the library.
     convert_workers: int = Field(0, ge=0, le=64)
+    # Memory one conversion process may use (MB; 0 = no cap): a PDF whose content streams
+    # inflate to gigabytes fails alone. Papers, theses and 600-page reports need ~100 MB.
+    convert_memory_mb: int = Field(1024, ge=0)
 
 
 class RetrievalSettings(_Strict):

@@ -106,6 +106,7 @@ def index_into(
             group=group,
             folder=Path(folder).expanduser() if folder else None,
             download_dir=home / "downloads",
+            web_base_url=settings.zotero.web.base_url,
         )
     return index_library(library, index, progress=progress, max_pages=settings.index.max_pages)
 

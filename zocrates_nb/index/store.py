@@ -43,6 +43,7 @@ from zocrates_nb.index.model import (
 )
 from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest.bundle import Bundle
+from zocrates_nb.library.paths import UnsafePath, within
 
 try:  # POSIX advisory locks; elsewhere only one indexer per home is assumed.
     import fcntl
@@ -146,7 +147,8 @@ class Index:
 
     def bundle_cache_dir(self, sha256: str) -> Path:
         """Cached bundle of some content, per converter version (an upgrade converts anew)."""
-        return self.home / BUNDLES_DIR / f"v{ingest_bundle.CONVERTER_VERSION}" / sha256
+        root = self.home / BUNDLES_DIR / f"v{ingest_bundle.CONVERTER_VERSION}"
+        return within(root, sha256, where="the bundle cache")
 
     def prune_bundle_cache(self) -> int:
         """Delete bundles cached by other converter versions (this version never reads them,
@@ -156,7 +158,7 @@ class Index:
         gone = 0
         for entry in root.iterdir() if root.is_dir() else ():
             if entry.name != current:
-                if entry.is_dir():
+                if entry.is_dir() and not entry.is_symlink():  # a link: only the link goes
                     shutil.rmtree(entry, ignore_errors=True)
                 else:
                     entry.unlink(missing_ok=True)
@@ -164,7 +166,9 @@ class Index:
         return gone
 
     def document_dir(self, doc_key: str) -> Path:
-        return self.home / DOCUMENTS_DIR / doc_key
+        """Where a document's bundle is kept: `documents/<doc_key>`, checked to be there (a
+        key from library data is never trusted as a path: `UnsafePath` otherwise)."""
+        return within(self.home / DOCUMENTS_DIR, doc_key, where=f"{self.home / DOCUMENTS_DIR}")
 
     @contextlib.contextmanager
     def writer_lock(self, *, wait: bool = False) -> Iterator[None]:
@@ -314,7 +318,10 @@ class Index:
 
     def bundle(self, doc_key: str) -> Bundle:
         """The bundle of one document, with its item's metadata (title, authors, abstract)."""
-        directory = self.document_dir(doc_key)
+        try:
+            directory = self.document_dir(doc_key)
+        except UnsafePath:
+            raise KeyError(f"no indexed document {doc_key!r}") from None
         if not Bundle.exists(directory):
             raise KeyError(f"no indexed document {doc_key!r}")
         return Bundle.load(directory)
