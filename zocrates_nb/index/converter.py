@@ -9,8 +9,9 @@ Two guards make a worker safe to leave running:
   the kernel sends it SIGKILL when its parent goes (`PR_SET_PDEATHSIG`), and on every system a
   watcher thread ends it once its parent pid changes (reparented). Without them a killed
   indexer left its workers (~170 MB each) and multiprocessing's resource tracker running.
-- its address space is capped at `index.convert_memory_mb` (`RLIMIT_AS`): a small PDF whose
-  content streams inflate to gigabytes fails alone, with a message naming the setting.
+- its address space is capped at what it has mapped once its libraries are loaded plus
+  `index.convert_memory_mb` (`RLIMIT_AS`): a small PDF whose content streams inflate to
+  gigabytes fails alone, with a message naming the setting.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import ctypes
+import errno
 import multiprocessing
 import os
 import signal
@@ -77,9 +79,22 @@ def guard_worker(parent: int, memory_mb: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True,
                      name="zocrates-parent-watch").start()  # fmt: skip
     if memory_mb > 0 and resource is not None:
-        limit = memory_mb * 1024 * 1024
+        import zocrates_nb.ingest  # noqa: F401 - its libraries are mapped before the cap
+
+        limit = _address_space() + memory_mb * 1024 * 1024
         with contextlib.suppress(ValueError, OSError):  # a lower hard limit stays
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        with contextlib.suppress(ValueError, OSError):  # a worker that hits it writes no core
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _address_space() -> int:
+    """Bytes of address space this process uses now (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _watch_parent(parent: int) -> None:
@@ -153,6 +168,10 @@ def _convert_to_cache(
         bundle.save(Path(out_dir))
     except MemoryError:
         return memory_message(_MEMORY_MB) if _MEMORY_MB else plain_message(MemoryError())
+    except OSError as e:
+        if _MEMORY_MB and e.errno == errno.ENOMEM:
+            return memory_message(_MEMORY_MB)
+        return plain_message(e)
     except Exception as e:  # any failure (or converter bug) is one document's plain error
         return plain_message(e)
     return None
@@ -302,8 +321,12 @@ class Converter:
         return error
 
     def _exit_codes(self) -> set[int]:
-        """How the current pool's workers ended (negative: by that signal)."""
+        """How the current pool's workers ended (negative: by that signal). The pool breaks
+        as soon as a worker's pipe closes; the worker may still be dumping core: wait a bit."""
         procs = list((getattr(self._pool, "_processes", None) or {}).values())
+        deadline = time.monotonic() + 5.0
+        for p in procs:
+            p.join(max(deadline - time.monotonic(), 0.0))
         return {p.exitcode for p in procs if p.exitcode is not None}
 
     def _restart(self) -> None:

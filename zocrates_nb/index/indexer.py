@@ -38,6 +38,7 @@ over (links leaving the library folder, special files) are listed as skipped.
 from __future__ import annotations
 
 import copy
+import errno
 import hashlib
 import json
 import shutil
@@ -56,7 +57,7 @@ from zocrates_nb.index.passages import PASSAGE_VERSION, dense_passages
 from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest import document_kind, sniff
 from zocrates_nb.ingest.bundle import Bundle
-from zocrates_nb.ingest.problems import one_line, os_message, plain_message
+from zocrates_nb.ingest.problems import DISK_FULL, one_line, os_message, plain_message
 from zocrates_nb.library.model import Attachment, Item, Library, Note
 from zocrates_nb.library.paths import UnsafePath, printable
 
@@ -444,6 +445,8 @@ def _run(
             try:
                 bundle, converted = _obtain(doc, index, converter, pages)
             except _Failed as e:
+                if str(e) == DISK_FULL:  # every file would fail the same: stop, retry later
+                    raise OSError(errno.ENOSPC, "No space left on device", str(index.home)) from e
                 catalog.record_problem(
                     rec, status="error", error=str(e), attempt_fingerprint=doc.attempt_fingerprint
                 )
