@@ -64,7 +64,8 @@ def zotero_key(value: object) -> bool:
 
 def bad_key(value: object, what: str = "item") -> str:
     """The report line for an object whose key is not a Zotero key."""
-    return (f"an {what} whose key {printable(str(value))!r} is not a Zotero key "
+    article = "an" if what[:1] in "aeiou" else "a"
+    return (f"{article} {what} whose key {printable(str(value))!r} is not a Zotero key "
             f"(8 characters of {KEY_CHARS}): not read")  # fmt: skip
 
 
