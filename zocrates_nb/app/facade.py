@@ -50,6 +50,7 @@ from zocrates_nb.sessions import (
     SessionStore,
     claim_holds,
 )
+from zocrates_nb.sessions.recovery import open_sessions
 from zocrates_nb.text import TextTooLong, safe_text
 from zocrates_nb.turn import AskOptions, Scope, SessionSummary, TurnResult
 
@@ -109,7 +110,13 @@ class App:
         self.registry.settings  # noqa: B018 - validate the configuration now (ConfigError)
         self._index = index
         self._own_index = index is None
-        self.store = store or SessionStore.open(self.home)
+        self.notices: list[str] = []  # what opening had to repair, for every surface to show
+        if store is None:
+            store, notice = open_sessions(self.home)
+            if notice:
+                log.warning("%s", notice)
+                self.notices.append(notice)
+        self.store = store
         self.store.recover()  # turns and resumes whose process died: failed, or waiting again
         self._engine: OfflineEngine | None = None
         self._reranker: Any = None
@@ -226,7 +233,7 @@ class App:
         $ZOTERO_API_KEY; `sample=True` is the built-in sample library.
         """
         report = library.index_into(
-            self.library_index,
+            self._writable_index(),
             self.home,
             self.settings,
             zotero_dir=Path(zotero_dir) if zotero_dir else None,
@@ -239,6 +246,16 @@ class App:
         )
         self._engine = None  # its vocabulary is the library's
         return report
+
+    def _writable_index(self) -> Index:
+        """The index for an indexing run: a catalogue too damaged to open is rebuilt."""
+        from zocrates_nb.index import Index, IndexDamaged
+
+        try:
+            return self.library_index
+        except IndexDamaged:
+            self._index = Index.open(self.home, self.settings, repair=True)
+            return self._index
 
     def status(self) -> IndexStatus:
         """What the index holds: items, documents per status, chunks, sizes."""

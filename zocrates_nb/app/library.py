@@ -64,6 +64,8 @@ class IndexStatus(BaseModel):
     items: int
     documents: dict[str, int]  # documents per status: done, error, skipped, indexing
     chunks: int
+    vectors: int | None = None  # in the vector store (a chunk has one per window of its text)
+    problems: list[str] = []  # the vectors checked against the chunks (`index` repairs them)
     last_indexed: str | None
     embedding_model: str
     chroma_mode: str

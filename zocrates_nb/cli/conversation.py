@@ -282,6 +282,12 @@ def doctor_command(args: argparse.Namespace) -> int:
     if models.get("error"):
         print(f"  configuration error: {models['error']}")
     print(f"cloud endpoint   {models.get('summary', '')}")
+    privacy = info.get("privacy") or {}
+    print(f"privacy          {privacy.get('summary', '')}")
+    for d in privacy.get("destinations") or []:
+        place = "another machine" if d["leaves"] else "this machine"
+        when = f"; {d['when']}" if d.get("when") else ""
+        print(f"  {d['what']} at {d['where']} ({place}{when}): {d['sends']}")
     print(f"embedding model  {info.get('embedding_model')}")
     print(f"rerank           {(info.get('rerank') or {}).get('rerank_method')}")
     lib = info.get("library") or {}
@@ -290,6 +296,8 @@ def doctor_command(args: argparse.Namespace) -> int:
     health = info.get("index_health") or {}
     print(f"index health     {'ok' if health.get('ok') else 'PROBLEM'} "
           f"{health.get('note') or health.get('error') or ''}".rstrip())
+    for line in health.get("vectors") or []:
+        print(f"  vectors: {line}")
     for p in health.get("problems") or []:
         print(f"  {p['status']}: {p['doc_key']} ({p['item_key']}): {p['error']}")
     print(f"telemetry        {info.get('telemetry')}")

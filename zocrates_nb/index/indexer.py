@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from zocrates_nb.index import health
 from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
 from zocrates_nb.index.converter import IN_PROCESS_KINDS, Converter, convert_workers, cores
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
@@ -80,6 +81,7 @@ class IndexReport:
     errors: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    repairs: list[str] = field(default_factory=list)  # damaged derived data rebuilt (health.py)
     converted: int = 0  # documents converted this run
     reused: int = 0  # documents (re)indexed from a cached bundle
     unchanged: int = 0
@@ -152,8 +154,11 @@ def index_library(
                  for sk in library.skipped],
     )
     with index.writer_lock():
+        report.repairs, index.repairs = index.repairs, []
         if index.catalog.outdated:  # written by an older zocrates-nb: rebuilt, not migrated
             index.rebuild()
+        repairs, redo = health.heal(index)  # damaged derived data: rebuilt from the bundles
+        report.repairs += repairs
         _check_model(index)
         catalog = index.catalog
         unfinished = catalog.doc_keys_with_status("indexing")
@@ -188,7 +193,7 @@ def index_library(
                         rec, status="skipped", error=doc.skip_reason, attempt_fingerprint=None
                     )
                 continue
-            done = state is not None and state.status == "done"
+            done = state is not None and state.status == "done" and rec.doc_key not in redo
             if done and state is not None and state.fingerprint == doc.fingerprint:
                 report.unchanged += 1
                 moved = (state.file_size, state.file_mtime_ns) != (rec.file_size, rec.file_mtime_ns)
@@ -210,6 +215,7 @@ def index_library(
             _run(todo, index, report, max_pages=max_pages, timeout=timeout, progress=progress)
         index.prune_bundle_cache()  # after an upgrade: the old converter's bundles
         report.chunks = catalog.chunk_count()
+        health.record_vectors(index)
     report.seconds = time.perf_counter() - t0
     return report
 

@@ -33,6 +33,7 @@ from zocrates_nb.index.embedder import (
     make_embedder,
 )
 from zocrates_nb.index.fusion import fuse
+from zocrates_nb.index.health import REBUILD, IndexDamaged, vector_problems
 from zocrates_nb.index.lexical import Catalog
 from zocrates_nb.index.model import (
     Chunk,
@@ -71,20 +72,34 @@ class IndexBusyError(ZocratesError, RuntimeError):
 class Index:
     """Hybrid (BM25 + dense, fusion.py) search over one data home, plus catalogue look-ups."""
 
-    def __init__(self, home: Path, settings: Settings) -> None:
+    def __init__(self, home: Path, settings: Settings, *, repair: bool = False) -> None:
         self.home = Path(home)
         self.settings = settings
         self.index_dir = self.home / INDEX_DIR
-        self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+        self.repairs: list[str] = []  # what opening had to rebuild (the next report says so)
         self._dense: DenseStore | None = None
         self._generation: str | None = None  # the writers' generation `_dense` was opened at
         self._embedder: EmbeddingBackend | None = None
+        try:
+            self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+        except IndexDamaged as e:
+            if not repair:
+                raise
+            reason = str(e).split("(", 1)[-1].split("):", 1)[0]
+            self._discard_catalog()
+            self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+            self.reset_vectors()
+            self.repairs.append(f"The index catalogue was damaged ({reason}): it was rebuilt "
+                                "from the cached conversions (no paper converted again).")
         self.purge_unfinished()
 
     @classmethod
-    def open(cls, home: Path, settings: Settings | None = None) -> Index:
+    def open(cls, home: Path, settings: Settings | None = None, *, repair: bool = False) -> Index:
+        """The index of a data home. `repair` (for indexing): a catalogue too damaged to open
+        is replaced by an empty one, refilled by the indexing run from the cached bundles."""
         home = Path(home).expanduser()
-        return cls(home, settings if settings is not None else load_settings(home))
+        return cls(home, settings if settings is not None else load_settings(home),
+                   repair=repair)  # fmt: skip
 
     def __enter__(self) -> Index:
         return self
@@ -128,6 +143,7 @@ class Index:
         """The vector store, reopened when another process wrote the index since: embedded
         Chroma keeps the vectors it loaded in memory and never sees another process's writes
         (nor should a writer persist such a stale copy over them)."""
+        self.follow_replacement()
         generation = self.catalog.generation()
         if self._dense is not None and generation != self._generation:
             self._reopen_dense()
@@ -137,6 +153,48 @@ class Index:
             )
             self._generation = generation
         return self._dense
+
+    @property
+    def dense_where(self) -> str:
+        """Where the vectors are: a folder, or a Chroma server's address."""
+        chroma = self.settings.index.chroma
+        if chroma.mode == "server":
+            return f"http://{chroma.host}:{chroma.port}/{chroma.collection}"
+        return str(self.index_dir / CHROMA_DIR)
+
+    def follow_replacement(self) -> None:
+        """Reopen the catalogue when another process replaced a damaged one (see health.py):
+        this process would otherwise read the old file for good."""
+        if self.catalog.replaced():
+            with contextlib.suppress(Exception):
+                self.catalog.close()
+            self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+            self._reopen_dense()
+
+    def _discard_catalog(self) -> None:
+        path = self.index_dir / CATALOG_FILE
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+    def replace_catalog(self) -> None:
+        """A damaged catalogue gives way to an empty one (derived data: the indexing run fills
+        it again from the cached bundles); the vectors go with it, their chunks gone."""
+        with contextlib.suppress(Exception):
+            self.catalog.close()
+        self._discard_catalog()
+        self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+        self.reset_vectors()
+
+    def reset_vectors(self) -> None:
+        """An empty vector store: a server's collection dropped, an embedded store's folder
+        (derived data only) removed and created anew."""
+        if self.settings.index.chroma.mode == "server":
+            self._dense = None
+            self.dense.reset()
+            return
+        self._reopen_dense()
+        shutil.rmtree(within(self.index_dir, CHROMA_DIR), ignore_errors=True)
+        self._dense = None
 
     def _reopen_dense(self) -> None:
         self._dense = None
@@ -258,6 +316,7 @@ class Index:
         merged into a longer introduction holding it scores lower than it alone)."""
         if mode not in ("hybrid", "bm25", "dense"):
             raise ValueError(f"unknown search mode {mode!r}: use hybrid, bm25 or dense")
+        self.follow_replacement()
         flt = flt or SearchFilter()
         if not query.strip() or limit <= 0 or (flt.item_keys is not None and not flt.item_keys):
             return []
@@ -293,7 +352,11 @@ class Index:
         if not self.catalog.has_chunks():  # not count(*): that scans every chunk row
             return []
         vector = self.embedder.embed_query(query)
-        return [(chunk_id, 1.0 - dist) for chunk_id, dist in self.dense.query(vector, flt, depth)]
+        found = self.dense.query(vector, flt, depth)
+        if not found and self.dense.count_vectors() == 0:  # never silently BM25 alone
+            raise IndexDamaged(f"The vector store {self.dense.where} is empty while the "
+                               f"catalogue holds chunks: {REBUILD}.")
+        return [(chunk_id, 1.0 - dist) for chunk_id, dist in found]
 
     # -- catalogue ------------------------------------------------------------------------
 
@@ -389,7 +452,9 @@ class Index:
         return {it.key for it in self.catalog.items() if chosen & set(it.collections)}
 
     def status(self) -> dict[str, Any]:
-        """Counts and sizes, without loading any embedding model."""
+        """Counts, sizes and the vectors checked against the chunks, without loading any
+        embedding model."""
+        self.follow_replacement()
         by_status: dict[str, int] = {}
         for row in self.catalog.query(
             "SELECT status, count(*) AS n FROM documents GROUP BY status"
@@ -405,14 +470,12 @@ class Index:
             "items": int(items),
             "documents": by_status,
             "chunks": self.catalog.chunk_count(),
+            "vectors": _vectors(self),
+            "problems": vector_problems(self),
             "last_indexed": last,
             "embedding_model": self.model_name,
             "chroma_mode": chroma.mode,
-            "chroma": (
-                f"http://{chroma.host}:{chroma.port}/{chroma.collection}"
-                if chroma.mode == "server"
-                else str(self.index_dir / CHROMA_DIR)
-            ),
+            "chroma": self.dense_where,
             "sizes": {
                 **self.catalog.sizes(),
                 "chroma": dir_size(self.index_dir / CHROMA_DIR),
@@ -421,6 +484,13 @@ class Index:
             },
         }
         return out
+
+
+def _vectors(index: Index) -> int | None:
+    try:
+        return index.dense.count_vectors()
+    except ZocratesError:
+        return None
 
 
 def _checker(flt: SearchFilter) -> Callable[[Chunk], bool]:
