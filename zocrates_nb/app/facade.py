@@ -114,7 +114,6 @@ class App:
         if store is None:
             store, notice = open_sessions(self.home)
             if notice:
-                log.warning("%s", notice)
                 self.notices.append(notice)
         self.store = store
         self.store.recover()  # turns and resumes whose process died: failed, or waiting again

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from zocrates_nb.app.describe import describe_error
-from zocrates_nb.cli.client import Client, open_client
+from zocrates_nb.cli.client import Client, open_client, open_local
 from zocrates_nb.cli.options import ask_options
 from zocrates_nb.cli.printer import TurnPrinter
 from zocrates_nb.errors import UsageError, ZocratesError
@@ -264,9 +264,7 @@ async def _checkpoint(client: Client, session: str, args: argparse.Namespace) ->
 
 # ---------------------------------------------------------------------------- doctor
 def doctor_command(args: argparse.Namespace) -> int:
-    from zocrates_nb.app import App
-
-    with App.open(args.home) as app:
+    with open_local(args) as app:
         info = app.doctor()
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=1, default=str))

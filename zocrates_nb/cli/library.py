@@ -19,9 +19,9 @@ def _json(data: Any) -> None:
 
 
 def _app(args: argparse.Namespace) -> App:
-    from zocrates_nb.app import App
+    from zocrates_nb.cli.client import open_local
 
-    return App.open(args.home)
+    return open_local(args)
 
 
 def index_command(args: argparse.Namespace) -> int:

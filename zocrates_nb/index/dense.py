@@ -86,6 +86,9 @@ class DenseStore:
                     f"({' '.join(str(e).split())[:160] or 'no answer'}): check that it runs "
                     "(`chroma run`) and index.chroma in the configuration."
                 ) from None
+            from chromadb.api.client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()  # a half-started store is not kept
             raise vectors_damaged(self.where, e) from None
 
     def count_vectors(self) -> int:

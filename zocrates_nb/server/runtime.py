@@ -44,6 +44,8 @@ class Runtime:
                     log.warning("zocrates: cannot open the data home: %s", message)
                     raise web.HTTPError(500, message) from e
                 log.info("zocrates: opened the data home %s", self.home or "(default)")
+                for notice in self._app.notices:
+                    log.warning("zocrates: %s", notice)
             return self._app
 
     async def warm(self) -> None:
