@@ -35,7 +35,8 @@ from zocrates_nb.agents.offline import OfflineEngine
 from zocrates_nb.agents.runtime import Roles, resolve_roles
 from zocrates_nb.app import library
 from zocrates_nb.app.library import IndexStatus, SearchHit
-from zocrates_nb.app.runner import TurnRunner
+from zocrates_nb.app.limits import check_scope
+from zocrates_nb.app.runner import OnBegin, TurnRunner
 from zocrates_nb.config import Settings, default_home
 from zocrates_nb.errors import UsageError
 from zocrates_nb.events import Event
@@ -272,6 +273,7 @@ class App:
         """Hybrid (BM25 + dense) search, within items or collections when given."""
         query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
         scope = Scope(items=list(items or []), collections=list(collections or []))
+        check_scope(self.library_index, self.settings.limits, scope)
         return library.search(self.library_index, query, scope, chunk_type=chunk_type,
                               limit=limit)  # fmt: skip
 
@@ -426,6 +428,7 @@ class App:
         *,
         session_id: str | None = None,
         cancel: asyncio.Event | None = None,
+        on_begin: OnBegin | None = None,
         **option_kwargs: Any,
     ) -> AsyncIterator[Event]:
         """Ask a question; returns the turn's event stream.
@@ -433,8 +436,12 @@ class App:
         Options come as an `AskOptions` or as its keywords (`items=`, `collections=`, `hitl=`,
         `budget=`, `word_ceiling=`, `model=`). Raises at once `CheckpointPending` when the
         session has a checkpoint waiting, `SessionNotFound` for an unknown session id, and
-        `UsageError` for an empty or over-long question or options out of bounds, and
-        `SessionBusy` while another turn of the session runs (in any process).
+        `UsageError` for an empty or over-long question, options out of bounds, or a scope
+        too large or naming collections or item keys the index lacks (`limits.*`), and
+        `SessionBusy` while another turn of the session runs (in any process). A question that
+        loses the race for its session raises SessionBusy from the stream, before any event.
+        `cancel` stops the turn (saved as cancelled); `on_begin(session_id, turn_id)` is
+        called once the turn holds its session.
         """
         prompt = user_text(prompt or "", max_chars=MAX_QUESTION_CHARS, what="the question")
         if not prompt:
@@ -443,6 +450,7 @@ class App:
             opts = AskOptions.of(options, **option_kwargs)
         except ValidationError as e:
             raise UsageError.invalid(e) from None
+        check_scope(self.library_index, self.settings.limits, opts.scope)
         if session_id is None:
             session_id = self.new_session()
         else:
@@ -453,7 +461,7 @@ class App:
                 raise CheckpointPending(session_id, state.checkpoint)
             if claim_holds(state.running):
                 raise SessionBusy(session_id, state.running)
-        return self._runner.ask(session_id, prompt, opts, cancel)
+        return self._runner.ask(session_id, prompt, opts, cancel, on_begin)
 
     def resume(
         self,
@@ -463,6 +471,7 @@ class App:
         guidance: str = "",
         *,
         cancel: asyncio.Event | None = None,
+        on_begin: OnBegin | None = None,
     ) -> AsyncIterator[Event]:
         """Continue a paused search: `extend_budget` (with optional guidance) or `synthesize`.
 
@@ -487,7 +496,8 @@ class App:
             raise UsageError(
                 "this turn's search is kept but its answer failed: only `synthesize` retries it"
             )
-        return self._runner.resume(session_id, snapshot.interrupt_id, action, guidance, cancel)
+        return self._runner.resume(session_id, snapshot.interrupt_id, action, guidance, cancel,
+                                   on_begin)  # fmt: skip
 
 
 def open_app(home: Path | str | os.PathLike[str] | None = None, **overrides: Any) -> App:

@@ -44,6 +44,10 @@ def bench_command(args: argparse.Namespace) -> int:
         from zocrates_nb import bench_scale
 
         result = bench_scale.run(args)
+    elif args.what == "server":
+        from zocrates_nb import bench_server
+
+        result = bench_server.run(args)
     else:
         result = bench_retrieval.run(args) if args.what in ("beir", "tokens") else bench.run(args)
     if args.json:
@@ -151,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     discovery.add_parsers(sub)
 
     be = sub.add_parser("bench", help="benchmarks")
-    be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui", "scale"])
+    be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui", "scale",
+                                     "server"])
     be.add_argument("dir", nargs="?", type=Path, help="beir: a BEIR dataset directory")
     be.add_argument("--split", default="test", help="beir: qrels split (default test)")
     be.add_argument("--queries-limit", type=int, help="beir: only the first N queries")
@@ -165,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ui: also time the first question of fresh processes, with and without "
                          "the panel's background warm-up")
     be.add_argument("--indexed", action="store_true",
-                    help="ui: use --home as it is (already indexed; sessions are added to it)")
+                    help="ui, server: use --home as it is (already indexed; sessions are added "
+                         "to it)")
     be.add_argument("--json", action="store_true")
     be.add_argument("--papers", default="500",
                     help="scale: synthetic library size(s), e.g. 500 or 500,2000")

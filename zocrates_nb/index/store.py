@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -378,6 +379,16 @@ class Index:
         docs = [d for d in self.catalog.documents(key) if d.status == "done"]
         docs.sort(key=lambda d: (_KIND_ORDER.get(d.kind, 9), d.doc_key))
         return [d.doc_key for d in docs]
+
+    def known_keys(self, keys: Sequence[str]) -> set[str]:
+        """Which of `keys` name an item, a standalone note or attachment, or a document."""
+        wanted = json.dumps(list(dict.fromkeys(keys)))
+        rows = self.catalog.query(
+            "SELECT key AS k FROM items WHERE key IN (SELECT value FROM json_each(?)) UNION "
+            "SELECT doc_key FROM documents WHERE doc_key IN (SELECT value FROM json_each(?))",
+            (wanted, wanted),
+        )
+        return {r["k"] for r in rows}
 
     def bundle(self, doc_key: str) -> Bundle:
         """The bundle of one document, with its item's metadata (title, authors, abstract)."""
