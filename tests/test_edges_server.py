@@ -107,7 +107,7 @@ def _ends_cancelled(turn: Turn) -> None:
 
 @pytest.mark.parametrize(("body", "says"), [
     (b'{"prompt": "x", "items": [' + b'"ABCD2345", ' * 12_000 + b'"X"]}',
-     "the request body is 132,031 bytes; at most 100,000 are accepted (limits.request_bytes"),
+     "the request body is 144,031 bytes; at most 100,000 are accepted (limits.request_bytes"),
     (b'{"prompt": "x", "items": ' + b"[" * 900 + b"]" * 900 + b"}",
      "the request body's JSON is nested more than 32 levels deep (limits.json_depth)"),
     (b'{"prompt": "x", "items": ' + b"[" * 20_000 + b"]" * 20_000 + b"}",

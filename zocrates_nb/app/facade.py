@@ -37,7 +37,7 @@ from zocrates_nb.app import library
 from zocrates_nb.app.library import IndexStatus, SearchHit
 from zocrates_nb.app.limits import check_scope
 from zocrates_nb.app.runner import OnBegin, TurnRunner
-from zocrates_nb.config import Settings, default_home
+from zocrates_nb.config import ConfigError, LimitsSettings, Settings, default_home
 from zocrates_nb.errors import UsageError
 from zocrates_nb.events import Event
 from zocrates_nb.retrieval import TitleMatch, library_lexicon, search_titles
@@ -247,6 +247,16 @@ class App:
         self._engine = None  # its vocabulary is the library's
         return report
 
+    def _check_scope(self, scope: Scope) -> None:
+        """A scope too large or naming what the index lacks is refused at once (limits.py)."""
+        if not scope.items and not scope.collections:
+            return
+        try:
+            limits = self.settings.limits
+        except ConfigError:  # the turn (or search) says what is wrong with the file
+            limits = LimitsSettings()
+        check_scope(self.library_index, limits, scope)
+
     def _writable_index(self) -> Index:
         """The index for an indexing run: a catalogue too damaged to open is rebuilt."""
         from zocrates_nb.index import Index, IndexDamaged
@@ -273,7 +283,7 @@ class App:
         """Hybrid (BM25 + dense) search, within items or collections when given."""
         query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
         scope = Scope(items=list(items or []), collections=list(collections or []))
-        check_scope(self.library_index, self.settings.limits, scope)
+        self._check_scope(scope)
         return library.search(self.library_index, query, scope, chunk_type=chunk_type,
                               limit=limit)  # fmt: skip
 
@@ -450,7 +460,7 @@ class App:
             opts = AskOptions.of(options, **option_kwargs)
         except ValidationError as e:
             raise UsageError.invalid(e) from None
-        check_scope(self.library_index, self.settings.limits, opts.scope)
+        self._check_scope(opts.scope)
         if session_id is None:
             session_id = self.new_session()
         else:

@@ -1,9 +1,12 @@
 """A request body, from bytes to a validated model, bounded at every step.
 
-Size first (`limits.request_bytes`: checked on the Content-Length before the body is read, and
-by Tornado while it is read), then JSON that must parse and nest at most `limits.json_depth`
+Size first (`limits.request_bytes`, before anything is parsed: 18 million keys once kept a
+server busy for ten minutes), then JSON that must parse and nest at most `limits.json_depth`
 levels (Python's parser and every walk over the result recurse; 900 levels once gave a 500), then
 every string made safe, then the pydantic model. Each refusal is a 400 with one sentence.
+(Tornado reads a body whole, up to Jupyter's own `max_body_size`, before a handler runs: reading
+it as a stream would refuse earlier, but a refusal before the body is read closes the
+connection under the client, which then sees a reset instead of the sentence.)
 """
 
 from __future__ import annotations

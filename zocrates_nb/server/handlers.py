@@ -19,7 +19,7 @@ from zocrates_nb.app.describe import describe_error
 from zocrates_nb.config import turn_slots
 from zocrates_nb.events import ErrorEvent
 from zocrates_nb.server import service
-from zocrates_nb.server.body import parse_body, too_large
+from zocrates_nb.server.body import parse_body
 from zocrates_nb.server.relay import Begun, Opener, ServerBusy, TurnRun
 from zocrates_nb.server.runtime import Runtime
 from zocrates_nb.server.schema import (
@@ -42,32 +42,17 @@ OPENAPI_FILE = Path(__file__).with_name("openapi.json")
 B = TypeVar("B", bound=BaseModel)
 
 
-@web.stream_request_body  # the size limit applies before a body is read, not after
 class ZocratesHandler(APIHandler):
     auth_resource = "zocrates"
-    _body: bytearray | None = None
 
     @property
     def runtime(self) -> Runtime:
         runtime: Runtime = self.settings["zocrates_runtime"]
         return runtime
 
-    async def prepare(self) -> None:  # type: ignore[override]
-        await super().prepare()
-        self._body = bytearray()
-        limits = self.runtime.limits()
-        self.request.connection.set_max_body_size(limits.request_bytes)  # type: ignore[union-attr]
-        declared = self.request.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > limits.request_bytes:
-            raise too_large(int(declared), limits)
-
-    def data_received(self, chunk: bytes) -> None:
-        if self._body is not None and not self._finished:
-            self._body += chunk
-
     def body_as(self, model: type[B]) -> B:
         """The JSON body as `model`, bounded and validated (see body.py)."""
-        return parse_body(bytes(self._body or b""), model, self.runtime.limits())
+        return parse_body(self.request.body or b"", model, self.runtime.limits())
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error as Jupyter's JSON `{message, reason}` in plain words: an exception no
