@@ -208,3 +208,24 @@ def test_doctor_names_a_chroma_server_on_another_machine() -> None:
     assert found["summary"] == "data leaves this machine: to Chroma server at http://vectors.lab:8000"
     local = Settings.model_validate({"index": {"chroma": {"mode": "server", "port": 8000}}})
     assert privacy(local, {"roles": {}})["leaves"] is False
+
+
+def test_a_catalogue_damaged_under_an_open_app_or_emptied_is_rebuilt(
+    indexed: tuple[Path, Path], home: Path
+) -> None:
+    folder, catalog = indexed[0], home / "index" / "catalog.sqlite"
+    with App.open(home) as app:
+        chunks = app.status().chunks
+        _scribble(catalog)  # while this process holds it open (and may still read it cached)
+        repairs, converted, reused = _index(app, folder)
+        assert (repairs, converted, reused) == ([
+            "The index catalogue was damaged (file is not a database): it was rebuilt from the "
+            f"cached conversions {REBUILT}"], 0, 3)  # fmt: skip
+        assert app.status().chunks == chunks
+    catalog.write_bytes(b"")  # emptied: SQLite reads it as a new, empty database
+    with App.open(home) as app:
+        repairs, converted, reused = _index(app, folder)
+        assert (converted, reused) == (0, 3) and len(repairs) == 1
+        assert repairs[0].startswith("The index catalogue was empty while the vector store held")
+        status = app.status()
+        assert status.chunks == chunks and status.problems == []

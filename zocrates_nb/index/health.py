@@ -88,14 +88,29 @@ def missing_vectors(index: Index) -> tuple[set[str], set[str]]:
     return chunks - owners, owners - chunks
 
 
+def catalog_rebuilt(reason: str) -> str:
+    return (f"The index catalogue was damaged ({reason}): it was rebuilt from the cached "
+            "conversions (no paper converted again).")  # fmt: skip
+
+
+def heal_catalog(index: Index) -> list[str]:
+    """Under the writer lock, first of all: a damaged catalogue is replaced (report line)."""
+    try:
+        problem = index.catalog.quick_check()
+        if problem is None:
+            index.catalog.outdated  # noqa: B018 - reads the header, which may be what is damaged
+    except IndexDamaged as e:
+        problem = e.reason
+    if problem is None:
+        return []
+    index.replace_catalog()
+    return [catalog_rebuilt(problem)]
+
+
 def heal(index: Index) -> tuple[list[str], set[str]]:
-    """Under the writer lock, before indexing: (report lines, doc keys to embed again)."""
+    """Under the writer lock, before indexing (after `heal_catalog` and a format rebuild):
+    (report lines, doc keys to embed again)."""
     lines: list[str] = []
-    problem = index.catalog.quick_check()
-    if problem is not None:
-        index.replace_catalog()
-        lines.append(f"The index catalogue was damaged ({problem}): it was rebuilt from the "
-                     "cached conversions (no paper converted again).")  # fmt: skip
     try:
         vectors = index.dense.count_vectors()
     except IndexDamaged as e:
@@ -113,6 +128,10 @@ def heal(index: Index) -> tuple[list[str], set[str]]:
     missing, orphans = missing_vectors(index)
     if orphans:
         index.dense.delete_chunks(sorted(orphans))
+        if not chunks:  # a catalogue emptied (truncated to nothing, or deleted) under its vectors
+            lines.append(f"The index catalogue was empty while the vector store held the vectors "
+                         f"of {len(orphans):,} chunks: it was rebuilt from the cached conversions "
+                         "(no paper converted again).")  # fmt: skip
     redo = index.catalog.doc_keys_of_chunks(sorted(missing))
     if missing:
         lines.append(f"The vector store was missing the vectors of {len(missing):,} of "

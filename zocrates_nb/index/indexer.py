@@ -154,10 +154,12 @@ def index_library(
                  for sk in library.skipped],
     )
     with index.writer_lock():
-        report.repairs, index.repairs = index.repairs, []
+        # Damaged derived data is rebuilt from the cached bundles (health.py).
+        report.repairs = [*index.repairs, *health.heal_catalog(index)]
+        index.repairs = []
         if index.catalog.outdated:  # written by an older zocrates-nb: rebuilt, not migrated
             index.rebuild()
-        repairs, redo = health.heal(index)  # damaged derived data: rebuilt from the bundles
+        repairs, redo = health.heal(index)
         report.repairs += repairs
         _check_model(index)
         catalog = index.catalog

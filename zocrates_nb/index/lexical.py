@@ -209,10 +209,14 @@ class Catalog:
             return False
 
     def quick_check(self) -> str | None:
-        """None when SQLite finds the file sound, else what it found (`index` then rebuilds)."""
+        """None when SQLite finds the file sound, else what it found (`index` then rebuilds).
+        On a connection of its own: this one may hold the pages it read before the damage."""
         try:
-            with self._lock:
-                row = self._db.execute("PRAGMA quick_check(1)").fetchone()
+            fresh = sqlite3.connect(self.path, timeout=10)
+            try:
+                row = fresh.execute("PRAGMA quick_check(1)").fetchone()
+            finally:
+                fresh.close()
         except sqlite3.DatabaseError as e:
             if not is_damage(e):
                 raise
@@ -226,7 +230,7 @@ class Catalog:
         """Whether the file is in an older format (looked up again: another process may have
         rebuilt it since this one opened it)."""
         if self.version != CATALOGUE_VERSION:
-            with self._lock:
+            with self._lock, catalog_guard(self.path):
                 self.version = self._stored_version()
             self._check_not_newer()
         return self.version < CATALOGUE_VERSION

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from zocrates_nb.config import Settings, load_settings
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.index import health
 from zocrates_nb.index.dedup import distinct
 from zocrates_nb.index.dense import DenseStore
 from zocrates_nb.index.embedder import (
@@ -83,16 +84,16 @@ class Index:
         self._embedder: EmbeddingBackend | None = None
         try:
             self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+            self.purge_unfinished()
         except IndexDamaged as e:
             if not repair:
                 raise
-            reason = str(e).split("(", 1)[-1].split("):", 1)[0]
+            if hasattr(self, "catalog"):
+                self.catalog.close()
             self._discard_catalog()
             self.catalog = Catalog(self.index_dir / CATALOG_FILE)
             self.reset_vectors()
-            self.repairs.append(f"The index catalogue was damaged ({reason}): it was rebuilt "
-                                "from the cached conversions (no paper converted again).")
-        self.purge_unfinished()
+            self.repairs.append(health.catalog_rebuilt(e.reason))
 
     @classmethod
     def open(cls, home: Path, settings: Settings | None = None, *, repair: bool = False) -> Index:
