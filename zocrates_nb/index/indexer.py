@@ -15,17 +15,20 @@ A run interrupted between 2 and 4 leaves the document `indexing`: its vectors ar
 the index is next opened and the next run redoes it. A new version that fails to convert leaves
 the previous good version searchable (the error is reported, and retried when the file changes).
 
-PDF and HTML conversion runs in a pool of worker processes, one per core by default
-(`index.convert_workers`; spawn: never fork a process that has loaded torch), so it overlaps
+PDF and HTML conversion runs in a pool of worker processes (converter.py), one per core by
+default (`index.convert_workers`; spawn: never fork a process that has loaded torch), so it overlaps
 embedding in this process and a pathological PDF can be timed out and reported; Markdown and
 plain text convert in-process. Workers write bundles to the on-disk cache and hold one document
 each, so memory grows with the worker count, never with the library. Each worker reports the
 pages it has read through shared memory: the progress bar shows them, and the timeout counts
 time *without progress*, so a 600-page thesis converts while a stuck page is still stopped.
+Damaged derived data (a truncated catalogue, a deleted vector store) is rebuilt at the start of
+a run from the cached bundles (health.py); every document folder is checked to be inside the
+data home before it is written or removed (library/paths.py).
 
 Embedding and writing go by groups of documents (`EMBED_GROUP` passages): the group's passages
 are sorted by length and embedded in slices (little padding in a batch, and torch's thread
-count re-measured per slice, see `_ThreadTuner`); then one transaction marks the group
+count re-measured per slice, see `threads.py`); then one transaction marks the group
 `indexing`, one vector delete and upsert, one transaction writes every chunk row. Steps 2–4
 above then hold for the group as a whole.
 
@@ -55,6 +58,7 @@ from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
 from zocrates_nb.index.converter import IN_PROCESS_KINDS, Converter, convert_workers, cores
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
 from zocrates_nb.index.passages import PASSAGE_VERSION, dense_passages
+from zocrates_nb.index.threads import ThreadTuner, embed_sorted
 from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest import document_kind, sniff
 from zocrates_nb.ingest.bundle import Bundle
@@ -67,7 +71,6 @@ if TYPE_CHECKING:
 
 CONVERT_TIMEOUT = 120.0  # seconds a conversion may go without reading another page
 EMBED_GROUP = 256  # passages embedded and written together (several documents' worth)
-EMBED_SLICE = 64  # passages per embedding call (a group sorted by length, then sliced)
 
 @dataclass
 class IndexReport:
@@ -424,7 +427,7 @@ def _run(
 ) -> None:
     catalog = index.catalog
     settings = index.settings.index
-    tuner = _ThreadTuner(cores())
+    tuner = ThreadTuner(cores())
     fresh = {id(d) for d in todo if not Bundle.exists(index.bundle_cache_dir(str(d.record.sha256)))}
     workers = min(convert_workers(settings.convert_workers), max(len(fresh), 1))
     converter = Converter(index, todo, max_pages, timeout, workers)
@@ -489,13 +492,13 @@ def _run(
 
 
 def _write_group(
-    group: list[_Ready], index: Index, report: IndexReport, tuner: _ThreadTuner, fresh: set[int]
+    group: list[_Ready], index: Index, report: IndexReport, tuner: ThreadTuner, fresh: set[int]
 ) -> None:
     """Embed a group of documents in one call, then write it (see the module docstring)."""
     catalog = index.catalog
     texts = [t for r in group for t in r.texts]
     t0 = time.perf_counter()
-    vectors = _embed_sorted(texts, index, tuner)
+    vectors = embed_sorted(texts, index, tuner)
     report._add("embed", time.perf_counter() - t0)
     t0 = time.perf_counter()
     records = [r.doc.record for r in group]
@@ -513,60 +516,6 @@ def _write_group(
             report.converted += 1
         else:
             report.reused += 1
-
-
-def _embed_sorted(texts: list[str], index: Index, tuner: _ThreadTuner) -> list[list[float]]:
-    """Vectors of `texts` (in order), embedded longest first in slices of `EMBED_SLICE`:
-    texts of a length share a batch (little padding), and each slice lets the tuner measure
-    and pick torch's thread count again."""
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    vectors: list[list[float]] = [[] for _ in texts]
-    for start in range(0, len(order), EMBED_SLICE):
-        part = order[start : start + EMBED_SLICE]
-        batch = [texts[i] for i in part]
-        threads = tuner.pick()
-        t0 = time.perf_counter()
-        got = index.embedder.embed(batch, threads=threads)
-        tuner.record(threads, batch, time.perf_counter() - t0)
-        for i, v in zip(part, got, strict=True):
-            vectors[i] = v
-    return vectors
-
-
-class _ThreadTuner:
-    """Picks torch's thread count for passage batches by measured throughput.
-
-    On a shared 2-core machine (the converter worker, other programs) two torch threads can
-    spin-wait on each other and run 3x slower than one; on an idle machine they run ~1.7x
-    faster. Measuring beats guessing: try each option, then keep the faster one, probing the
-    other now and then as the load changes.
-    """
-
-    PROBE_EVERY = 12
-
-    def __init__(self, cores: int) -> None:
-        self.options = sorted({1, max(cores, 1)})
-        self.rate: dict[int, float] = {}
-        self.calls = 0
-
-    def pick(self) -> int:
-        self.calls += 1
-        untried = [n for n in self.options if n not in self.rate]
-        if untried:
-            return untried[-1]
-        best = max(self.rate, key=lambda n: self.rate[n])
-        if self.calls % self.PROBE_EVERY == 0:
-            return min(self.rate, key=lambda n: self.rate[n])
-        return best
-
-    def record(self, threads: int, texts: list[str], seconds: float) -> None:
-        # Work ≈ tokens the model sees (it truncates at ~256 word pieces ≈ 190 words).
-        work = sum(min(len(t.split()), 190) + 8 for t in texts)
-        if work < 400 or seconds <= 0:
-            return  # too small to tell anything
-        rate = work / seconds
-        old = self.rate.get(threads)
-        self.rate[threads] = rate if old is None else 0.5 * old + 0.5 * rate
 
 
 class _Failed(Exception):
