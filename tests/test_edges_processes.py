@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import corpus_path
-from hostile_kit import good_markdown, inflating_pdf, small_pdf
+from hostile_kit import good_markdown, inflating_pdf, long_pdf, small_pdf
 
 from zocrates_nb.config import Settings
 from zocrates_nb.index import Index, index_library
@@ -53,10 +52,10 @@ def _wait(predicate: object, seconds: float) -> bool:
 
 @pytest.fixture(scope="module")
 def paper_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Six real papers: enough conversion for two workers to be busy when the kill lands."""
+    """Six 80-page reports: enough conversion for two workers to be busy when the kill lands."""
     folder = tmp_path_factory.mktemp("papers")
-    for name in ("raft", "bigtable", "spanner", "dynamo", "gfs", "chubby"):
-        shutil.copyfile(corpus_path("papers", f"{name}.pdf"), folder / f"{name}.pdf")
+    for n in range(6):
+        long_pdf(folder / f"report-{n}.pdf", pages=80 + n)  # each its own content
     return folder
 
 
@@ -140,11 +139,11 @@ def test_a_full_disk_is_one_sentence(tmp_path: Path, size: str) -> None:
 
 
 def test_a_closed_pipe_ends_the_command_quietly(sample_home: Path, tmp_path: Path) -> None:
-    """`zocrates-nb search … | head -c 100`: the reader stops early (the output, ~250 KB, is
+    """`zocrates-nb search … | head -c 100`: the reader stops early (the output, ~100 KB, is
     larger than a pipe's buffer, so a write meets the closed pipe); nothing on stderr."""
     queries = tmp_path / "queries.jsonl"
     queries.write_text("".join(json.dumps({"id": f"q{n}", "query": f"rank fusion {n}"}) + "\n"
-                               for n in range(20)))  # fmt: skip
+                               for n in range(8)))  # fmt: skip
     cli = " ".join(CLI)
     script = (f"{cli} --home {sample_home} search --queries {queries} --limit 50 --json "
               "2>err.txt | head -c 100 >/dev/null; cat err.txt")  # fmt: skip
