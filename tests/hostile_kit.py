@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import zlib
 from pathlib import Path
 
 from pypdf import PdfReader, PdfWriter
@@ -274,3 +275,33 @@ def build_kit(root: Path, outside: Path) -> dict[str, Path]:
     k["named pipe"] = root / "pipe.md"
     os.mkfifo(k["named pipe"])
     return k
+
+
+def inflating_pdf(path: Path, megabytes: int) -> Path:
+    """One page whose content stream is small on disk and inflates to `megabytes` MB of
+    text operators (~0.3 % of that on disk): what a "PDF bomb" does to a converter's memory."""
+    unit = b"BT /F1 12 Tf 72 720 Td (inflated inflated inflated) Tj ET\n"
+    block = unit * ((1 << 20) // len(unit))
+    packer = zlib.compressobj(9)
+    stream = b"".join(packer.compress(block) for _ in range(megabytes)) + packer.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream
+        + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    pdf = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(pdf))
+        pdf += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(pdf)
+    pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    pdf += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    pdf += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref)
+    path.write_bytes(bytes(pdf))
+    return path

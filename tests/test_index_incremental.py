@@ -279,9 +279,9 @@ def test_converter_pools_are_replaced_after_their_share_without_a_stall(
     """Each pool converts TASKS_PER_WORKER documents per worker, then a fresh one takes over.
     With `max_tasks_per_child` (Python 3.11) the pool stopped once its workers retired and
     every 2 x 40th paper of a large library timed out and was reported as failed."""
-    from zocrates_nb.index import indexer
+    from zocrates_nb.index import converter
 
-    monkeypatch.setattr(indexer, "TASKS_PER_WORKER", 2)
+    monkeypatch.setattr(converter, "TASKS_PER_WORKER", 2)
     b = library_builder
     topics = ["garden", "genome", "vision", "raft", "bm25"] * 2
     for i, topic in enumerate(topics):
@@ -484,22 +484,22 @@ def test_converter_workers_claim_free_or_abandoned_progress_slots(
     a free slot or that of an exited worker, never a live worker's."""
     import threading
 
-    from zocrates_nb.index import indexer
+    from zocrates_nb.index import converter
 
-    monkeypatch.setattr(indexer, "_PROGRESS", None)  # restored after: this process converts too
-    monkeypatch.setattr(indexer, "_BASE", 0)
+    monkeypatch.setattr(converter, "_PROGRESS", None)  # restored after: this process converts too
+    monkeypatch.setattr(converter, "_BASE", 0)
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    shared = [0] * (indexer._SLOT * 3)
+    shared = [0] * (converter._SLOT * 3)
     shared[0] = os.getppid()  # slot 0: a live process
-    shared[indexer._SLOT] = dead.pid  # slot 1: a process that has exited
+    shared[converter._SLOT] = dead.pid  # slot 1: a process that has exited
     lock = threading.Lock()
-    indexer._init_worker(shared, lock)
-    assert indexer._BASE == indexer._SLOT + 1 and shared[indexer._SLOT] == os.getpid()
-    indexer._init_worker(shared, lock)  # the next free one
-    assert indexer._BASE == 2 * indexer._SLOT + 1
-    shared[2 * indexer._SLOT] = os.getppid()
-    shared[indexer._SLOT] = os.getppid()
-    indexer._init_worker(shared, lock)  # none left: converts without page progress
-    assert indexer._PROGRESS is None
+    converter._init_worker(shared, lock)
+    assert converter._BASE == converter._SLOT + 1 and shared[converter._SLOT] == os.getpid()
+    converter._init_worker(shared, lock)  # the next free one
+    assert converter._BASE == 2 * converter._SLOT + 1
+    shared[2 * converter._SLOT] = os.getppid()
+    shared[converter._SLOT] = os.getppid()
+    converter._init_worker(shared, lock)  # none left: converts without page progress
+    assert converter._PROGRESS is None

@@ -332,15 +332,15 @@ def test_linked_files_absolute_and_relative_to_the_base_directory(
     raft = by_title(lib, "In Search of an Understandable Consensus Algorithm")
     conn = sqlite3.connect(db_copy / "zotero.sqlite")
     with conn:
-        _add_linked_file(conn, raft.key, "LINKABS1", str(paper))
-        _add_linked_file(conn, raft.key, "LINKREL1", "attachments:consensus/raft.pdf")
+        _add_linked_file(conn, raft.key, "LINKABS2", str(paper))
+        _add_linked_file(conn, raft.key, "LINKREL2", "attachments:consensus/raft.pdf")
     conn.close()
 
     without_base = by_title(read_zotero_dir(db_copy), raft.title)
     linked = {a.key: a for a in without_base.attachments if a.link_mode == "linked_file"}
-    assert linked["LINKABS1"].path == paper and linked["LINKABS1"].skip_reason is None
-    assert linked["LINKREL1"].path is None
-    assert "Linked Attachment Base Directory" in (linked["LINKREL1"].skip_reason or "")
+    assert linked["LINKABS2"].path == paper and linked["LINKABS2"].skip_reason is None
+    assert linked["LINKREL2"].path is None
+    assert "Linked Attachment Base Directory" in (linked["LINKREL2"].skip_reason or "")
 
     profile = tmp_path / "home" / ".zotero" / "zotero" / "x1y2z3.default"
     profile.mkdir(parents=True)
@@ -351,7 +351,7 @@ def test_linked_files_absolute_and_relative_to_the_base_directory(
         encoding="utf-8",
     )
     with_base = by_title(read_zotero_dir(db_copy), raft.title)
-    rel = next(a for a in with_base.attachments if a.key == "LINKREL1")
+    rel = next(a for a in with_base.attachments if a.key == "LINKREL2")
     assert rel.path == base / "consensus" / "raft.pdf" and rel.skip_reason is None
 
 

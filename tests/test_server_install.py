@@ -49,8 +49,8 @@ def test_checked_in_openapi_document_matches_the_models() -> None:
     assert set(on_disk["paths"]) == {
         "/zocrates/chat", "/zocrates/chat/resume", "/zocrates/sessions",
         "/zocrates/sessions/{session_id}", "/zocrates/sessions/{session_id}/turns/{turn_id}",
-        "/zocrates/discover", "/zocrates/staging", "/zocrates/staging/remove",
-        "/zocrates/staging/save", "/zocrates/notes",
+        "/zocrates/sessions/{session_id}/cancel", "/zocrates/discover", "/zocrates/staging",
+        "/zocrates/staging/remove", "/zocrates/staging/save", "/zocrates/notes",
         "/zocrates/openapi.json",
     }  # fmt: skip
 

@@ -124,6 +124,9 @@ class IndexSettings(_Strict):
     # Processes converting PDF/HTML in parallel; 0 = one per core this process may use (at
     # most 8). Each holds one document at a time, so memory grows with this, not the library.
     convert_workers: int = Field(0, ge=0, le=64)
+    # Memory one conversion process may use (MB; 0 = no cap): a PDF whose content streams
+    # inflate to gigabytes fails alone. Papers, theses and 600-page reports need ~100 MB.
+    convert_memory_mb: int = Field(1024, ge=0)
 
 
 class RetrievalSettings(_Strict):
@@ -319,6 +322,35 @@ class ZoteroSettings(_Strict):
     web: ZoteroWebSettings = Field(default_factory=ZoteroWebSettings)
 
 
+class LimitsSettings(_Strict):
+    """What one request may ask of this machine; beyond it, one sentence instead of a stall.
+
+    A selection is checked key by key against the index, and an HTTP body is parsed whole,
+    so both are bounded: 18 million keys once ran for ten minutes. A server runs a few turns at
+    once (each holds a model conversation and the CPU); more are refused with 429 and a
+    Retry-After, so that listing sessions stays instant under load.
+    """
+
+    scope_items: int = Field(5_000, ge=1)  # item keys in one request's selection
+    scope_collections: int = Field(100, ge=1)  # collections in one request's scope
+    request_bytes: int = Field(2_000_000, ge=1_024)  # an HTTP request body
+    json_depth: int = Field(32, ge=2, le=200)  # nesting of an HTTP request body's JSON
+    # Turns one server runs at once; 0 = one per core this process may use (at least 2): an
+    # offline turn keeps a core busy, and beyond that the light requests wait for the GIL.
+    concurrent_turns: int = Field(0, ge=0, le=256)
+    # At server shutdown, running turns may finish this long before they are cancelled
+    # (a cancelled turn is saved as cancelled; a paused search keeps its checkpoint).
+    shutdown_grace_seconds: float = Field(10.0, ge=0, le=600)
+
+
+def turn_slots(limits: LimitsSettings) -> int:
+    """`limits.concurrent_turns` in force (0: one per usable core, at least 2)."""
+    if limits.concurrent_turns:
+        return limits.concurrent_turns
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(2, cores or 1)
+
+
 class Settings(_Strict):
     index: IndexSettings = Field(default_factory=IndexSettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
@@ -327,6 +359,7 @@ class Settings(_Strict):
     sessions: SessionSettings = Field(default_factory=SessionSettings)
     online: OnlineSettings = Field(default_factory=OnlineSettings)
     zotero: ZoteroSettings = Field(default_factory=ZoteroSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
 
 
 def default_home() -> Path:

@@ -8,7 +8,11 @@ provider's response body or a secret.
 
 from __future__ import annotations
 
+import errno
 import logging
+import shutil
+import sqlite3
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
@@ -22,6 +26,9 @@ if TYPE_CHECKING:
     from zocrates_nb.agents.runtime import Roles
 
 log = logging.getLogger("zocrates_nb.app")
+_SQLITE_FULL = 13  # "database or disk is full"
+_SQLITE_IOERR = 10  # "disk I/O error" (any extended code)
+_ROOM = 1 << 20  # a disk with less free space than this is full for our writes
 
 
 def _causes(e: BaseException) -> list[BaseException]:
@@ -51,6 +58,9 @@ def describe_error(e: BaseException, roles: Roles | None = None, *, doing: str =
     causes = _causes(e)
     if isinstance(e, ZocratesError) and not isinstance(e, ConfigError):
         return redact(str(e))  # written for the researcher, possibly over several lines
+    full = disk_full(e)
+    if full is not None:
+        return full
     if any(isinstance(c, model_errors) for c in causes):
         resolved = None
         if roles is not None:
@@ -70,6 +80,33 @@ def describe_error(e: BaseException, roles: Roles | None = None, *, doing: str =
     return f"{what} failed unexpectedly (an internal error; debug logging shows the details)."
 
 
+def disk_full(e: BaseException, home: Path | None = None) -> str | None:
+    """The sentence for a write that found no space left (a file or SQLite), else None.
+
+    SQLite often reports a full disk as a plain "disk I/O error" (writing its WAL index): with
+    `home`, such an error counts as a full disk when the disk holding `home` has no room left.
+    """
+    for c in _causes(e):
+        code = getattr(c, "sqlite_errorcode", None) if isinstance(c, sqlite3.Error) else None
+        full = (isinstance(c, OSError) and c.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+            code == _SQLITE_FULL or "No space left on device" in str(c)
+        ) or (home is not None and code is not None and code & 0xFF == _SQLITE_IOERR
+              and _no_room(home))  # fmt: skip
+        if full:
+            name = getattr(c, "filename", None)
+            where = f" (writing {name})" if isinstance(name, str) and name else ""
+            return (f"The disk is full{where}: free some space, then run the command again "
+                    "(nothing was lost: what was written before is kept).")  # fmt: skip
+    return None
+
+
+def _no_room(home: Path) -> bool:
+    try:
+        return shutil.disk_usage(home).free < _ROOM
+    except OSError:
+        return False
+
+
 def plain(text: str, limit: int = 300) -> str:
     """A message fit to show: its first line, capped, secrets masked."""
     line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
@@ -78,4 +115,4 @@ def plain(text: str, limit: int = 300) -> str:
     return redact(line)
 
 
-__all__ = ["describe_error", "plain"]
+__all__ = ["describe_error", "disk_full", "plain"]

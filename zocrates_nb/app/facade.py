@@ -35,8 +35,9 @@ from zocrates_nb.agents.offline import OfflineEngine
 from zocrates_nb.agents.runtime import Roles, resolve_roles
 from zocrates_nb.app import library
 from zocrates_nb.app.library import IndexStatus, SearchHit
-from zocrates_nb.app.runner import TurnRunner
-from zocrates_nb.config import Settings, default_home
+from zocrates_nb.app.limits import check_scope
+from zocrates_nb.app.runner import OnBegin, TurnRunner
+from zocrates_nb.config import ConfigError, LimitsSettings, Settings, default_home
 from zocrates_nb.errors import UsageError
 from zocrates_nb.events import Event
 from zocrates_nb.retrieval import TitleMatch, library_lexicon, search_titles
@@ -50,6 +51,7 @@ from zocrates_nb.sessions import (
     SessionStore,
     claim_holds,
 )
+from zocrates_nb.sessions.recovery import open_sessions
 from zocrates_nb.text import TextTooLong, safe_text
 from zocrates_nb.turn import AskOptions, Scope, SessionSummary, TurnResult
 
@@ -109,7 +111,12 @@ class App:
         self.registry.settings  # noqa: B018 - validate the configuration now (ConfigError)
         self._index = index
         self._own_index = index is None
-        self.store = store or SessionStore.open(self.home)
+        self.notices: list[str] = []  # what opening had to repair, for every surface to show
+        if store is None:
+            store, notice = open_sessions(self.home)
+            if notice:
+                self.notices.append(notice)
+        self.store = store
         self.store.recover()  # turns and resumes whose process died: failed, or waiting again
         self._engine: OfflineEngine | None = None
         self._reranker: Any = None
@@ -226,7 +233,7 @@ class App:
         $ZOTERO_API_KEY; `sample=True` is the built-in sample library.
         """
         report = library.index_into(
-            self.library_index,
+            self._writable_index(),
             self.home,
             self.settings,
             zotero_dir=Path(zotero_dir) if zotero_dir else None,
@@ -239,6 +246,26 @@ class App:
         )
         self._engine = None  # its vocabulary is the library's
         return report
+
+    def _check_scope(self, scope: Scope) -> None:
+        """A scope too large or naming what the index lacks is refused at once (limits.py)."""
+        if not scope.items and not scope.collections:
+            return
+        try:
+            limits = self.settings.limits
+        except ConfigError:  # the turn (or search) says what is wrong with the file
+            limits = LimitsSettings()
+        check_scope(self.library_index, limits, scope)
+
+    def _writable_index(self) -> Index:
+        """The index for an indexing run: a catalogue too damaged to open is rebuilt."""
+        from zocrates_nb.index import Index, IndexDamaged
+
+        try:
+            return self.library_index
+        except IndexDamaged:
+            self._index = Index.open(self.home, self.settings, repair=True)
+            return self._index
 
     def status(self) -> IndexStatus:
         """What the index holds: items, documents per status, chunks, sizes."""
@@ -256,6 +283,7 @@ class App:
         """Hybrid (BM25 + dense) search, within items or collections when given."""
         query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
         scope = Scope(items=list(items or []), collections=list(collections or []))
+        self._check_scope(scope)
         return library.search(self.library_index, query, scope, chunk_type=chunk_type,
                               limit=limit)  # fmt: skip
 
@@ -450,6 +478,7 @@ class App:
         *,
         session_id: str | None = None,
         cancel: asyncio.Event | None = None,
+        on_begin: OnBegin | None = None,
         **option_kwargs: Any,
     ) -> AsyncIterator[Event]:
         """Ask a question; returns the turn's event stream.
@@ -457,8 +486,12 @@ class App:
         Options come as an `AskOptions` or as its keywords (`items=`, `collections=`, `hitl=`,
         `budget=`, `word_ceiling=`, `model=`). Raises at once `CheckpointPending` when the
         session has a checkpoint waiting, `SessionNotFound` for an unknown session id, and
-        `UsageError` for an empty or over-long question or options out of bounds, and
-        `SessionBusy` while another turn of the session runs (in any process).
+        `UsageError` for an empty or over-long question, options out of bounds, or a scope
+        too large or naming collections or item keys the index lacks (`limits.*`), and
+        `SessionBusy` while another turn of the session runs (in any process). A question that
+        loses the race for its session raises SessionBusy from the stream, before any event.
+        `cancel` stops the turn (saved as cancelled); `on_begin(session_id, turn_id)` is
+        called once the turn holds its session.
         """
         prompt = user_text(prompt or "", max_chars=MAX_QUESTION_CHARS, what="the question")
         if not prompt:
@@ -467,6 +500,7 @@ class App:
             opts = AskOptions.of(options, **option_kwargs)
         except ValidationError as e:
             raise UsageError.invalid(e) from None
+        self._check_scope(opts.scope)
         if session_id is None:
             session_id = self.new_session()
         else:
@@ -477,7 +511,7 @@ class App:
                 raise CheckpointPending(session_id, state.checkpoint)
             if claim_holds(state.running):
                 raise SessionBusy(session_id, state.running)
-        return self._runner.ask(session_id, prompt, opts, cancel)
+        return self._runner.ask(session_id, prompt, opts, cancel, on_begin)
 
     def resume(
         self,
@@ -487,6 +521,7 @@ class App:
         guidance: str = "",
         *,
         cancel: asyncio.Event | None = None,
+        on_begin: OnBegin | None = None,
     ) -> AsyncIterator[Event]:
         """Continue a paused search: `extend_budget` (with optional guidance) or `synthesize`.
 
@@ -511,7 +546,8 @@ class App:
             raise UsageError(
                 "this turn's search is kept but its answer failed: only `synthesize` retries it"
             )
-        return self._runner.resume(session_id, snapshot.interrupt_id, action, guidance, cancel)
+        return self._runner.resume(session_id, snapshot.interrupt_id, action, guidance, cancel,
+                                   on_begin)  # fmt: skip
 
 
 def open_app(home: Path | str | os.PathLike[str] | None = None, **overrides: Any) -> App:

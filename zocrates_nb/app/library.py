@@ -64,6 +64,8 @@ class IndexStatus(BaseModel):
     items: int
     documents: dict[str, int]  # documents per status: done, error, skipped, indexing
     chunks: int
+    vectors: int | None = None  # in the vector store (a chunk has one per window of its text)
+    problems: list[str] = []  # the vectors checked against the chunks (`index` repairs them)
     last_indexed: str | None
     embedding_model: str
     chroma_mode: str
@@ -106,6 +108,7 @@ def index_into(
             group=group,
             folder=Path(folder).expanduser() if folder else None,
             download_dir=home / "downloads",
+            web_base_url=settings.zotero.web.base_url,
         )
     return index_library(library, index, progress=progress, max_pages=settings.index.max_pages)
 

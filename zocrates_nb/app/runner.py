@@ -67,6 +67,9 @@ _T = TypeVar("_T")
 log = logging.getLogger("zocrates_nb.app")
 
 CANCELLED = "The turn was cancelled."
+# Told (session id, turn id) once a turn holds its session (new question) or checkpoint
+# (resume): a refusal can no longer come after it, so a server may send its 200 then.
+OnBegin = Callable[[str, str], None]
 
 
 class TurnRunner:
@@ -77,12 +80,40 @@ class TurnRunner:
         self.store = app.store
 
     # ------------------------------------------------------------------ a new question
-    def ask(
-        self, session_id: str, prompt: str, options: AskOptions, cancel: asyncio.Event | None
+    async def ask(
+        self,
+        session_id: str,
+        prompt: str,
+        options: AskOptions,
+        cancel: asyncio.Event | None,
+        on_begin: OnBegin | None = None,
     ) -> AsyncIterator[Event]:
-        return event_stream(
-            lambda q: self._leased(session_id, self._ask(q, session_id, prompt, options)), cancel
+        """Open the turn and take the session's lease first, in one transaction: a question
+        that loses the race for the session raises SessionBusy (or CheckpointPending) from the
+        stream before any event (a surface answers 409), never an event inside a stream."""
+        begin = asyncio.ensure_future(
+            asyncio.to_thread(self.store.begin_turn, session_id, prompt, options)
         )
+        try:
+            result = await asyncio.shield(begin)
+        except asyncio.CancelledError:  # stopped at once: the thread still opens the turn
+            with contextlib.suppress(Exception):  # (and leases the session): end it too
+                await _off_loop(self._end, await begin, None, "cancelled", CANCELLED)
+            raise
+        if on_begin is not None:
+            on_begin(session_id, result.turn_id)
+        started: list[bool] = []  # the turn's task ran (a stop can come before it starts)
+        run = lambda q: self._leased(session_id, self._ask(q, result, prompt, options, started))  # noqa: E731
+        try:
+            async for event in event_stream(run, cancel):
+                yield event
+        finally:
+            if not started:
+                with contextlib.suppress(BaseException):
+                    await _off_loop(self._end, result, None, "cancelled", CANCELLED)
+        if not started:
+            yield ErrorEvent(session_id=session_id, turn_id=result.turn_id, message=CANCELLED,
+                             retryable=True)  # fmt: skip
 
     async def _leased(self, session_id: str, run: Awaitable[None]) -> None:
         """Run a new question's turn while renewing its session lease (taken by `begin_turn`,
@@ -103,23 +134,20 @@ class TurnRunner:
                             describe_error(e, doing="Renewing the lease"))  # fmt: skip
 
     async def _ask(
-        self, queue: EventQueue, session_id: str, prompt: str, options: AskOptions
+        self,
+        queue: EventQueue,
+        result: TurnResult,
+        prompt: str,
+        options: AskOptions,
+        started: list[bool],
     ) -> None:
+        started.append(True)
         app, store = self.app, self.store
-        result: TurnResult | None = None
+        session_id = result.session_id
         turn: TurnContext | None = None
         roles: Roles | None = None
         t0 = time.monotonic()
         try:
-            begin = asyncio.ensure_future(
-                asyncio.to_thread(store.begin_turn, session_id, prompt, options)
-            )
-            try:
-                result = await asyncio.shield(begin)
-            except asyncio.CancelledError:  # stopped at once: the thread still opens the turn
-                with contextlib.suppress(Exception):  # (and leases the session): end it too
-                    result = await begin
-                raise
             app.settings  # noqa: B018 - reload an edited config before the turn
             index = app.library_index
             scope = options.scope
@@ -200,11 +228,14 @@ class TurnRunner:
         action: str,
         guidance: str,
         cancel: asyncio.Event | None,
+        on_begin: OnBegin | None = None,
     ) -> AsyncIterator[Event]:
         """Claim the checkpoint, run the resumed turn, and end the claim with the stream."""
         snapshot = await asyncio.to_thread(self.store.claim_checkpoint, session_id, interrupt_id)
         assert snapshot.claim is not None
         token = snapshot.claim.token
+        if on_begin is not None:
+            on_begin(session_id, snapshot.turn_id)
         try:
             run = lambda q: self._resume(q, session_id, snapshot, token, action, guidance)  # noqa: E731
             async for event in event_stream(run, cancel):

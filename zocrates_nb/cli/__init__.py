@@ -5,17 +5,32 @@ conversational commands with `--server URL`, of a running server's API through t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from zocrates_nb.cli import conversation as conv
 from zocrates_nb.cli import discovery
 from zocrates_nb.cli import library as lib
 from zocrates_nb.cli.options import add_ask_options, add_output_options, add_server_options
 from zocrates_nb.config import default_home
 from zocrates_nb.errors import ZocratesError
+
+
+def _conversation(name: str) -> Callable[[argparse.Namespace], int]:
+    """A command of cli/conversation.py, imported when it runs: it needs the agents, and
+    importing them takes seconds (every process that imports this package would pay it, the
+    indexer's converter workers included: spawn re-imports the `zocrates-nb` script)."""
+
+    def run(args: argparse.Namespace) -> int:
+        from zocrates_nb.cli import conversation
+
+        command: Callable[[argparse.Namespace], int] = getattr(conversation, name)
+        return command(args)
+
+    return run
 
 
 def bench_command(args: argparse.Namespace) -> int:
@@ -29,6 +44,10 @@ def bench_command(args: argparse.Namespace) -> int:
         from zocrates_nb import bench_scale
 
         result = bench_scale.run(args)
+    elif args.what == "server":
+        from zocrates_nb import bench_server
+
+        result = bench_server.run(args)
     else:
         result = bench_retrieval.run(args) if args.what in ("beir", "tokens") else bench.run(args)
     if args.json:
@@ -93,23 +112,23 @@ def _conversation_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
     add_ask_options(ask)
     ask.add_argument("--questions", type=Path,
                      help="batch: JSONL of {id, question, items?, collections?} (with --json)")
-    ask.set_defaults(func=conv.ask_command)
+    ask.set_defaults(func=_conversation("ask_command"))
 
     res = sub.add_parser("resume", help="continue a paused search (deep-research checkpoint)")
     res.add_argument("--session", required=True)
     res.add_argument("--action", required=True, choices=["extend_budget", "synthesize"])
     res.add_argument("--guidance", help="steer the extended search")
     res.add_argument("--interrupt", help="the checkpoint id (default: the pending one)")
-    res.set_defaults(func=conv.resume_command)
+    res.set_defaults(func=_conversation("resume_command"))
 
     ch = sub.add_parser("chat", help="interactive multi-turn chat")
     ch.add_argument("--session", help="continue this session")
     add_ask_options(ch)
-    ch.set_defaults(func=conv.chat_command, json=False)
+    ch.set_defaults(func=_conversation("chat_command"), json=False)
 
     se = sub.add_parser("sessions", help="list chat sessions")
     se.add_argument("--limit", type=int, default=50)
-    se.set_defaults(func=conv.sessions_command)
+    se.set_defaults(func=_conversation("sessions_command"))
 
     for p in (ask, res, ch, se):
         add_server_options(p)
@@ -120,7 +139,7 @@ def _conversation_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
 
     do = sub.add_parser("doctor", help="models, embedding/rerank models, library, index health")
     add_output_options(do, verbose=False)
-    do.set_defaults(func=conv.doctor_command)
+    do.set_defaults(func=_conversation("doctor_command"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -136,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     discovery.add_parsers(sub)
 
     be = sub.add_parser("bench", help="benchmarks")
-    be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui", "scale"])
+    be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui", "scale",
+                                     "server"])
     be.add_argument("dir", nargs="?", type=Path, help="beir: a BEIR dataset directory")
     be.add_argument("--split", default="test", help="beir: qrels split (default test)")
     be.add_argument("--queries-limit", type=int, help="beir: only the first N queries")
@@ -150,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="ui: also time the first question of fresh processes, with and without "
                          "the panel's background warm-up")
     be.add_argument("--indexed", action="store_true",
-                    help="ui: use --home as it is (already indexed; sessions are added to it)")
+                    help="ui, server: use --home as it is (already indexed; sessions are added "
+                         "to it)")
     be.add_argument("--json", action="store_true")
     be.add_argument("--papers", default="500",
                     help="scale: synthetic library size(s), e.g. 500 or 500,2000")
@@ -187,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
+    except BrokenPipeError:  # `zocrates-nb search … | head`: the reader has what it wanted
+        _discard_stdout()
+        return 0
     except ZocratesError as e:
         print(f"zocrates-nb: error: {e}", file=sys.stderr)
         return 2
@@ -194,10 +218,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("zocrates-nb: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # not ours to explain: one plain line, details at debug level
-        from zocrates_nb.app.describe import describe_error
+        from zocrates_nb.app.describe import describe_error, disk_full
 
-        print(f"zocrates-nb: error: {describe_error(e, doing='The command')}", file=sys.stderr)
+        message = disk_full(e, args.home) or describe_error(e, doing="The command")
+        print(f"zocrates-nb: error: {message}", file=sys.stderr)
         return 1
+
+
+def _discard_stdout() -> None:
+    """Send what is still buffered for a closed pipe nowhere, so the exit is quiet (no
+    "Exception ignored … BrokenPipeError" when Python flushes stdout on the way out)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 __all__ = ["build_parser", "main"]

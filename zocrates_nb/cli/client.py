@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Protocol
 
@@ -45,9 +46,18 @@ def open_client(args: argparse.Namespace) -> Client:
 
         token = args.token if args.token is not None else os.environ.get("JUPYTER_TOKEN")
         return RemoteClient(args.server, token)
+    return open_local(args)
+
+
+def open_local(args: argparse.Namespace) -> App:
+    """The App on `--home`; what opening it repaired (a damaged sessions.db moved aside) is
+    said on stderr, once, before the command's own output."""
     from zocrates_nb.app import App
 
-    return App.open(args.home)
+    app = App.open(args.home)
+    for notice in app.notices:
+        print(f"zocrates-nb: {notice}", file=sys.stderr)
+    return app
 
 
 if TYPE_CHECKING:  # mypy checks that both satisfy the protocol

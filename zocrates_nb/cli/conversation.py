@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from zocrates_nb.app.describe import describe_error
-from zocrates_nb.cli.client import Client, open_client
+from zocrates_nb.cli.client import Client, open_client, open_local
 from zocrates_nb.cli.options import ask_options
 from zocrates_nb.cli.printer import TurnPrinter
 from zocrates_nb.errors import UsageError, ZocratesError
@@ -264,9 +264,7 @@ async def _checkpoint(client: Client, session: str, args: argparse.Namespace) ->
 
 # ---------------------------------------------------------------------------- doctor
 def doctor_command(args: argparse.Namespace) -> int:
-    from zocrates_nb.app import App
-
-    with App.open(args.home) as app:
+    with open_local(args) as app:
         info = app.doctor()
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=1, default=str))
@@ -282,6 +280,12 @@ def doctor_command(args: argparse.Namespace) -> int:
     if models.get("error"):
         print(f"  configuration error: {models['error']}")
     print(f"cloud endpoint   {models.get('summary', '')}")
+    privacy = info.get("privacy") or {}
+    print(f"privacy          {privacy.get('summary', '')}")
+    for d in privacy.get("destinations") or []:
+        place = "another machine" if d["leaves"] else "this machine"
+        when = f"; {d['when']}" if d.get("when") else ""
+        print(f"  {d['what']} at {d['where']} ({place}{when}): {d['sends']}")
     print(f"embedding model  {info.get('embedding_model')}")
     print(f"rerank           {(info.get('rerank') or {}).get('rerank_method')}")
     lib = info.get("library") or {}
@@ -290,6 +294,8 @@ def doctor_command(args: argparse.Namespace) -> int:
     health = info.get("index_health") or {}
     print(f"index health     {'ok' if health.get('ok') else 'PROBLEM'} "
           f"{health.get('note') or health.get('error') or ''}".rstrip())
+    for line in health.get("vectors") or []:
+        print(f"  vectors: {line}")
     for p in health.get("problems") or []:
         print(f"  {p['status']}: {p['doc_key']} ({p['item_key']}): {p['error']}")
     print(f"telemetry        {info.get('telemetry')}")

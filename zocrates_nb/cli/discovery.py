@@ -21,9 +21,9 @@ CANDIDATE_FIELDS = ("id", "title", "authors", "year", "venue", "doi", "arxiv_id"
 
 
 def _app(args: argparse.Namespace) -> App:
-    from zocrates_nb.app import App
+    from zocrates_nb.cli.client import open_local
 
-    return App.open(args.home)
+    return open_local(args)
 
 
 def _json(data: Any) -> None:

@@ -19,9 +19,9 @@ def _json(data: Any) -> None:
 
 
 def _app(args: argparse.Namespace) -> App:
-    from zocrates_nb.app import App
+    from zocrates_nb.cli.client import open_local
 
-    return App.open(args.home)
+    return open_local(args)
 
 
 def index_command(args: argparse.Namespace) -> int:
@@ -43,8 +43,12 @@ def index_command(args: argparse.Namespace) -> int:
         f"notes): {report.converted} converted, {report.reused} from cache, {report.unchanged} "
         f"unchanged, {report.removed} removed; {report.chunks} chunks in {report.seconds:.1f} s"
     )
+    for line in report.repairs:
+        print(f"  repaired {line}")
     for e in report.errors:
         print(f"  error   {e.get('item_key', '')} {e.get('file', '')}: {e.get('error', '')}")
+    for w in report.warnings:
+        print(f"  warning {w.get('item_key', '')} {w.get('file', '')}: {w.get('warning', '')}")
     for sk in report.skipped:
         print(f"  skipped {sk.get('item_key', '')} {sk.get('file', '')}: {sk.get('reason', '')}")
     return 0
@@ -57,7 +61,11 @@ def status_command(args: argparse.Namespace) -> int:
         _json(status.model_dump(mode="json"))
     else:
         for key, value in status:
-            print(f"{key:>16}: {value}")
+            if key == "problems":
+                for line in value:
+                    print(f"{'problem':>16}: {line}")
+            else:
+                print(f"{key:>16}: {value}")
     return 0
 
 

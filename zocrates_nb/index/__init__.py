@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from zocrates_nb.index.chunking import chunk_bundle
     from zocrates_nb.index.fusion import rrf
+    from zocrates_nb.index.health import IndexDamaged
     from zocrates_nb.index.indexer import IndexReport, index_library
     from zocrates_nb.index.lexical import CATALOGUE_VERSION, IndexVersionError
     from zocrates_nb.index.model import (
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "chunk_bundle": "chunking",
     "rrf": "fusion",
+    "IndexDamaged": "health",
     "IndexReport": "indexer",
     "CATALOGUE_VERSION": "lexical",
     "IndexVersionError": "lexical",
@@ -50,6 +52,7 @@ __all__ = [
     "Hit",
     "Index",
     "IndexBusyError",
+    "IndexDamaged",
     "IndexReport",
     "IndexVersionError",
     "ItemRecord",

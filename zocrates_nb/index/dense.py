@@ -9,7 +9,7 @@ so upserts are idempotent and the `chunk_id` metadata names the owner of every v
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,9 @@ import chromadb
 from chromadb.config import Settings as ChromaClientSettings
 
 from zocrates_nb.config import ChromaSettings
+from zocrates_nb.errors import ZocratesError
 from zocrates_nb.index.embedder import ZocratesEmbeddingFunction
+from zocrates_nb.index.health import vectors_damaged
 from zocrates_nb.index.model import Chunk, SearchFilter
 
 _BATCH = 1000
@@ -48,19 +50,58 @@ class DenseStore:
     def __init__(self, settings: ChromaSettings, persist_dir: Path, model: str) -> None:
         self.settings = settings
         self.model = model
+        self.persist_dir = persist_dir
         client_settings = ChromaClientSettings(anonymized_telemetry=False)
         self.client: Any
-        if settings.mode == "server":
-            self.client = chromadb.HttpClient(
-                host=settings.host, port=settings.port, settings=client_settings
-            )
-        else:
-            persist_dir.mkdir(parents=True, exist_ok=True)
-            self.client = chromadb.PersistentClient(
-                path=str(persist_dir), settings=client_settings
-            )
         self._ef = ZocratesEmbeddingFunction(model)
-        self.collection = self._open_collection()
+        with self.errors():
+            if settings.mode == "server":
+                self.client = chromadb.HttpClient(
+                    host=settings.host, port=settings.port, settings=client_settings
+                )
+            else:
+                persist_dir.mkdir(parents=True, exist_ok=True)
+                self.client = chromadb.PersistentClient(
+                    path=str(persist_dir), settings=client_settings
+                )
+            self.collection = self._open_collection()
+
+    @property
+    def where(self) -> str:
+        s = self.settings
+        return f"http://{s.host}:{s.port}" if s.mode == "server" else str(self.persist_dir)
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """Chroma's failures in words: an embedded store that cannot be read is damaged
+        (`index` rebuilds it); a server that fails is named, and left alone."""
+        try:
+            yield
+        except ZocratesError:
+            raise
+        except Exception as e:
+            if self.settings.mode == "server":
+                raise ZocratesError(
+                    f"The Chroma server at {self.where} could not be reached or failed "
+                    f"({' '.join(str(e).split())[:160] or 'no answer'}): check that it runs "
+                    "(`chroma run`) and index.chroma in the configuration."
+                ) from None
+            from chromadb.api.client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()  # a half-started store is not kept
+            raise vectors_damaged(self.where, e) from None
+
+    def count_vectors(self) -> int:
+        """Vectors stored (a chunk has one per window of its text)."""
+        with self.errors():
+            return int(self.collection.count())
+
+    def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
+        """Every vector of these chunks (orphans of chunks the catalogue no longer holds)."""
+        with self.errors():
+            for i in range(0, len(chunk_ids), _BATCH):
+                part = list(chunk_ids[i : i + _BATCH])
+                self.collection.delete(where={"chunk_id": {"$in": part}})
 
     def _open_collection(self) -> Any:
         return self.client.get_or_create_collection(
@@ -118,9 +159,10 @@ class DenseStore:
         out: set[str] = set()
         offset = 0
         while True:
-            got = self.collection.get(
-                where=where, include=["metadatas"], limit=_BATCH, offset=offset
-            )
+            with self.errors():
+                got = self.collection.get(
+                    where=where, include=["metadatas"], limit=_BATCH, offset=offset
+                )
             metas = got.get("metadatas") or [None] * len(got["ids"])
             out.update(_owner(i, m) for i, m in zip(got["ids"], metas, strict=True))
             if len(got["ids"]) < _BATCH:
@@ -134,12 +176,13 @@ class DenseStore:
         chunks, with the filter applied inside Chroma."""
         if n <= 0:
             return []
-        got = self.collection.query(
-            query_embeddings=[list(embedding)],
-            n_results=n * _WINDOWS_PER_CHUNK,
-            where=chroma_where(flt),
-            include=["distances", "metadatas"],
-        )
+        with self.errors():
+            got = self.collection.query(
+                query_embeddings=[list(embedding)],
+                n_results=n * _WINDOWS_PER_CHUNK,
+                where=chroma_where(flt),
+                include=["distances", "metadatas"],
+            )
         ids = got["ids"][0] if got["ids"] else []
         dists = (got.get("distances") or [[]])[0] or [0.0] * len(ids)
         metas = (got.get("metadatas") or [[]])[0] or [None] * len(ids)

@@ -15,17 +15,20 @@ A run interrupted between 2 and 4 leaves the document `indexing`: its vectors ar
 the index is next opened and the next run redoes it. A new version that fails to convert leaves
 the previous good version searchable (the error is reported, and retried when the file changes).
 
-PDF and HTML conversion runs in a pool of worker processes, one per core by default
-(`index.convert_workers`; spawn: never fork a process that has loaded torch), so it overlaps
+PDF and HTML conversion runs in a pool of worker processes (converter.py), one per core by
+default (`index.convert_workers`; spawn: never fork a process that has loaded torch), so it overlaps
 embedding in this process and a pathological PDF can be timed out and reported; Markdown and
 plain text convert in-process. Workers write bundles to the on-disk cache and hold one document
 each, so memory grows with the worker count, never with the library. Each worker reports the
 pages it has read through shared memory: the progress bar shows them, and the timeout counts
 time *without progress*, so a 600-page thesis converts while a stuck page is still stopped.
+Damaged derived data (a truncated catalogue, a deleted vector store) is rebuilt at the start of
+a run from the cached bundles (health.py); every document folder is checked to be inside the
+data home before it is written or removed (library/paths.py).
 
 Embedding and writing go by groups of documents (`EMBED_GROUP` passages): the group's passages
 are sorted by length and embedded in slices (little padding in a batch, and torch's thread
-count re-measured per slice, see `_ThreadTuner`); then one transaction marks the group
+count re-measured per slice, see `threads.py`); then one transaction marks the group
 `indexing`, one vector delete and upsert, one transaction writes every chunk row. Steps 2–4
 above then hold for the group as a whole.
 
@@ -37,49 +40,37 @@ over (links leaving the library folder, special files) are listed as skipped.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import copy
+import errno
 import hashlib
 import json
-import multiprocessing
-import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from zocrates_nb.index import health
 from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
+from zocrates_nb.index.converter import IN_PROCESS_KINDS, Converter, convert_workers, cores
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
 from zocrates_nb.index.passages import PASSAGE_VERSION, dense_passages
+from zocrates_nb.index.threads import ThreadTuner, embed_sorted
 from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest import document_kind, sniff
 from zocrates_nb.ingest.bundle import Bundle
-from zocrates_nb.ingest.problems import one_line, os_message, plain_message
+from zocrates_nb.ingest.problems import DISK_FULL, one_line, os_message, plain_message
 from zocrates_nb.library.model import Attachment, Item, Library, Note
-from zocrates_nb.library.paths import printable
+from zocrates_nb.library.paths import UnsafePath, printable
 
 if TYPE_CHECKING:
     from zocrates_nb.index.store import Index
 
 CONVERT_TIMEOUT = 120.0  # seconds a conversion may go without reading another page
 EMBED_GROUP = 256  # passages embedded and written together (several documents' worth)
-EMBED_SLICE = 64  # passages per embedding call (a group sorted by length, then sliced)
-MAX_AUTO_WORKERS = 8
-# Shared progress values per worker: its pid, job id, pages read, pages in all, heartbeats.
-_SLOT = 5
-# Documents a converter process handles before it is replaced: whatever a converter library
-# leaks on odd PDFs is returned to the system, so memory stays bounded on any library size.
-# (A pool is given `workers` x this many and then replaced whole: `max_tasks_per_child` hangs
-# on Python 3.11 once every task is queued up front, CPython gh-115634.)
-TASKS_PER_WORKER = 40
-_POLL = 0.5  # how often the worker's progress is looked at while waiting
-# Plain text and Markdown convert in microseconds: not worth a trip to the worker process.
-_IN_PROCESS_KINDS = frozenset({"markdown", "text"})
 
 @dataclass
 class IndexReport:
@@ -93,6 +84,7 @@ class IndexReport:
     errors: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    repairs: list[str] = field(default_factory=list)  # damaged derived data rebuilt (health.py)
     converted: int = 0  # documents converted this run
     reused: int = 0  # documents (re)indexed from a cached bundle
     unchanged: int = 0
@@ -165,8 +157,13 @@ def index_library(
                  for sk in library.skipped],
     )
     with index.writer_lock():
+        # Damaged derived data is rebuilt from the cached bundles (health.py).
+        report.repairs = [*index.repairs, *health.heal_catalog(index)]
+        index.repairs = []
         if index.catalog.outdated:  # written by an older zocrates-nb: rebuilt, not migrated
             index.rebuild()
+        repairs, redo = health.heal(index)
+        report.repairs += repairs
         _check_model(index)
         catalog = index.catalog
         unfinished = catalog.doc_keys_with_status("indexing")
@@ -183,7 +180,11 @@ def index_library(
             index.dense.delete_documents(stale)
             catalog.delete_documents(stale)
             for key in stale:
-                shutil.rmtree(index.document_dir(key), ignore_errors=True)
+                try:
+                    shutil.rmtree(index.document_dir(key), ignore_errors=True)
+                except UnsafePath as e:  # a key an older version took as a path: left alone
+                    report.warnings.append({"item_key": "", "doc_key": printable(key), "file": "",
+                                            "warning": one_line(str(e))})  # fmt: skip
             report.removed = len(stale)
 
         todo: list[_Doc] = []
@@ -197,7 +198,7 @@ def index_library(
                         rec, status="skipped", error=doc.skip_reason, attempt_fingerprint=None
                     )
                 continue
-            done = state is not None and state.status == "done"
+            done = state is not None and state.status == "done" and rec.doc_key not in redo
             if done and state is not None and state.fingerprint == doc.fingerprint:
                 report.unchanged += 1
                 moved = (state.file_size, state.file_mtime_ns) != (rec.file_size, rec.file_mtime_ns)
@@ -219,6 +220,7 @@ def index_library(
             _run(todo, index, report, max_pages=max_pages, timeout=timeout, progress=progress)
         index.prune_bundle_cache()  # after an upgrade: the old converter's bundles
         report.chunks = catalog.chunk_count()
+        health.record_vectors(index)
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -280,15 +282,19 @@ def _documents(
     # The converter version makes an upgraded converter redo every converted document.
     salt = [CHUNKER_VERSION, PASSAGE_VERSION, ingest_bundle.CONVERTER_VERSION,
             index.configured_model, settings.chunk_min_words, settings.chunk_max_words]
+    docs: list[_Doc] = []
     for item in library.items.values():
-        for att in item.attachments:
-            yield _attachment_doc(att, item, index, states, salt, max_pages)
-        for note in item.notes:
-            yield _note_doc(note, item, salt)
-    for att in library.standalone_attachments:
-        yield _attachment_doc(att, None, index, states, salt, max_pages)
-    for note in library.standalone_notes:
-        yield _note_doc(note, None, salt)
+        docs += [_attachment_doc(a, item, index, states, salt, max_pages) for a in item.attachments]
+        docs += [_note_doc(note, item, salt) for note in item.notes]
+    docs += [_attachment_doc(a, None, index, states, salt, max_pages)
+             for a in library.standalone_attachments]  # fmt: skip
+    docs += [_note_doc(note, None, salt) for note in library.standalone_notes]
+    for doc in docs:
+        try:  # its key names its folder under documents/: it must stay there
+            index.document_dir(doc.record.doc_key)
+        except UnsafePath as e:
+            doc.skip_reason, doc.note = str(e), None
+        yield doc
 
 
 def _item_meta(item: Item | None) -> _Meta:
@@ -367,7 +373,7 @@ def _attachment_doc(
 def _kind(path: Path | None, content_type: str) -> str:
     """The document kind; a PDF saved under a text name is a PDF (it converts in the worker)."""
     kind = document_kind(path, content_type) or "file"
-    if kind in _IN_PROCESS_KINDS and path is not None:
+    if kind in IN_PROCESS_KINDS and path is not None:
         try:
             with open(path, "rb") as fh:
                 if sniff(fh.read(1024)) == "pdf":
@@ -398,222 +404,6 @@ def _note_doc(note: Note, item: Item | None, salt: list[Any]) -> _Doc:
 # -- running ------------------------------------------------------------------------------
 
 
-# In a converter process: its slot [job id, pages read, pages in all, heartbeats] of the
-# shared array, about the file it converts (set by `_init_worker`).
-_PROGRESS: Any = None
-_BASE = 0
-
-
-def _init_worker(progress: Any, lock: Any) -> None:
-    """Each worker claims a slot of the shared progress array: a free one, or that of a
-    worker that has exited."""
-    global _PROGRESS, _BASE
-    with lock:
-        for base in range(0, len(progress), _SLOT):
-            pid = int(progress[base])
-            if pid == 0 or not _alive(pid):
-                progress[base : base + _SLOT] = [os.getpid(), 0, 0, 0, 0]
-                _PROGRESS, _BASE = progress, base + 1
-                return
-    _PROGRESS = None  # no slot: conversions still run, only without page progress
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    return True
-
-
-def _convert_to_cache(
-    path: str, content_type: str, fallback: str | None, max_pages: int, out_dir: str,
-    job: int = 0,
-) -> str | None:
-    """Runs in the converter process: bundle written to `out_dir`; else a one-line error."""
-    from zocrates_nb.ingest import convert_file
-
-    shared, b = _PROGRESS, _BASE
-
-    def progress(done: int, total: int) -> None:
-        if shared is not None:
-            shared[b + 1], shared[b + 2], shared[b + 3] = done, total, shared[b + 3] + 1
-
-    if shared is not None:
-        shared[b], shared[b + 1], shared[b + 2], shared[b + 3] = job, 0, 0, 0
-    try:
-        bundle = convert_file(
-            Path(path),
-            content_type,
-            fallback_text=Path(fallback) if fallback else None,
-            max_pages=max_pages,
-            progress=progress,
-        )
-        bundle.save(Path(out_dir))
-    except Exception as e:  # any failure (or converter bug) is one document's plain error
-        return plain_message(e)
-    return None
-
-
-class _Converter:
-    """A pool of spawn-context worker processes converting files while this process embeds.
-
-    Every file to convert is queued up front in processing order (the pool hands them out in
-    that order), so the document this process waits for is always being converted, and the
-    workers finish early and leave the cores to the embedding; a stuck or crashed conversion
-    kills the pool, is reported, and the rest is queued again on a fresh one. A pool takes
-    `TASKS_PER_WORKER` documents per worker; once it has converted them a fresh pool takes
-    the next ones.
-    """
-
-    def __init__(
-        self, index: Index, docs: list[_Doc], max_pages: int, timeout: float, workers: int = 1
-    ) -> None:
-        self.index = index
-        self.max_pages = max_pages
-        self.timeout = timeout
-        self.workers = max(1, workers)
-        self._pool: cf.ProcessPoolExecutor | None = None
-        self._futures: dict[str, cf.Future[str | None]] = {}
-        self._share = TASKS_PER_WORKER * self.workers  # documents per pool
-        self._in_pool: list[cf.Future[str | None]] = []  # what the current pool was given
-        self._jobs: dict[str, int] = {}  # sha → job id, to match the worker's progress
-        self._progress: Any = None
-        self._pending = [d for d in docs if self.needs(d)]  # in processing order
-        self._consumed: set[int] = set()
-
-    def needs(self, doc: _Doc) -> bool:
-        """Whether the document waits for the worker (files not yet in the bundle cache)."""
-        return (
-            doc.note is None
-            and doc.record.kind not in _IN_PROCESS_KINDS
-            and not Bundle.exists(self._out(doc))
-        )
-
-    def _out(self, doc: _Doc) -> Path:
-        return self.index.bundle_cache_dir(str(doc.record.sha256))
-
-    def prefetch(self) -> None:
-        for doc in self._pending:
-            if id(doc) not in self._consumed:
-                self._submit(doc)
-
-    def _submit(self, doc: _Doc) -> None:
-        sha = str(doc.record.sha256)
-        if sha in self._futures or not self.needs(doc):
-            return
-        if self._pool is not None and len(self._in_pool) >= self._share:
-            return  # this pool has its share: the next one takes it (see `rotate`)
-        if self._pool is None:
-            context = multiprocessing.get_context("spawn")
-            self._progress = context.Array("q", _SLOT * self.workers, lock=False)
-            self._pool = cf.ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=_init_worker,
-                initargs=(self._progress, context.Lock()),
-            )
-        job = len(self._jobs) + 1
-        self._jobs[sha] = job
-        self._futures[sha] = future = self._pool.submit(
-            _convert_to_cache,
-            str(doc.path),
-            doc.content_type,
-            str(doc.fallback) if doc.fallback else None,
-            self.max_pages,
-            str(self._out(doc)),
-            job,
-        )
-        self._in_pool.append(future)
-
-    def rotate(self, doc: _Doc | None = None) -> None:
-        """Replace a pool that has converted its share with a fresh one given the next
-        documents; and make sure `doc` (about to be waited for) is given to a pool."""
-        if self._pool is None or len(self._in_pool) < self._share:
-            return
-        finished = all(f.done() for f in self._in_pool)
-        waiting = doc is not None and str(doc.record.sha256) not in self._futures
-        if finished or (waiting and doc is not None and self.needs(doc)):
-            self.close(kill=not finished)  # unfinished ones are queued again on the new pool
-            self._futures = {k: f for k, f in self._futures.items() if f.done()}
-            self.prefetch()
-
-    def _pages(self, sha: str) -> tuple[int, int, int] | None:
-        """(pages read, pages in all, heartbeats) while the worker converts this document."""
-        shared, job = self._progress, self._jobs.get(sha)
-        if shared is None or job is None:
-            return None
-        for b in range(1, len(shared), _SLOT):
-            if shared[b] == job:
-                return int(shared[b + 1]), int(shared[b + 2]), int(shared[b + 3])
-        return None
-
-    def convert(
-        self, doc: _Doc, on_progress: Callable[[int, int], None] | None = None
-    ) -> str | None:
-        """Convert a document into the bundle cache; a one-line error, or None on success.
-
-        Waits while the worker makes progress; `timeout` seconds without a page read
-        stop it."""
-        self._consumed.add(id(doc))
-        self.rotate(doc)
-        if doc.record.kind in _IN_PROCESS_KINDS:
-            return _convert_to_cache(
-                str(doc.path),
-                doc.content_type,
-                str(doc.fallback) if doc.fallback else None,
-                self.max_pages,
-                str(self._out(doc)),
-            )
-        self._submit(doc)
-        sha = str(doc.record.sha256)
-        future = self._futures.get(sha)
-        if future is None:
-            return None
-        deadline = time.monotonic() + self.timeout
-        seen: tuple[int, int, int] | None = None
-        while True:
-            try:
-                wait = max(min(_POLL, deadline - time.monotonic()), 0.0)
-                error = future.result(timeout=wait)
-                break
-            except cf.TimeoutError:
-                pages = self._pages(sha)
-                if pages is not None and pages != seen:
-                    seen, deadline = pages, time.monotonic() + self.timeout
-                    if on_progress is not None and pages[1]:
-                        on_progress(pages[0], pages[1])
-                if time.monotonic() >= deadline:
-                    self._restart()
-                    at = f" (at page {seen[0] + 1:,} of {seen[1]:,})" if seen and seen[1] else ""
-                    return f"conversion timed out after {self.timeout:.0f} s without progress{at}"
-            except BrokenProcessPool:
-                self._restart()
-                return "the converter stopped on this file (it may be too large or damaged)"
-            except Exception as e:  # the worker could not even run it (e.g. a pickling error)
-                self._futures.pop(sha, None)
-                return plain_message(e)
-        self._futures.pop(sha, None)
-        return error
-
-    def _restart(self) -> None:
-        """Kill the worker (a stuck conversion cannot be cancelled); queue the rest again."""
-        self.close(kill=True)
-        self._futures.clear()
-        self.prefetch()
-
-    def close(self, *, kill: bool = False) -> None:
-        pool, self._pool = self._pool, None
-        self._progress = None
-        self._in_pool = []
-        if pool is None:
-            return
-        if kill:
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.kill()
-        pool.shutdown(wait=not kill, cancel_futures=True)
-
-
 @dataclass
 class _Ready:
     """A document converted and chunked, waiting for its group to be embedded and written."""
@@ -624,11 +414,6 @@ class _Ready:
     owners: list[Chunk]  # the chunk of each text embedded (a chunk has a few windows)
     texts: list[str]
     converted: bool
-
-
-def convert_workers(configured: int) -> int:
-    """How many conversion processes: as configured, else one per usable core (at most 8)."""
-    return configured if configured > 0 else min(_cores(), MAX_AUTO_WORKERS)
 
 
 def _run(
@@ -642,10 +427,10 @@ def _run(
 ) -> None:
     catalog = index.catalog
     settings = index.settings.index
-    tuner = _ThreadTuner(_cores())
+    tuner = ThreadTuner(cores())
     fresh = {id(d) for d in todo if not Bundle.exists(index.bundle_cache_dir(str(d.record.sha256)))}
     workers = min(convert_workers(settings.convert_workers), max(len(fresh), 1))
-    converter = _Converter(index, todo, max_pages, timeout, workers)
+    converter = Converter(index, todo, max_pages, timeout, workers)
     converter.prefetch()
     bar = tqdm(total=len(todo), desc="indexing", unit="doc", disable=not progress)
     group: list[_Ready] = []
@@ -671,6 +456,8 @@ def _run(
             try:
                 bundle, converted = _obtain(doc, index, converter, pages)
             except _Failed as e:
+                if str(e) == DISK_FULL:  # every file would fail the same: stop, retry later
+                    raise OSError(errno.ENOSPC, "No space left on device", str(index.home)) from e
                 catalog.record_problem(
                     rec, status="error", error=str(e), attempt_fingerprint=doc.attempt_fingerprint
                 )
@@ -705,13 +492,13 @@ def _run(
 
 
 def _write_group(
-    group: list[_Ready], index: Index, report: IndexReport, tuner: _ThreadTuner, fresh: set[int]
+    group: list[_Ready], index: Index, report: IndexReport, tuner: ThreadTuner, fresh: set[int]
 ) -> None:
     """Embed a group of documents in one call, then write it (see the module docstring)."""
     catalog = index.catalog
     texts = [t for r in group for t in r.texts]
     t0 = time.perf_counter()
-    vectors = _embed_sorted(texts, index, tuner)
+    vectors = embed_sorted(texts, index, tuner)
     report._add("embed", time.perf_counter() - t0)
     t0 = time.perf_counter()
     records = [r.doc.record for r in group]
@@ -731,67 +518,6 @@ def _write_group(
             report.reused += 1
 
 
-def _embed_sorted(texts: list[str], index: Index, tuner: _ThreadTuner) -> list[list[float]]:
-    """Vectors of `texts` (in order), embedded longest first in slices of `EMBED_SLICE`:
-    texts of a length share a batch (little padding), and each slice lets the tuner measure
-    and pick torch's thread count again."""
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    vectors: list[list[float]] = [[] for _ in texts]
-    for start in range(0, len(order), EMBED_SLICE):
-        part = order[start : start + EMBED_SLICE]
-        batch = [texts[i] for i in part]
-        threads = tuner.pick()
-        t0 = time.perf_counter()
-        got = index.embedder.embed(batch, threads=threads)
-        tuner.record(threads, batch, time.perf_counter() - t0)
-        for i, v in zip(part, got, strict=True):
-            vectors[i] = v
-    return vectors
-
-
-class _ThreadTuner:
-    """Picks torch's thread count for passage batches by measured throughput.
-
-    On a shared 2-core machine (the converter worker, other programs) two torch threads can
-    spin-wait on each other and run 3x slower than one; on an idle machine they run ~1.7x
-    faster. Measuring beats guessing: try each option, then keep the faster one, probing the
-    other now and then as the load changes.
-    """
-
-    PROBE_EVERY = 12
-
-    def __init__(self, cores: int) -> None:
-        self.options = sorted({1, max(cores, 1)})
-        self.rate: dict[int, float] = {}
-        self.calls = 0
-
-    def pick(self) -> int:
-        self.calls += 1
-        untried = [n for n in self.options if n not in self.rate]
-        if untried:
-            return untried[-1]
-        best = max(self.rate, key=lambda n: self.rate[n])
-        if self.calls % self.PROBE_EVERY == 0:
-            return min(self.rate, key=lambda n: self.rate[n])
-        return best
-
-    def record(self, threads: int, texts: list[str], seconds: float) -> None:
-        # Work ≈ tokens the model sees (it truncates at ~256 word pieces ≈ 190 words).
-        work = sum(min(len(t.split()), 190) + 8 for t in texts)
-        if work < 400 or seconds <= 0:
-            return  # too small to tell anything
-        rate = work / seconds
-        old = self.rate.get(threads)
-        self.rate[threads] = rate if old is None else 0.5 * old + 0.5 * rate
-
-
-def _cores() -> int:
-    """CPUs this process may run on (a container's share, not the host's count)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 class _Failed(Exception):
     """A document that could not be converted (one-line reason)."""
 
@@ -799,7 +525,7 @@ class _Failed(Exception):
 def _obtain(
     doc: _Doc,
     index: Index,
-    converter: _Converter,
+    converter: Converter,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Bundle, bool]:
     """The document's bundle from the content cache, converting it when absent."""

@@ -11,7 +11,6 @@ format (`CATALOGUE_VERSION`) is not migrated: it is rebuilt by the next indexing
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from zocrates_nb.config import ConfigError
+from zocrates_nb.damage import damage_reason, is_damage
+from zocrates_nb.index.fts import filter_sql, fts_query, query_words
+from zocrates_nb.index.health import catalog_guard
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord, SearchFilter
 
 CATALOGUE_VERSION = 2
@@ -126,32 +128,11 @@ END;
 # nDCG@10 hybrid 0.725 → 0.729; dev recall unchanged (1.5 lost a compound-dev passage).
 BM25_WEIGHTS = (1.0, 1.0, 1.0)
 
-_WORD = re.compile(r"\w+")
-_MAX_TERMS = 64
 # A word in more than half the chunks ("the", "of", the library's own field) adds little to a
 # passage's BM25 score (idf < 0.7, a rare word's ≈ 7) while FTS5 scores every chunk holding
 # it, so the query leaves it out: on `bench scale`'s 2,000 papers (21,500 chunks) 999 of the
 # top 1,000 of 100 SciFact queries stayed and BM25 ran 2.8× faster (with ranking inside FTS).
 MAX_DOC_FRACTION = 0.5
-
-
-def query_words(text: str) -> list[str]:
-    """The distinct words of any user text, case-folded, in order (at most `_MAX_TERMS`)."""
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(text):
-        seen.setdefault(word.casefold(), None)
-        if len(seen) >= _MAX_TERMS:
-            break
-    return list(seen)
-
-
-def fts_query(words: str | Sequence[str]) -> str:
-    """Any user text (or its words) as a safe FTS5 query: each word quoted, OR-ed ("" when
-    none). Quoting makes FTS5 read every term as a plain string, so AND/OR/NOT/NEAR, `*`,
-    `^`, `:`, parentheses and quotes in the user's text can never be syntax errors."""
-    if isinstance(words, str):
-        words = query_words(words)
-    return " OR ".join(f'"{w}"' for w in words)
 
 
 def _now() -> str:
@@ -199,24 +180,48 @@ class Catalog:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=OFF")
-            self._db.execute("PRAGMA busy_timeout=10000")
-            self.version = self._stored_version()
-            if self.version == 0:  # a new file (or one another process is creating)
-                with self._immediate():
-                    if self._stored_version() == 0:
-                        self._create()
+            with catalog_guard(path):  # a damaged file says so, in one sentence
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("PRAGMA foreign_keys=OFF")
+                self._db.execute("PRAGMA busy_timeout=10000")
                 self.version = self._stored_version()
+                if self.version == 0:  # a new file (or one another process is creating)
+                    with self._immediate():
+                        if self._stored_version() == 0:
+                            self._create()
+                    self.version = self._stored_version()
             self._check_not_newer()
         except BaseException:
             self._db.close()
             raise
+        self.inode = path.stat().st_ino
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def replaced(self) -> bool:
+        """Whether another file now stands at this path (`index` replaced a damaged one)."""
+        try:
+            return self.path.stat().st_ino != self.inode
+        except OSError:
+            return False
+
+    def quick_check(self) -> str | None:
+        """None when SQLite finds the file sound, else what it found (`index` then rebuilds).
+        On a connection of its own: this one may hold the pages it read before the damage."""
+        try:
+            fresh = sqlite3.connect(self.path, timeout=10)
+            try:
+                row = fresh.execute("PRAGMA quick_check(1)").fetchone()
+            finally:
+                fresh.close()
+        except sqlite3.DatabaseError as e:
+            if not is_damage(e):
+                raise
+            return damage_reason(e)
+        return None if row is None or row[0] == "ok" else str(row[0])
 
     # -- format ---------------------------------------------------------------------------
 
@@ -225,7 +230,7 @@ class Catalog:
         """Whether the file is in an older format (looked up again: another process may have
         rebuilt it since this one opened it)."""
         if self.version != CATALOGUE_VERSION:
-            with self._lock:
+            with self._lock, catalog_guard(self.path):
                 self.version = self._stored_version()
             self._check_not_newer()
         return self.version < CATALOGUE_VERSION
@@ -283,7 +288,7 @@ class Catalog:
 
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
+        with self._lock, catalog_guard(self.path):
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -303,7 +308,7 @@ class Catalog:
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         self._require_current()
-        with self._lock:
+        with self._lock, catalog_guard(self.path):
             return self._db.execute(sql, params).fetchall()
 
     # -- meta -----------------------------------------------------------------------------
@@ -509,6 +514,11 @@ class Catalog:
                 ),
             )
 
+    def doc_keys_of_chunks(self, chunk_ids: Sequence[str]) -> set[str]:
+        rows = self.query("SELECT DISTINCT attachment_key FROM chunks WHERE chunk_id IN "
+                          "(SELECT value FROM json_each(?))", (json.dumps(list(chunk_ids)),))
+        return {r["attachment_key"] for r in rows}
+
     def mark_indexing(self, doc_keys: Sequence[str]) -> None:
         """First step of removing documents: their chunks go, their vectors are then purged."""
         with self.transaction() as db:
@@ -616,7 +626,7 @@ class Catalog:
         if not words:
             return []
         generation = self.generation()
-        with self._lock:  # max(id) is one index step; a write moves it or the generation
+        with self._lock, catalog_guard(self.path):  # max(id): one index step; a write moves it
             newest = self._db.execute("SELECT max(id) FROM chunks").fetchone()[0]
             state = (generation, int(newest or 0))
             if state != self._df_state:
@@ -637,26 +647,6 @@ class Catalog:
             p = Path(str(self.path) + suffix)
             out["catalog" + suffix.replace("-", "_")] = p.stat().st_size if p.exists() else 0
         return out
-
-
-def filter_sql(flt: SearchFilter, alias: str) -> tuple[str, list[Any]]:
-    """` AND …` clauses (with parameters) for a SearchFilter over the chunks table."""
-    parts: list[str] = []
-    params: list[Any] = []
-    if flt.item_keys is not None:
-        keys = json.dumps(list(flt.item_keys))
-        parts.append(
-            f"({alias}.item_key IN (SELECT value FROM json_each(?))"
-            f" OR {alias}.attachment_key IN (SELECT value FROM json_each(?)))"
-        )
-        params += [keys, keys]
-    if flt.chunk_types is not None:
-        parts.append(f"{alias}.chunk_type IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(list(flt.chunk_types)))
-    if flt.exclude_chunk_ids:
-        parts.append(f"{alias}.chunk_id NOT IN (SELECT value FROM json_each(?))")
-        params.append(json.dumps(list(flt.exclude_chunk_ids)))
-    return "".join(" AND " + p for p in parts), params
 
 
 def _quote(name: str) -> str:

@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from zocrates_nb.config import Settings, load_settings
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.index import health
 from zocrates_nb.index.dedup import distinct
 from zocrates_nb.index.dense import DenseStore
 from zocrates_nb.index.embedder import (
@@ -33,6 +35,7 @@ from zocrates_nb.index.embedder import (
     make_embedder,
 )
 from zocrates_nb.index.fusion import fuse
+from zocrates_nb.index.health import REBUILD, IndexDamaged, vector_problems
 from zocrates_nb.index.lexical import Catalog
 from zocrates_nb.index.model import (
     Chunk,
@@ -43,6 +46,7 @@ from zocrates_nb.index.model import (
 )
 from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest.bundle import Bundle
+from zocrates_nb.library.paths import UnsafePath, within
 
 try:  # POSIX advisory locks; elsewhere only one indexer per home is assumed.
     import fcntl
@@ -70,20 +74,34 @@ class IndexBusyError(ZocratesError, RuntimeError):
 class Index:
     """Hybrid (BM25 + dense, fusion.py) search over one data home, plus catalogue look-ups."""
 
-    def __init__(self, home: Path, settings: Settings) -> None:
+    def __init__(self, home: Path, settings: Settings, *, repair: bool = False) -> None:
         self.home = Path(home)
         self.settings = settings
         self.index_dir = self.home / INDEX_DIR
-        self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+        self.repairs: list[str] = []  # what opening had to rebuild (the next report says so)
         self._dense: DenseStore | None = None
         self._generation: str | None = None  # the writers' generation `_dense` was opened at
         self._embedder: EmbeddingBackend | None = None
-        self.purge_unfinished()
+        try:
+            self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+            self.purge_unfinished()
+        except IndexDamaged as e:
+            if not repair:
+                raise
+            if hasattr(self, "catalog"):
+                self.catalog.close()
+            self._discard_catalog()
+            self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+            self.reset_vectors()
+            self.repairs.append(health.catalog_rebuilt(e.reason))
 
     @classmethod
-    def open(cls, home: Path, settings: Settings | None = None) -> Index:
+    def open(cls, home: Path, settings: Settings | None = None, *, repair: bool = False) -> Index:
+        """The index of a data home. `repair` (for indexing): a catalogue too damaged to open
+        is replaced by an empty one, refilled by the indexing run from the cached bundles."""
         home = Path(home).expanduser()
-        return cls(home, settings if settings is not None else load_settings(home))
+        return cls(home, settings if settings is not None else load_settings(home),
+                   repair=repair)  # fmt: skip
 
     def __enter__(self) -> Index:
         return self
@@ -127,6 +145,7 @@ class Index:
         """The vector store, reopened when another process wrote the index since: embedded
         Chroma keeps the vectors it loaded in memory and never sees another process's writes
         (nor should a writer persist such a stale copy over them)."""
+        self.follow_replacement()
         generation = self.catalog.generation()
         if self._dense is not None and generation != self._generation:
             self._reopen_dense()
@@ -137,6 +156,48 @@ class Index:
             self._generation = generation
         return self._dense
 
+    @property
+    def dense_where(self) -> str:
+        """Where the vectors are: a folder, or a Chroma server's address."""
+        chroma = self.settings.index.chroma
+        if chroma.mode == "server":
+            return f"http://{chroma.host}:{chroma.port}/{chroma.collection}"
+        return str(self.index_dir / CHROMA_DIR)
+
+    def follow_replacement(self) -> None:
+        """Reopen the catalogue when another process replaced a damaged one (see health.py):
+        this process would otherwise read the old file for good."""
+        if self.catalog.replaced():
+            with contextlib.suppress(Exception):
+                self.catalog.close()
+            self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+            self._reopen_dense()
+
+    def _discard_catalog(self) -> None:
+        path = self.index_dir / CATALOG_FILE
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+    def replace_catalog(self) -> None:
+        """A damaged catalogue gives way to an empty one (derived data: the indexing run fills
+        it again from the cached bundles); the vectors go with it, their chunks gone."""
+        with contextlib.suppress(Exception):
+            self.catalog.close()
+        self._discard_catalog()
+        self.catalog = Catalog(self.index_dir / CATALOG_FILE)
+        self.reset_vectors()
+
+    def reset_vectors(self) -> None:
+        """An empty vector store: a server's collection dropped, an embedded store's folder
+        (derived data only) removed and created anew."""
+        if self.settings.index.chroma.mode == "server":
+            self._dense = None
+            self.dense.reset()
+            return
+        self._reopen_dense()
+        shutil.rmtree(within(self.index_dir, CHROMA_DIR), ignore_errors=True)
+        self._dense = None
+
     def _reopen_dense(self) -> None:
         self._dense = None
         if self.settings.index.chroma.mode != "server":
@@ -146,7 +207,8 @@ class Index:
 
     def bundle_cache_dir(self, sha256: str) -> Path:
         """Cached bundle of some content, per converter version (an upgrade converts anew)."""
-        return self.home / BUNDLES_DIR / f"v{ingest_bundle.CONVERTER_VERSION}" / sha256
+        root = self.home / BUNDLES_DIR / f"v{ingest_bundle.CONVERTER_VERSION}"
+        return within(root, sha256, where="the bundle cache")
 
     def prune_bundle_cache(self) -> int:
         """Delete bundles cached by other converter versions (this version never reads them,
@@ -156,7 +218,7 @@ class Index:
         gone = 0
         for entry in root.iterdir() if root.is_dir() else ():
             if entry.name != current:
-                if entry.is_dir():
+                if entry.is_dir() and not entry.is_symlink():  # a link: only the link goes
                     shutil.rmtree(entry, ignore_errors=True)
                 else:
                     entry.unlink(missing_ok=True)
@@ -164,7 +226,9 @@ class Index:
         return gone
 
     def document_dir(self, doc_key: str) -> Path:
-        return self.home / DOCUMENTS_DIR / doc_key
+        """Where a document's bundle is kept: `documents/<doc_key>`, checked to be there (a
+        key from library data is never trusted as a path: `UnsafePath` otherwise)."""
+        return within(self.home / DOCUMENTS_DIR, doc_key, where=f"{self.home / DOCUMENTS_DIR}")
 
     @contextlib.contextmanager
     def writer_lock(self, *, wait: bool = False) -> Iterator[None]:
@@ -254,6 +318,7 @@ class Index:
         merged into a longer introduction holding it scores lower than it alone)."""
         if mode not in ("hybrid", "bm25", "dense"):
             raise ValueError(f"unknown search mode {mode!r}: use hybrid, bm25 or dense")
+        self.follow_replacement()
         flt = flt or SearchFilter()
         if not query.strip() or limit <= 0 or (flt.item_keys is not None and not flt.item_keys):
             return []
@@ -289,7 +354,11 @@ class Index:
         if not self.catalog.has_chunks():  # not count(*): that scans every chunk row
             return []
         vector = self.embedder.embed_query(query)
-        return [(chunk_id, 1.0 - dist) for chunk_id, dist in self.dense.query(vector, flt, depth)]
+        found = self.dense.query(vector, flt, depth)
+        if not found and self.dense.count_vectors() == 0:  # never silently BM25 alone
+            raise IndexDamaged(f"The vector store {self.dense.where} is empty while the "
+                               f"catalogue holds chunks: {REBUILD}.")
+        return [(chunk_id, 1.0 - dist) for chunk_id, dist in found]
 
     # -- catalogue ------------------------------------------------------------------------
 
@@ -312,9 +381,22 @@ class Index:
         docs.sort(key=lambda d: (_KIND_ORDER.get(d.kind, 9), d.doc_key))
         return [d.doc_key for d in docs]
 
+    def known_keys(self, keys: Sequence[str]) -> set[str]:
+        """Which of `keys` name an item, a standalone note or attachment, or a document."""
+        wanted = json.dumps(list(dict.fromkeys(keys)))
+        rows = self.catalog.query(
+            "SELECT key AS k FROM items WHERE key IN (SELECT value FROM json_each(?)) UNION "
+            "SELECT doc_key FROM documents WHERE doc_key IN (SELECT value FROM json_each(?))",
+            (wanted, wanted),
+        )
+        return {r["k"] for r in rows}
+
     def bundle(self, doc_key: str) -> Bundle:
         """The bundle of one document, with its item's metadata (title, authors, abstract)."""
-        directory = self.document_dir(doc_key)
+        try:
+            directory = self.document_dir(doc_key)
+        except UnsafePath:
+            raise KeyError(f"no indexed document {doc_key!r}") from None
         if not Bundle.exists(directory):
             raise KeyError(f"no indexed document {doc_key!r}")
         return Bundle.load(directory)
@@ -382,7 +464,9 @@ class Index:
         return {it.key for it in self.catalog.items() if chosen & set(it.collections)}
 
     def status(self) -> dict[str, Any]:
-        """Counts and sizes, without loading any embedding model."""
+        """Counts, sizes and the vectors checked against the chunks, without loading any
+        embedding model."""
+        self.follow_replacement()
         by_status: dict[str, int] = {}
         for row in self.catalog.query(
             "SELECT status, count(*) AS n FROM documents GROUP BY status"
@@ -398,14 +482,12 @@ class Index:
             "items": int(items),
             "documents": by_status,
             "chunks": self.catalog.chunk_count(),
+            "vectors": _vectors(self),
+            "problems": vector_problems(self),
             "last_indexed": last,
             "embedding_model": self.model_name,
             "chroma_mode": chroma.mode,
-            "chroma": (
-                f"http://{chroma.host}:{chroma.port}/{chroma.collection}"
-                if chroma.mode == "server"
-                else str(self.index_dir / CHROMA_DIR)
-            ),
+            "chroma": self.dense_where,
             "sizes": {
                 **self.catalog.sizes(),
                 "chroma": dir_size(self.index_dir / CHROMA_DIR),
@@ -414,6 +496,13 @@ class Index:
             },
         }
         return out
+
+
+def _vectors(index: Index) -> int | None:
+    try:
+        return index.dense.count_vectors()
+    except ZocratesError:
+        return None
 
 
 def _checker(flt: SearchFilter) -> Callable[[Chunk], bool]:

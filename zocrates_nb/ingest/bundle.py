@@ -7,6 +7,7 @@ tables `t1..`, each with a 1-based inclusive line range into `document.md`.
 from __future__ import annotations
 
 import json
+import os
 from bisect import bisect_right
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -107,12 +108,12 @@ class Bundle:
         return "\n".join(self.lines[max(line_start, 1) - 1 : line_end])
 
     def save(self, directory: Path) -> None:
-        """Write atomically enough: toc.json last, so a bundle with a toc is complete."""
+        """Write atomically enough: toc.json last, so a bundle with a toc is complete. Each
+        file is written aside and renamed over its name, so a link in its place is replaced,
+        never followed."""
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / DOCUMENT).write_text(self.markdown, encoding="utf-8")
-        tmp = directory / (TOC + ".tmp")
-        tmp.write_text(json.dumps(self.toc.to_json(), ensure_ascii=False, indent=1), "utf-8")
-        tmp.replace(directory / TOC)
+        _replace(directory / DOCUMENT, self.markdown)
+        _replace(directory / TOC, json.dumps(self.toc.to_json(), ensure_ascii=False, indent=1))
 
     @classmethod
     def load(cls, directory: Path) -> Bundle:
@@ -122,6 +123,14 @@ class Bundle:
     @staticmethod
     def exists(directory: Path) -> bool:
         return (directory / TOC).is_file() and (directory / DOCUMENT).is_file()
+
+
+def _replace(target: Path, text: str) -> None:
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)  # a link left there is removed, not written through
+    with open(tmp, "x", encoding="utf-8") as fh:
+        fh.write(text)
+    tmp.replace(target)
 
 
 class ConversionError(ZocratesError):

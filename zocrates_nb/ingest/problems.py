@@ -23,6 +23,7 @@ _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \".*\", l
 DEEP_NESTING = "too deeply nested to read (markup thousands of levels deep)"
 NO_MEMORY = "too large to convert in the memory available"
 CRASHED = "the converter stopped on this file (an internal problem; please report it)"
+DISK_FULL = "the disk is full: no space left to write its conversion"
 
 
 def one_line(text: str) -> str:
@@ -56,6 +57,8 @@ def os_message(error: OSError) -> str:
         return "file not found (moved or deleted while indexing)"
     if isinstance(error, IsADirectoryError):
         return "a folder, not a file"
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DISK_FULL
     if error.errno == errno.ENAMETOOLONG:
         return "cannot read the file: its name or path is too long for the file system"
     reason = (error.strerror or "").strip().lower()

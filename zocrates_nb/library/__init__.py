@@ -35,12 +35,13 @@ def open_library(
     api_key: str | None = None,
     folder: Path | None = None,
     download_dir: Path | None = None,
+    web_base_url: str | None = None,
 ) -> Library:
     """Read the one library source given; none given → the auto-detected Zotero data dir.
 
     `zotero_web` is a Web API library id (a group id when `group`); its key comes from
     `api_key` or $ZOTERO_API_KEY (public libraries need none). `download_dir` receives
-    attachment files fetched through the APIs.
+    attachment files fetched through the APIs; `web_base_url` is the Web API's address.
     """
     given = [
         name
@@ -66,6 +67,7 @@ def open_library(
             "group" if group else "user",
             api_key or os.environ.get(API_KEY_ENV) or None,
             download_dir=download_dir,
+            base_url=web_base_url,
         )
     found = find_zotero_dir()
     if found is None:

@@ -35,7 +35,7 @@ from zocrates_nb.library.model import (
     LibraryError,
     SkippedPath,
 )
-from zocrates_nb.library.paths import inside, outside_reason, printable, real
+from zocrates_nb.library.paths import KEY_CHARS, inside, outside_reason, printable, real
 from zocrates_nb.library.zotero_fields import clean_doi, year_of
 
 CONTENT_TYPES = {
@@ -47,7 +47,6 @@ CONTENT_TYPES = {
     ".markdown": "text/markdown",
     ".txt": "text/plain",
 }
-KEY_CHARS = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"  # Zotero's key alphabet
 
 _USELESS_TITLE = re.compile(
     r"^(microsoft\s+\w+\s+-\s|untitled\b|title$|document\d*$|slide\s*\d+$|presentation\d*$|"

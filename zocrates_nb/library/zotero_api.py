@@ -13,6 +13,7 @@ next read asks only for what changed since (`items?since=`, `collections?since=`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -36,8 +37,17 @@ from zocrates_nb.library.model import (
     Library,
     LibraryError,
     Note,
+    SkippedPath,
 )
-from zocrates_nb.library.zotero_dir import FT_CACHE, LINK_ONLY_REASON
+from zocrates_nb.library.paths import (
+    UnsafePath,
+    bad_key,
+    plain_name,
+    printable,
+    within,
+    zotero_key,
+)
+from zocrates_nb.library.zotero_dir import FT_CACHE, LINK_ONLY_REASON, checked_file
 from zocrates_nb.library.zotero_fields import build_item, change_marker, note_title
 
 LOCAL_NOT_RUNNING = (
@@ -179,7 +189,10 @@ class _ApiReader:
         if self.local or self.download_dir is None:
             return None
         zot = self.zot
-        return self.download_dir / f".sync-{zot.library_type}-{zot.library_id}.json"
+        try:
+            return within(self.download_dir, f".sync-{zot.library_type}-{zot.library_id}.json")
+        except UnsafePath:
+            return None  # an odd library id: read everything, keep nothing
 
     def read(self) -> Library:
         zot = self.zot
@@ -188,7 +201,15 @@ class _ApiReader:
         library = Library(source=("zotero-local:" if self.local else "zotero-web:") + prefix)
         trashed_collections = self._collections(library, raw_collections)
 
-        by_key = {d["key"]: d for d in records}
+        # A key names the download folder (and the index's documents/<KEY>/): one that is not
+        # a Zotero key is reported, and the object read as if trashed, children and all.
+        bad = [d for d in records if not zotero_key(d.get("key"))]
+        for d in bad:
+            what = {"note": "note", "attachment": "attachment"}.get(str(d.get("itemType")), "item")
+            key = str(d.get("key", ""))
+            library.skipped.append(SkippedPath(printable(key), bad_key(key, what)))
+            d["deleted"] = 1
+        by_key = {str(d.get("key")): d for d in records}
 
         def trashed(d: dict[str, Any]) -> bool:
             parent = by_key.get(d.get("parentItem") or "")
@@ -283,15 +304,22 @@ class _ApiReader:
             else:
                 att.skip_reason = "file not found: Zotero has no file for this attachment"
                 if self.download_dir is not None:
-                    self._fulltext(att, self.download_dir / att.key)
+                    with contextlib.suppress(UnsafePath):
+                        self._fulltext(att, within(self.download_dir, att.key))
             return att
         if mode == "linked_file":
-            linked = Path(str(d.get("path") or ""))
-            if str(linked) not in ("", ".") and linked.is_file():  # same machine as Zotero
-                att.path, att.filename = linked, att.filename or linked.name
-                att.version += "" if md5 else _file_marker(linked)
+            recorded = str(d.get("path") or "")
+            linked = Path(recorded)
+            if not recorded or not linked.is_absolute():
+                shown = printable(recorded) or "(no path)"
+                att.skip_reason = f"file not found: linked file {shown}"
+                return att
+            reason, found = checked_file(linked, None)  # on this machine only if Zotero is
+            if found is None:
+                att.skip_reason = reason
             else:
-                att.skip_reason = f"file not found: linked file {d.get('path') or '(no path)'}"
+                att.path, att.filename = found, att.filename or found.name
+                att.version += "" if md5 else _file_marker(found)
             return att
         self._download(att, md5)
         return att
@@ -306,15 +334,20 @@ class _ApiReader:
         parsed = urlparse(resp.text.strip())
         if parsed.scheme != "file":
             return None
-        path = Path(url2pathname(unquote(parsed.path)))
-        return path if path.is_file() else None
+        _reason, found = checked_file(Path(url2pathname(unquote(parsed.path))), None)
+        return found
 
     def _download(self, att: Attachment, md5: str) -> None:
         if self.download_dir is None:
             att.skip_reason = NOT_DOWNLOADED
             return
-        folder = self.download_dir / att.key
-        target = folder / (att.filename or att.key)
+        name = att.filename if plain_name(att.filename) else att.key
+        try:  # the key and the server's file name, inside the download folder
+            folder = within(self.download_dir, att.key, where="the download folder")
+            target = within(folder, name, where="the download folder")
+        except UnsafePath as e:
+            att.skip_reason = str(e)
+            return
         if md5 and target.is_file() and _md5(target) == md5:
             att.path = target
             return
@@ -364,6 +397,18 @@ def _save_sync(
     _write_atomic(path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
 
 
+def _unreachable(e: httpx2.TransportError, zot: Any) -> str:
+    """The network failure in words: offline, no answer in time, or the connection broke."""
+    if isinstance(e, httpx2.TimeoutException):
+        what = "did not answer in time"
+    elif isinstance(e, httpx2.ConnectError):
+        what = "could not be reached (no network connection, or the server is down)"
+    else:
+        what = "broke off the connection"
+    host = urlparse(str(getattr(zot, "endpoint", "") or "")).hostname or "api.zotero.org"
+    return f"the Zotero Web API ({host}) {what}: check the network connection and try again"
+
+
 def _reason(e: Exception) -> str:
     """First meaningful line of a pyzotero error ('Code: 404')."""
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
@@ -381,10 +426,7 @@ def _api_errors(zot: Any, library_id: str, library_type: str) -> Iterator[None]:
     except httpx2.TransportError as e:
         if local:
             raise LibraryError(LOCAL_NOT_RUNNING) from None
-        raise LibraryError(
-            f"cannot reach the Zotero Web API (api.zotero.org): {type(e).__name__}; "
-            "check the network connection"
-        ) from None
+        raise LibraryError(_unreachable(e, zot)) from None
     except pyzotero.UserNotAuthorisedError:
         resp = getattr(zot, "request", None)
         code = getattr(resp, "status_code", "401/403")
@@ -412,14 +454,23 @@ def read_zotero_api(
     local: bool = False,
     download_dir: Path | None = None,
     zot: Any = None,
+    base_url: str | None = None,
 ) -> Library:
     """Read a library through pyzotero (`local=True`: Zotero's local API on 127.0.0.1:23119).
 
-    `zot` is an already-built `pyzotero.Zotero` (e.g. with a custom httpx client); the
-    other connection arguments are then ignored.
+    `base_url` is the Web API's address (`zotero.web.base_url`: a self-hosted dataserver, a
+    test server). `zot` is an already-built `pyzotero.Zotero` (e.g. with a custom httpx
+    client); the other connection arguments are then ignored.
     """
     if zot is None:
+        if not str(library_id).isdigit():  # it also names the sync file in download_dir
+            raise LibraryError(
+                f"{printable(str(library_id))!r} is not a Zotero library id: it is a number "
+                "(a user's id is shown at https://www.zotero.org/settings/keys)"
+            )
         zot = pyzotero.Zotero(library_id, library_type, api_key, local=local)
+        if base_url and not local:
+            zot.endpoint = base_url.rstrip("/")
     lib_id, lib_type = str(zot.library_id), str(zot.library_type).removesuffix("s")
     with _api_errors(zot, lib_id, lib_type):
         return _ApiReader(zot, download_dir).read()

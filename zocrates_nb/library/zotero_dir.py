@@ -30,14 +30,23 @@ from zocrates_nb.library.model import (
     Library,
     LibraryError,
     Note,
+    SkippedPath,
 )
-from zocrates_nb.library.paths import inside, outside_reason, printable, real
+from zocrates_nb.library.paths import (
+    bad_key,
+    escape_reason,
+    printable,
+    real,
+    system_file,
+    zotero_key,
+)
 from zocrates_nb.library.zotero_fields import build_item, change_marker, note_title
 
 DB_NAME = "zotero.sqlite"
 FT_CACHE = ".zotero-ft-cache"
 NON_REGULAR_TYPES = frozenset({"note", "attachment", "annotation"})
 LINK_ONLY_REASON = "link-only URL attachment (no file)"
+STORAGE = "Zotero's storage folder"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,6 +249,13 @@ class _Reader:
             if "deletedItems" in self.tables
             else set()
         )
+        # A key names folders (storage/<KEY>/, the index's documents/<KEY>/): one that is not a
+        # Zotero key is reported and its item read as if trashed, children and all.
+        for row in rows.values():
+            if not zotero_key(row.key):
+                what = {"note": "note", "attachment": "attachment"}.get(row.type_name, "item")
+                library.skipped.append(SkippedPath(printable(row.key), bad_key(row.key, what)))
+                deleted.add(row.item_id)
 
         fields: dict[int, dict[str, str]] = defaultdict(dict)
         for item_id, name, value in self._rows(
@@ -403,12 +419,12 @@ class _Reader:
     def _attachment(
         self, row: _Row, link_mode: str, content_type: str, raw_path: object, fields: dict[str, str]
     ) -> Attachment:
-        storage = self.data_dir / "storage" / row.key
+        storage = self.data_dir / "storage" / row.key  # row.key is a Zotero key (see read)
         path_value = str(raw_path) if raw_path is not None else ""
         file: Path | None = None
         skip: str | None = None
         filename = ""
-        # Where the file must stay once links are resolved: Zotero's storage folder, or the
+        # Where the file must stay, `..` and links resolved: Zotero's storage folder, or the
         # Linked Attachment Base Directory. A linked file with an absolute path is wherever
         # the user put it (Zotero opens it there too), so only its link chain is resolved.
         root: tuple[Path, str] | None = None
@@ -417,41 +433,39 @@ class _Reader:
         elif path_value.startswith("storage:"):
             filename = path_value[len("storage:") :]
             file = storage / filename
-            root = (real(self.data_dir / "storage"), "Zotero's storage folder")
+            root = (self.data_dir / "storage", STORAGE)
+        elif link_mode in ("imported_file", "imported_url") and path_value:
+            # Zotero keeps an imported file in its storage folder and records `storage:<name>`.
+            skip = (f"an imported attachment whose recorded path {printable(path_value)} is not "
+                    f"in {STORAGE}: not read")  # fmt: skip
         elif path_value.startswith("attachments:"):
             rel = path_value[len("attachments:") :]
             filename = Path(rel).name
             if self.base_dir is None:
                 skip = (
                     "linked file relative to Zotero's Linked Attachment Base Directory, "
-                    f"which was not found in any Zotero profile's prefs.js: {rel}"
+                    f"which was not found in any Zotero profile's prefs.js: {printable(rel)}"
                 )
             else:
                 file = self.base_dir / rel
-                root = (real(self.base_dir), "the Linked Attachment Base Directory")
+                root = (self.base_dir, "the Linked Attachment Base Directory")
+        elif path_value and not Path(path_value).is_absolute():
+            skip = (f"a linked file whose recorded path {printable(path_value)} is not absolute: "
+                    "not read")  # fmt: skip
         elif path_value:
             file = Path(path_value)
             filename = file.name
         else:
             skip = "file not found: no file recorded for this attachment"
         if file is not None:
-            target = real(file)
-            if root is not None and not inside(target, root[0]):
-                skip, file = outside_reason(target, root[1]), None
-            elif target.is_dir():
-                skip, file = f"a folder, not a file: {printable(file)}", None
-            elif target.exists() and not target.is_file():
-                skip = f"not a regular file (a pipe, socket or device): {printable(file)}"
-                file = None
-            elif not target.is_file():
-                skip, file = f"file not found: {printable(file)}", None
-            else:
-                file = target  # read what was checked, even if the link changes later
+            skip, file = checked_file(file, root)
         version = change_marker(row.version, row.date_modified)
         if file is not None:
             st = file.stat()
             version += f"|file:{st.st_size}:{st.st_mtime_ns}"
         cache = storage / FT_CACHE
+        storage_root = self.data_dir / "storage"
+        readable = cache.is_file() and escape_reason(cache, storage_root, STORAGE) is None
         return Attachment(
             key=row.key,
             parent_key=None,
@@ -462,9 +476,25 @@ class _Reader:
             url=fields.get("url", ""),
             filename=filename,
             version=version,
-            fulltext_cache=cache if cache.is_file() else None,
+            fulltext_cache=cache if readable else None,
             skip_reason=skip,
         )
+
+
+def checked_file(file: Path, root: tuple[Path, str] | None) -> tuple[str | None, Path | None]:
+    """(why not, None) or (None, the resolved file) for a path recorded in the database."""
+    if root is not None and (reason := escape_reason(file, *root)) is not None:
+        return reason, None
+    target = real(file)
+    if system_file(target):
+        return f"a system file ({printable(file)}), not a document: not read", None
+    if target.is_dir():
+        return f"a folder, not a file: {printable(file)}", None
+    if target.exists() and not target.is_file():
+        return f"not a regular file (a pipe, socket or device): {printable(file)}", None
+    if not target.is_file():
+        return f"file not found: {printable(file)}", None
+    return None, target  # read what was checked, even if the link changes later
 
 
 def read_zotero_dir(

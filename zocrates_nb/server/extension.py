@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from jupyter_server.extension.application import ExtensionApp
@@ -13,6 +14,7 @@ from zocrates_nb.server.handlers import ROUTES
 from zocrates_nb.server.runtime import Runtime
 
 SETTINGS_KEY = "zocrates_runtime"
+SWITCH_INTERVAL = 0.001  # seconds a thread holds the GIL before another may take it
 
 
 class ZocratesExtension(ExtensionApp):
@@ -29,6 +31,10 @@ class ZocratesExtension(ExtensionApp):
     )
 
     def initialize_settings(self) -> None:
+        # Turns compute in worker threads (the offline engine, embeddings); the event loop
+        # that answers every request waits for the GIL behind them, 5 ms a time by default.
+        # 1 ms keeps the light requests (listing sessions) fast under a full load of turns.
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL))
         home = self.home or os.environ.get(ENV_HOME) or None
         path = Path(home).expanduser().resolve() if home else None
         self.settings[SETTINGS_KEY] = Runtime(path)

@@ -5,23 +5,25 @@ answers errors as Jupyter's JSON `{message, reason}`."""
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from tornado import web
 from tornado.iostream import StreamClosedError
 
 from zocrates_nb.app.describe import describe_error
-from zocrates_nb.errors import explain
+from zocrates_nb.config import turn_slots
 from zocrates_nb.events import ErrorEvent
 from zocrates_nb.server import service
-from zocrates_nb.server.relay import TurnRun
+from zocrates_nb.server.body import parse_body
+from zocrates_nb.server.relay import Begun, Opener, ServerBusy, TurnRun
 from zocrates_nb.server.runtime import Runtime
 from zocrates_nb.server.schema import (
+    CancelReply,
     ChatRequest,
     DiscoverRequest,
     NoteRequest,
@@ -32,7 +34,6 @@ from zocrates_nb.server.schema import (
     StagingList,
 )
 from zocrates_nb.server.sse import KEEPALIVE, format_event
-from zocrates_nb.text import safe_text
 
 SESSION_HEADER = "X-Zocrates-Session"
 KEEPALIVE_SECONDS = 15.0
@@ -50,24 +51,8 @@ class ZocratesHandler(APIHandler):
         return runtime
 
     def body_as(self, model: type[B]) -> B:
-        """The JSON body as `model`, every string in it made safe first: a browser's
-        JSON.stringify writes a lone surrogate as a `\\ud800` escape, which must reach the
-        App as U+FFFD, not fail the request."""
-        try:
-            data = json.loads(self.request.body or b"")
-        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-            where = ""
-            if isinstance(e, json.JSONDecodeError):
-                where = f" (line {e.lineno}, column {e.colno})"
-            raise web.HTTPError(
-                400, f"the request body is not valid JSON{where}", reason="Bad Request"
-            ) from None
-        if not isinstance(data, dict):
-            raise web.HTTPError(400, "the request body must be a JSON object", reason="Bad Request")
-        try:
-            return model.model_validate(_safe_strings(data))
-        except ValidationError as e:
-            raise web.HTTPError(400, explain(e), reason="Bad Request") from None
+        """The JSON body as `model`, bounded and validated (see body.py)."""
+        return parse_body(self.request.body or b"", model, self.runtime.limits())
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error as Jupyter's JSON `{message, reason}` in plain words: an exception no
@@ -77,6 +62,8 @@ class ZocratesHandler(APIHandler):
             mapped = service.http_error(exc_info[1])
             self.set_status(mapped.status_code, mapped.reason)
             kwargs["exc_info"] = (type(mapped), mapped, None)
+        if exc_info and isinstance(exc_info[1], ServerBusy):
+            self.set_header("Retry-After", str(exc_info[1].retry_after))
         super().write_error(self.get_status(), **kwargs)
 
     def log_exception(self, typ: Any, value: BaseException | None, tb: Any) -> None:
@@ -97,7 +84,7 @@ class SessionsHandler(ZocratesHandler):
     @authorized
     async def get(self) -> None:
         app = await self.runtime.app()
-        self.reply(await asyncio.to_thread(service.session_list, app))
+        self.reply(await self.runtime.light(service.session_list, app))
 
 
 class SessionHandler(ZocratesHandler):
@@ -105,7 +92,7 @@ class SessionHandler(ZocratesHandler):
     @authorized
     async def get(self, session_id: str) -> None:
         app = await self.runtime.app()
-        self.reply(await asyncio.to_thread(service.session_detail, app, session_id))
+        self.reply(await self.runtime.light(service.session_detail, app, session_id))
 
 
 class TurnHandler(ZocratesHandler):
@@ -113,7 +100,7 @@ class TurnHandler(ZocratesHandler):
     @authorized
     async def get(self, session_id: str, turn_id: str) -> None:
         app = await self.runtime.app()
-        self.reply(await asyncio.to_thread(service.turn_detail, app, session_id, turn_id))
+        self.reply(await self.runtime.light(service.turn_detail, app, session_id, turn_id))
 
 
 class DiscoverHandler(ZocratesHandler):
@@ -204,7 +191,22 @@ class _StreamHandler(ZocratesHandler):
             self._gone.set()
         super().on_connection_close()
 
+    async def start(self, check: Callable[[], None], open_stream: Opener) -> None:
+        """Take a turn slot (429 when the server is full), check the request (404/409) and
+        stream the turn; the slot is given back when the turn never starts."""
+        turns = self.runtime.turns
+        turns.reserve(turn_slots(self.runtime.limits()))
+        try:
+            await asyncio.to_thread(check)
+            await self.runtime.warm()
+        except BaseException:
+            turns.release()
+            raise
+        await self.stream(turns.start(open_stream))
+
     async def stream(self, run: TurnRun) -> None:
+        """A refusal before the turn holds its session is an HTTP status (409, 404, 400…);
+        once it does (`Begun`), the 200 and the headers go out and the events follow."""
         self._gone = asyncio.Event()
         first = await run.next()
         if isinstance(first, BaseException):
@@ -224,11 +226,14 @@ class _StreamHandler(ZocratesHandler):
                 if isinstance(item, BaseException):  # describe_error logs it (details: debug)
                     item = ErrorEvent(session_id=session_id,
                                       message=describe_error(item, doing="The turn"))
-                if item is not None:
+                if isinstance(item, Begun):
+                    await self.flush()  # the headers: the turn runs
+                elif item is not None:
                     seq += 1
                     self.write(format_event(item, seq))
                     await self.flush()
-                if item is None or item.type in ("final", "checkpoint", "error"):
+                if item is None or (not isinstance(item, Begun)
+                                    and item.type in ("final", "checkpoint", "error")):  # fmt: skip
                     break
                 item = await self._next_or_keepalive(run)
         except StreamClosedError:
@@ -254,9 +259,8 @@ class ChatHandler(_StreamHandler):
     async def post(self) -> None:
         req = self.body_as(ChatRequest)
         app = await self.runtime.app()
-        await asyncio.to_thread(service.check_chat, app, req)
-        await self.runtime.warm()
-        await self.stream(self.runtime.turns.start(lambda: service.ask(app, req)))
+        await self.start(lambda: service.check_chat(app, req),
+                         lambda cancel, begun: service.ask(app, req, cancel, begun))  # fmt: skip
 
 
 class ResumeHandler(_StreamHandler):
@@ -265,23 +269,29 @@ class ResumeHandler(_StreamHandler):
     async def post(self) -> None:
         req = self.body_as(ResumeRequest)
         app = await self.runtime.app()
-        await asyncio.to_thread(service.check_resume, app, req)
-        await self.runtime.warm()
-        await self.stream(self.runtime.turns.start(lambda: service.resume(app, req)))
+        await self.start(lambda: service.check_resume(app, req),
+                         lambda cancel, begun: service.resume(app, req, cancel, begun))  # fmt: skip
+
+
+class CancelHandler(ZocratesHandler):
+    """Stop the turn running in a session on this server: it ends as cancelled, saved (a
+    resumed search keeps its checkpoint); its stream ends with that error event."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, session_id: str) -> None:
+        app = await self.runtime.app()
+        await self.runtime.light(app.session, session_id)  # an unknown session: 404
+        run = self.runtime.turns.cancel(session_id)
+        if run is None:
+            raise web.HTTPError(
+                409, f"no question is running in session {session_id} on this server",
+                reason="Conflict")  # fmt: skip
+        self.reply(CancelReply(session_id=session_id, turn_id=run.turn_id, cancelled=True))
 
 
 _SESSION_ID = r"(?P<session_id>[^/]+)"
 _TURN_ID = r"(?P<turn_id>[^/]+)"
-def _safe_strings(data: Any) -> Any:
-    """`safe_text` on every string of a parsed JSON body (keys too); nothing else changes."""
-    if isinstance(data, str):
-        return safe_text(data) if data.strip() else data
-    if isinstance(data, list):
-        return [_safe_strings(v) for v in data]
-    if isinstance(data, dict):
-        return {_safe_strings(k): _safe_strings(v) for k, v in data.items()}
-    return data
-
 
 ROUTES: list[tuple[str, type[APIHandler]]] = [
     (r"/zocrates/chat", ChatHandler),
@@ -289,6 +299,7 @@ ROUTES: list[tuple[str, type[APIHandler]]] = [
     (r"/zocrates/sessions", SessionsHandler),
     (rf"/zocrates/sessions/{_SESSION_ID}", SessionHandler),
     (rf"/zocrates/sessions/{_SESSION_ID}/turns/{_TURN_ID}", TurnHandler),
+    (rf"/zocrates/sessions/{_SESSION_ID}/cancel", CancelHandler),
     (r"/zocrates/discover", DiscoverHandler),
     (r"/zocrates/staging", StagingHandler),
     (r"/zocrates/staging/remove", UnstageHandler),

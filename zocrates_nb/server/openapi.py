@@ -15,6 +15,7 @@ from pydantic.json_schema import models_json_schema
 from zocrates_nb import __version__
 from zocrates_nb.events import EVENT_ADAPTER
 from zocrates_nb.server.schema import (
+    CancelReply,
     ChatRequest,
     DiscoverRequest,
     Discovery,
@@ -75,6 +76,11 @@ def _stream_responses(conflict: str, bad: str) -> dict[str, Any]:
         "403": _error("Missing or invalid Jupyter token."),
         "404": _error("Unknown session."),
         "409": _error(conflict),
+        "429": {
+            **_error("The server runs as many turns as it may (limits.concurrent_turns)."),
+            "headers": {"Retry-After": {"description": "Seconds to wait before retrying.",
+                                        "schema": {"type": "integer"}}},
+        },
     }
 
 
@@ -115,6 +121,7 @@ def build() -> dict[str, Any]:
             (Discovery, "serialization"),
             (StagingList, "serialization"),
             (SaveReply, "serialization"),
+            (CancelReply, "serialization"),
         ],
         ref_template=_REF,
     )
@@ -210,6 +217,22 @@ def build() -> dict[str, Any]:
                         "200": _json("TurnResult", "The turn."),
                         "403": _error("Missing or invalid Jupyter token."),
                         "404": _error("Unknown session or turn."),
+                    },
+                }
+            },
+            "/zocrates/sessions/{session_id}/cancel": {
+                "post": {
+                    "operationId": "cancelTurn",
+                    "summary": "Stop the question running in a session on this server",
+                    "description": "The turn ends as cancelled and is saved (a resumed search "
+                    "keeps its checkpoint); its stream ends with that error event.",
+                    "parameters": [{"name": "session_id", "in": "path", "required": True,
+                                    "schema": {"type": "string"}}],
+                    "responses": {
+                        "200": _json("CancelReply", "The stop was accepted."),
+                        "403": _error("Missing or invalid Jupyter token."),
+                        "404": _error("Unknown session."),
+                        "409": _error("No question is running in the session on this server."),
                     },
                 }
             },

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tornado import web
 
+from zocrates_nb.config import ConfigError, ConfigWatcher, LimitsSettings, default_home
 from zocrates_nb.server.relay import TurnRegistry
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 
 class Runtime:
@@ -29,6 +33,22 @@ class Runtime:
         self._app: App | None = None
         self._lock = asyncio.Lock()
         self._warm: asyncio.Task[None] | None = None
+        self._config = ConfigWatcher(home or default_home())
+        # Light requests (listing sessions, a turn's record) get threads of their own: turns
+        # fill the default executor's threads, and a list must never wait behind them.
+        self._light = ThreadPoolExecutor(max_workers=2, thread_name_prefix="zocrates-light")
+
+    def limits(self) -> LimitsSettings:
+        """The limits in force (an edited config file counts at the next request; an invalid
+        one keeps the defaults here: opening the App then says what is wrong)."""
+        try:
+            return self._config.current().limits
+        except ConfigError:
+            return LimitsSettings()
+
+    async def light(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """A short blocking call (a SQLite read) on the light requests' own threads."""
+        return await asyncio.get_running_loop().run_in_executor(self._light, fn, *args)
 
     async def app(self) -> App:
         async with self._lock:
@@ -44,6 +64,8 @@ class Runtime:
                     log.warning("zocrates: cannot open the data home: %s", message)
                     raise web.HTTPError(500, message) from e
                 log.info("zocrates: opened the data home %s", self.home or "(default)")
+                for notice in self._app.notices:
+                    log.warning("zocrates: %s", notice)
             return self._app
 
     async def warm(self) -> None:
@@ -55,9 +77,11 @@ class Runtime:
             self._warm = asyncio.ensure_future(asyncio.to_thread(app.warm_up))
         await asyncio.shield(self._warm)
 
-    async def close(self, timeout: float = 30.0) -> None:
-        """Let running turns finish and save, then release the App."""
-        await self.turns.drain(timeout)
+    async def close(self, grace: float | None = None) -> None:
+        """Let running turns finish (`limits.shutdown_grace_seconds`), cancel the rest (each is
+        saved as cancelled), then release the App."""
+        await self.turns.drain(self.limits().shutdown_grace_seconds if grace is None else grace)
+        self._light.shutdown(wait=False, cancel_futures=True)
         app, self._app = self._app, None
         close = getattr(app, "close", None)
         if callable(close):

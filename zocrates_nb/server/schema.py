@@ -47,6 +47,14 @@ class ResumeRequest(BaseModel):
     guidance: str = Field("", description="Optional steering for an extension.")
 
 
+class CancelReply(BaseModel):
+    """A stop accepted: the turn ends as cancelled (its stream ends with that error event)."""
+
+    session_id: str
+    turn_id: str | None = Field(None, description="The turn stopped (null: not started yet).")
+    cancelled: bool = True
+
+
 class ErrorReply(BaseModel):
     """Jupyter's API error body."""
 

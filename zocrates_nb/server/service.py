@@ -3,12 +3,15 @@ statuses, the event streams of a turn, and sessions shaped for display."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from tornado import web
 
 from zocrates_nb.app.describe import describe_error
+from zocrates_nb.app.limits import check_scope
+from zocrates_nb.app.runner import OnBegin
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.events import CheckpointEvent, Event
 from zocrates_nb.server.schema import (
@@ -44,8 +47,9 @@ def http_error(e: BaseException) -> web.HTTPError:
 
 
 def check_chat(app: App, req: ChatRequest) -> None:
-    """Refuse before streaming: unknown session (404), pending checkpoint or a turn running in
-    it (409)."""
+    """Refuse before streaming: a scope too large or naming what the index lacks (400), an
+    unknown session (404), a pending checkpoint or a turn running in it (409)."""
+    check_scope(app.library_index, app.settings.limits, req.options().scope)
     if req.session_id is None:
         return
     try:
@@ -82,13 +86,19 @@ def check_resume(app: App, req: ResumeRequest) -> None:
         )
 
 
-def ask(app: App, req: ChatRequest) -> AsyncIterator[Event]:
+def ask(
+    app: App, req: ChatRequest, cancel: asyncio.Event, on_begin: OnBegin
+) -> AsyncIterator[Event]:
     """The turn's events; a new session when none is named (its id is on every event)."""
-    return app.ask(req.prompt, req.options(), session_id=req.session_id)
+    return app.ask(req.prompt, req.options(), session_id=req.session_id, cancel=cancel,
+                   on_begin=on_begin)  # fmt: skip
 
 
-def resume(app: App, req: ResumeRequest) -> AsyncIterator[Event]:
-    return app.resume(req.session_id, req.interrupt_id, req.action, req.guidance)
+def resume(
+    app: App, req: ResumeRequest, cancel: asyncio.Event, on_begin: OnBegin
+) -> AsyncIterator[Event]:
+    return app.resume(req.session_id, req.interrupt_id, req.action, req.guidance, cancel=cancel,
+                      on_begin=on_begin)  # fmt: skip
 
 
 def session_list(app: App) -> SessionList:
