@@ -154,6 +154,7 @@ def test_first_turn_selection_gets_outlines_and_reads_each_paper(
     assert "Pre-Retrieved Document Outline" in user_prompts(messages)[0]
     calls = [p for m in messages for p in m.parts if isinstance(p, ToolCallPart)]
     assert not [c for c in calls if c.tool_name == "get_document_toc"]
+    print("CALLS", [(c.tool_name, c.args_as_dict()) for c in calls])
     read = {c.args_as_dict()["item_key"] for c in calls if c.tool_name == "read_document"}
     assert read == {RAFT, GARDEN}
 

@@ -510,7 +510,6 @@ class ChatWidget(anywidget.AnyWidget):
         self._live = live
         events: AsyncIterator[Event] | None = None
         try:
-            await self._wait_for_models(session_id, live)
             events = stream(session_id, cancel)
             async for event in events:
                 if cancel.is_set() and isinstance(event, ErrorEvent):
@@ -547,21 +546,6 @@ class ChatWidget(anywidget.AnyWidget):
                 if resume and cancel.is_set() and session_id == self.session_id:
                     # A stopped resume leaves the checkpoint waiting: show its card live again.
                     self.send(self.history_message(session_id))
-
-    async def _wait_for_models(self, session_id: str, live: LiveTurn) -> None:
-        """A question asked while the models still load: say so, one step per model, and
-        start the turn once they are in (the turn would otherwise load them a second time)."""
-        warm = self._warmup
-        shown = None
-        while warm is not None and not warm.done.is_set():
-            if warm.stage != shown:
-                shown = warm.stage
-                step = Step(session_id=session_id, turn_id="", phase="loading",
-                            label=f"Loading models: {shown}…" if shown else "Loading models…",
-                            detail={"stage": shown})
-                live.apply(step)
-                self._send_event(step)
-            await asyncio.sleep(0.05)
 
     def _send_event(self, event: Event) -> None:
         payload = event.model_dump(mode="json")
