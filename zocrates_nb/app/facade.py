@@ -206,13 +206,12 @@ class App:
                 log.warning("could not load %s ahead of the first turn: %s", stage, e)
 
     def models_ready(self) -> bool:
-        """Whether a turn would wait for no model to load (the offline engine and the local
-        embedding model are in memory)."""
+        """Whether a turn would wait for nothing to load (the local embedding model is in
+        memory and the vector store open)."""
         from zocrates_nb.index.embedder import loaded_models
 
-        return self._engine is not None and self.library_index.offline_model_name in (
-            loaded_models()
-        )
+        index = self.library_index
+        return index.offline_model_name in loaded_models() and index.dense_open
 
     def roles(self, model: str | None = None) -> Roles:
         return resolve_roles(self.registry, self.engine, model, self.role_models)

@@ -137,8 +137,8 @@ def standalone_goal(message: str, turns: Sequence[PastTurn], scope_kind: str = "
 
 
 _PAPER_REF_RE = re.compile(
-    r"(that|this|the) (paper|article|study)|the (first|second|third|fourth|fifth|last) "
-    r"(one|paper|article|study)|(those|these|both) (papers|articles|studies)",
+    r"\b(that|this|the) (paper|article|study)\b|\bthe (first|second|third|fourth|fifth|last) "
+    r"(one|paper|article|study)\b|\b(those|these|both) (papers|articles|studies)\b",
     re.I,
 )
 

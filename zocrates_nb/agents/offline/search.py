@@ -474,11 +474,16 @@ class OfflineSearch:
         return self.conclude(st, sims, gaps)
 
     def _unopened(self, st: SearchPlanState, key: str) -> str:
-        """A paper the plan could not read: named as a gap only while nothing of it was found
-        (a paper with passages is covered; the card never lists it twice)."""
-        if any(p.item_key == key for p in st.passages):
-            return ""
-        return f"{self._title(st, key)}: not opened yet (the budget ran out)"
+        """What the plan could not read of a paper. A paper with passages is covered (the card
+        lists it so): its gap is the section it meant to read, never the paper itself."""
+        if not any(p.item_key == key for p in st.passages):
+            return f"{self._title(st, key)}: not opened yet (the budget ran out)"
+        outline = self._outline(st, key)
+        ids = self.sections_to_read(st, outline, key, self.passage_scores(st)) if outline else []
+        heads = {e.id: e.heading for e in outline.entries} if outline else {}
+        if ids and ids[0] in heads:
+            return f"§ {heads[ids[0]]}: not read in full yet (the budget ran out)"
+        return "the sections that state the answer: not read in full yet (the budget ran out)"
 
     def _title(self, st: SearchPlanState, key: str) -> str:
         for p in [*st.passages, *st.survey]:
