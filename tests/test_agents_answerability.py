@@ -42,6 +42,30 @@ def test_comparison_of_three_named_systems_has_one_part_each() -> None:
     assert "Bigtable" in parts[1].text and "MapReduce" not in parts[1].text
 
 
+def test_every_named_system_is_a_part_with_a_short_heading_of_its_own() -> None:
+    catalogue = Catalogue([
+        CatalogueItem("RAFT", "In Search of an Understandable Consensus Algorithm",
+                      abstract="Raft is a consensus algorithm for managing a replicated log. "
+                               "In order to enhance understandability, Raft separates the key "
+                               "elements of consensus, and Raft enforces a stronger degree of "
+                               "coherency."),
+        CatalogueItem("ZAB", "Zab: High-performance broadcast for primary-backup systems"),
+        CatalogueItem("CHUBBY", "The Chubby lock service for loosely-coupled distributed systems"),
+    ])  # fmt: skip
+    question = ("Compare how Raft and Zab elect a new leader after the old one fails, and say "
+                "how Chubby's master fail-over differs")  # fmt: skip
+    parts = decompose(question, catalogue)
+    assert [(p.subject, p.items) for p in parts] == [
+        ("Raft", ["RAFT"]), ("Zab", ["ZAB"]), ("Chubby", ["CHUBBY"])
+    ]
+    assert [p.heading for p in parts] == [
+        "Raft: electing a new leader after the old one fails",
+        "Zab: electing a new leader after the old one fails",
+        "Chubby: master fail-over",
+    ]
+    assert all("Chubby" not in p.text for p in parts[:2]), "each part is its own clause"
+
+
 def test_sentence_initial_imperative_is_never_a_part() -> None:
     parts = decompose("Compare Raft with Zab.", CATALOGUE)
     assert [p.subject for p in parts] == ["Raft", "Zab"]
@@ -338,3 +362,49 @@ def test_offline_compaction_fires_on_tokens_and_keeps_the_answers(
                                  session_id=sid)))  # fmt: skip
     assert "How does Raft elect a leader?" in final.answer and "election" in final.answer
     assert not final.evidence  # from the history, not a search
+
+
+def test_a_forty_turn_session_still_knows_the_first_question(tmp_path: Path, small_index: Any
+                                                             ) -> None:  # fmt: skip
+    """Compaction folds the old turns into a summary that keeps every one of them (shorter),
+    and "what was my first question?" is answered from the session's own record."""
+    app = App.open(
+        tmp_path,
+        index=small_index,
+        sessions__compaction__min_turns=4,
+        sessions__compaction__token_floor=2_000,
+        sessions__compaction__keep_last=2,
+    )
+    sid = app.new_session()
+    topics = ["Raft elect a leader", "BM25 weight a query term", "tomato seedlings grow",
+              "an assembler use k-mers"]  # fmt: skip
+    asked = [f"Question {i + 1}: how does {topics[i % 4]}?" for i in range(40)]
+    for q in asked:
+        assert terminal(run(app.ask(q, session_id=sid, budget=1, hitl=False))).type == "final"
+    info = app.store.get_state(sid).compaction
+    assert info is not None and info.times >= 2
+    lines = [ln for ln in info.summary.splitlines() if ln.startswith("- Asked:")]
+    assert len(lines) == info.compacted_turns and "Question 1:" in lines[0]
+    final = terminal(run(app.ask("What was my first question?", session_id=sid)))
+    assert asked[0] in final.answer and not final.evidence
+    final = terminal(run(app.ask("What was my 2nd question?", session_id=sid)))
+    assert final.type == "final"
+
+
+# ---------------------------------------------------------------------------- checkpoints
+def test_a_search_asks_for_more_room_only_with_no_call_left() -> None:
+    from zocrates_nb.agents.pipeline import checkpoint_gaps, should_checkpoint
+    from zocrates_nb.config import RetrievalSettings
+    from zocrates_nb.retrieval import CompletionReport, Evidence, RunState
+
+    st = RunState.new(RetrievalSettings(budget=10, word_ceiling=7500))
+    st.report = CompletionReport(summary="s", gaps=['"Dynamo: Amazon\'s Highly Available '
+                                                    'Key-value Store": not opened yet', "fencing"])
+    st.tool_count, st.words = 6, 7000  # near the ceiling, calls left
+    assert not should_checkpoint(st, hitl=True)
+    st.tool_count = 10
+    assert should_checkpoint(st, hitl=True)
+    st.evidence = [Evidence(chunk_id="d:1", item_key="DYN", attachment_key="d",
+                            title="Dynamo: Amazon's Highly Available Key-value Store")]
+    _, missing = checkpoint_gaps(st)
+    assert missing == ["fencing"]  # never both covered and missing

@@ -44,6 +44,7 @@ COMPOUND = [
     "How do Chubby and ZooKeeper let clients wait for changes?",
     "How do MoCo and SimCLR obtain negative examples for contrastive learning?",
 ]
+WARM_UP = "How are replicas kept consistent when a server fails?"
 BATCH = 96  # passage-sized texts in the fixed batch
 _WORDS_TEXT = """replica leader quorum log entry commit term vote shard tablet lock lease master
 client server failure timeout election index query vector passage read write graph path genome
@@ -86,7 +87,7 @@ def warm(home: Path, singles: list[str], compounds: list[str], repeat: int) -> d
 
     rows: list[dict[str, Any]] = []
     with App.open(home) as app:
-        asyncio.run(_answer(app, singles[0] if singles else compounds[0]))  # load the models
+        asyncio.run(_answer(app, WARM_UP))  # load the models (a question of its own)
         for _ in range(max(repeat, 1)):
             for kind, questions in (("single", singles), ("compound", compounds)):
                 for q in questions:

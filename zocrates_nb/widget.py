@@ -317,7 +317,8 @@ class ChatWidget(anywidget.AnyWidget):
         if refusal:
             self._send_event(ErrorEvent(session_id=self.session_id, message=refusal))
             return
-        scope = self.scope or LIBRARY_SCOPE
+        # "Search the whole library" asks once over everything; the panel's scope stays set.
+        scope = LIBRARY_SCOPE if msg.get("whole_library") is True else self.scope or LIBRARY_SCOPE
         options = AskOptions.of(
             self.options,
             items=[str(i["key"]) for i in scope.get("items") or []] or None,

@@ -56,6 +56,11 @@ class EmbeddingMeter:
     _seen: set[str] = field(default_factory=set, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def sent(self, text: str) -> bool:
+        """Whether this text went to the model inside the block."""
+        with self._lock:
+            return text in self._seen
+
     def record(self, texts: list[str]) -> None:
         with self._lock:
             self.texts += len(texts)

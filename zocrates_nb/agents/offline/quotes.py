@@ -37,6 +37,7 @@ FOCUS_WORDS = 1_600
 PART_FOCUS_WORDS = 700
 # A section whose heading comes this close to the question's aspect is where it is answered.
 NAMES_ASPECT = 0.55
+LEAD_SHARE = 0.7  # its best passage leads the quotes when it scores this share of the best
 
 
 @dataclass
@@ -294,6 +295,18 @@ class QuoteScorer:
         chosen: list[int] = []
         used: set[int] = set()
         n_sent = words = 0
+        # The section whose heading names what is asked states the answer: its best passage
+        # leads, when it is anywhere near the best ("§ 2.9 Fail-overs" for a fail-over).
+        named = max((u[0][0].heading for u in pool), default=0.0)
+        lead = [i for i, u in enumerate(pool)
+                if named >= NAMES_ASPECT and u[0][0].heading >= named - 0.02
+                and u[1] >= LEAD_SHARE * top]  # fmt: skip
+        if lead:
+            first = max(lead, key=lambda i: pool[i][1])
+            chosen.append(first)
+            used.update(id(c) for c in pool[first][0])
+            n_sent = len(pool[first][0])
+            words = sum(len(c.text.split()) for c in pool[first][0])
         while n_sent < max_sentences and words < max_words:
             best_i, best_v = -1, -1e9
             titles = {pool[j][0][0].chunk.title for j in chosen}

@@ -42,6 +42,7 @@ WEAK_EVIDENCE = 0.38  # below: the passage is weak evidence (a gap is reported)
 STRONG_EVIDENCE = 0.6  # above: it reads as answering the goal
 NOTHING_RELEVANT = 0.30  # the best passage below this: the library has nothing close
 REFINED = 3  # passages whose sentences are embedded to judge the best match
+MIN_READ_WORDS = 300  # words left below which no section is opened
 # A heading this similar to the question's aspect heads the section that answers it.
 ASPECT_HEADING = 0.62
 _SKIP_RE = re.compile(r"\b(references|bibliography|acknowledg|appendix)", re.I)
@@ -94,17 +95,23 @@ class OfflineSearch:
         return {p.chunk_id: float(s or 0.0) for p, s in zip(ps, sims, strict=True)}
 
     def best_match(
-        self, st: SearchPlanState, sims: dict[str, float], query: str | None = None
+        self,
+        st: SearchPlanState,
+        sims: dict[str, float],
+        query: str | None = None,
+        enough: float = WEAK_EVIDENCE,
     ) -> float:
-        """How well the best passage answers the query: its stored window and its best
-        sentence (the few passages nearest by window are read sentence by sentence; a window
-        of the index holds several, and one of them states the answer)."""
+        """How well the best passage answers the query: its stored window, and when that
+        alone stays below `enough`, its best sentence (the few passages nearest by window are
+        read sentence by sentence; a window holds several, and one of them states the answer)."""
         if not sims:
             return 0.0
+        best = max(sims.values())
+        if best >= enough:
+            return best
         query = query or st.goal
         by_id = {p.chunk_id: p for p in st.passages}
         top = sorted((c for c in sims if c in by_id), key=lambda c: sims[c], reverse=True)
-        best = max(sims.values())
         for cid in top[:REFINED]:
             chunk = EvidenceChunk(0, by_id[cid].title, "", "", by_id[cid].section,
                                   by_id[cid].text)  # fmt: skip
@@ -335,16 +342,22 @@ class OfflineSearch:
                 items = [k for k in items if k in st.active_keys]
             return (items[0] if len(items) == 1 else items) if items else scope_key
 
+        # Every part's search must fit the word ceiling: the more parts, the fewer passages.
+        limit = {1: 6, 2: 6, 3: 4, 4: 3}.get(len(st.parts), 2)
         for part in st.parts:
             key = key_for(part)
             if (part.text, str(key)) not in attempted:
-                return _search(part.text, key, limit=6)
+                return _search(part.text, key, limit=limit)
             if part.text not in found and (part.text, str(scope_key)) not in attempted:
                 # The named paper was out of scope (or held nothing): the whole scope.
-                return _search(part.text, scope_key, limit=6)
+                return _search(part.text, scope_key, limit=limit)
+        if self.words_left(st) < MIN_READ_WORDS:
+            return None  # no room left to read a section: opening outlines would be wasted
         for part in st.parts:
             sims = self.passage_scores(st, part.text, only=part.text)
-            if not sims or self.best_match(st, sims, part.text) < NOTHING_RELEVANT:
+            if not sims or self.best_match(st, sims, part.text, NOTHING_RELEVANT) < (
+                NOTHING_RELEVANT
+            ):
                 continue
             for key in self.part_papers(st, part, sims):
                 outline = self._outline(st, key)
@@ -437,7 +450,7 @@ class OfflineSearch:
             ("guided", guided_search),
         ]
         searched = (st.goal, "", str(scope_key)) in st.searched_queries
-        if searched and self.best_match(st, sims) < NOTHING_RELEVANT:
+        if searched and self.best_match(st, sims, enough=NOTHING_RELEVANT) < NOTHING_RELEVANT:
             # Negative-evidence early exit: the library has nothing close; do not burn calls.
             return self.conclude(st, sims, [])
         if st.passages or st.used:

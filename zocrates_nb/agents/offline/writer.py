@@ -46,6 +46,9 @@ RELEVANCE_FLOOR = 0.45
 # must score this to be quoted as the answer (else: "Not in the selected papers").
 SCOPE_ANSWERS = 0.6
 OTHER_PAPERS = "_From other papers in your library:_"
+_COMPARING_RE = re.compile(
+    r"\b(differs?|different(ly)?|difference|compared?|compares|contrasts?|versus|vs\.?|"
+    r"unlike|similar(ly)?)\b", re.I)  # fmt: skip
 # A name of two or more capitalised words ("Amazon Aurora", "Segregated Witness"), not opening
 # the sentence: what the question is about, and it is either in the evidence or not.
 _NAME_RE = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][\w-]+(?:\s+[A-Z][\w-]+)+)")
@@ -221,9 +224,13 @@ class OfflineSynthesizer:
     def quotes_for(
         self, scorer: QuoteScorer, part: Part, cands: list[Candidate], elsewhere: bool = False
     ) -> list[Unit]:
-        """The part's quotes, or none when its evidence does not answer it."""
-        mine = scorer.focus(part.text, cands, PART_FOCUS_WORDS)
-        scorer.score(part.text, mine)
+        """The part's quotes, or none when its evidence does not answer it. What a part asks
+        of its own paper is the thing itself: "how Chubby's fail-over differs" is answered by
+        how its fail-over works, not by sentences about differences."""
+        query = _COMPARING_RE.sub(" ", part.text)
+        query = " ".join(query.split()) if len(query.split()) >= 3 else part.text
+        mine = scorer.focus(query, cands, PART_FOCUS_WORDS)
+        scorer.score(query, mine)
         text = " ".join(f"{c.chunk.title} {c.chunk.section} {c.text}" for c in mine)
         named = entities(part.subject or part.text)
         missing = [e for e in named if not mentions(text, e)]
@@ -232,7 +239,7 @@ class OfflineSynthesizer:
             return []
         if elsewhere and top < SCOPE_ANSWERS:
             return []
-        picked = scorer.select(part.text, mine, max_sentences=3, max_words=110)
+        picked = scorer.select(query, mine, max_sentences=3, max_words=110)
         return [u for u in picked if u[1] >= HARD_FLOOR]
 
     def no_evidence(self, brief: WriterBrief, missing: list[str]) -> str:
