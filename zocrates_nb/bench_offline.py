@@ -171,7 +171,8 @@ def cold(home: Path, question: str, runs: int) -> dict[str, Any]:
 def _questions(path: Path | None) -> tuple[list[str], list[str]]:
     if path is None:
         return SINGLE, COMPOUND
-    singles, compounds = [], []
+    singles: list[str] = []
+    compounds: list[str] = []
     for line in path.read_text("utf-8").splitlines():
         if line.strip():
             row = json.loads(line)

@@ -26,11 +26,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from zocrates_nb.agents import answerability
+from zocrates_nb.agents import answerability, briefing
 from zocrates_nb.agents import citations as cit
 from zocrates_nb.agents.model_errors import ModelCallError
-from zocrates_nb.agents.offline.brief import SearchBrief, WriterBrief, briefed
-from zocrates_nb.agents.parts import Part, core_goal, resolve_names
+from zocrates_nb.agents.offline.brief import briefed
+from zocrates_nb.agents.parts import Part
 from zocrates_nb.agents.prompts import continuation_prompt, search_input
 from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.agents.search_agent import run_search
@@ -212,16 +212,6 @@ class SearchPipeline:
             return "collection " + ", ".join(f"“{c}”" for c in t.collections)
         return "the library"
 
-    def scope_label(self) -> str:
-        """What a narrower scope is called in an answer ("" for the whole library)."""
-        t = self.turn
-        if t.scope.kind == "selection":
-            return "the selected paper" if len(t.active_items) == 1 else "the selected papers"
-        if t.scope.kind == "collection":
-            names = ", ".join(f"“{c}”" for c in t.collections)
-            return f"the collection{'s' if len(t.collections) > 1 else ''} {names}"
-        return ""
-
     async def start(self, goal: str) -> Outcome:
         t = self.turn
         goal = " ".join(goal.split())
@@ -309,19 +299,10 @@ class SearchPipeline:
         injected: frozenset[str] = frozenset(),
     ) -> Outcome:
         t = self.turn
-        catalogue = await asyncio.to_thread(answerability.catalogue_for, t.index)
         if not injected and t.active_items and history:  # resumed: the outlines came first
             injected = frozenset(it.key for it in t.active_items)
-        brief = SearchBrief(
-            state=state,
-            index=t.index,
-            vectors=self.vectors,
-            parts=tuple(self.parts),
-            guidance=" ".join(guidance.split()),
-            missing=tuple(missing or ()),
-            injected=injected,
-            pass_start=len(state.tool_log),
-            catalogue=catalogue,
+        brief = await asyncio.to_thread(
+            briefing.search_brief, t, state, self.vectors, self.parts, guidance, missing, injected
         )
         with briefed(brief):
             messages = await run_search(t, state, history, prompt)
@@ -388,7 +369,9 @@ class SearchPipeline:
             ranked = await asyncio.to_thread(self.cover_parts, state, ranked, pool)
         prior = await asyncio.to_thread(self.prior_context)
         wider = await asyncio.to_thread(self.elsewhere, state.goal)
-        brief = await asyncio.to_thread(self.writer_brief, state, ranked, report, wider)
+        brief = await asyncio.to_thread(
+            briefing.writer_brief, t, state, ranked, report, self.parts, wider, self.vectors
+        )
         try:
             with briefed(brief):
                 answer = await synthesize(
@@ -411,35 +394,6 @@ class SearchPipeline:
             parts=self.parts,
             elsewhere=wider.sources,
             widen_scope=wider.widen,
-        )
-
-    def writer_brief(
-        self,
-        state: RunState,
-        ranked: list[Evidence],
-        report: CompletionReport,
-        wider: answerability.Elsewhere,
-    ) -> WriterBrief:
-        """What the offline writer answers from (a configured writer reads its prompt)."""
-        t = self.turn
-        named: list[str] = []
-        if len(self.parts) < 2:
-            try:
-                catalogue = answerability.catalogue_for(t.index)
-                for keys in resolve_names(core_goal(state.goal), catalogue) if catalogue else []:
-                    named.extend(k for k in keys if k not in named)
-            except Exception:  # an unreadable catalogue: no paper is named
-                named = []
-        return WriterBrief(
-            question=t.user_query,
-            goal=state.goal,
-            evidence=tuple(ranked),
-            parts=tuple(self.parts),
-            gaps=tuple(report.gaps),
-            named=tuple(named),
-            scope_label=self.scope_label(),
-            elsewhere=tuple(src.title for src in wider.sources),
-            vectors=self.vectors,
         )
 
     # ------------------------------------------------------------------ answerability

@@ -15,6 +15,7 @@ from pydantic_ai.models.function import AgentInfo
 from zocrates_nb.agents.offline.brief import OnlineSearchBrief, RecommendBrief, brief_of
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import exchanges, result_dict, tool_call
+from zocrates_nb.agents.parts import core_goal
 from zocrates_nb.text import split_sentences
 
 # ---------------------------------------------------------------------------- routing
@@ -105,7 +106,7 @@ def key_phrases(request: str) -> str:
     text = " ".join(request.split())
     if ident := identifier(text):
         return ident
-    text = re.sub(r"\(follow-up to the earlier question:.*\)$", "", text, flags=re.I).strip()
+    text = core_goal(text)
     text = text.rstrip("?.! ")
     for _ in range(3):
         before = text

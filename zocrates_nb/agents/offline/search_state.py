@@ -19,11 +19,12 @@ from pydantic_ai.messages import ModelMessage
 
 from zocrates_nb.agents.offline.brief import SearchBrief
 from zocrates_nb.agents.offline.messages import exchanges, refused, result_dict
-from zocrates_nb.agents.parts import Part, core_goal
+from zocrates_nb.agents.parts import REGARDING, Part, core_goal
 from zocrates_nb.retrieval.assets import section_heading, section_words
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.tools import Toolkit
 from zocrates_nb.retrieval.vectors import PassageVectors
+from zocrates_nb.text import terms
 
 _RETRIEVAL = ("search_corpus", "get_document_toc", "read_document")
 
@@ -121,8 +122,12 @@ class SearchPlanState:
 
     @property
     def question(self) -> str:
-        """The question's own words (what headings and aspects are matched with)."""
-        return core_goal(self.goal) or self.goal
+        """The question's own words (what headings and aspects are matched with), or, for a
+        follow-up that says little by itself ("Why?"), with the earlier question it builds on."""
+        own = core_goal(self.goal)
+        if len(terms(own)) >= 2:
+            return own
+        return " ".join(self.goal.replace(REGARDING, " ").split())
 
     @property
     def exhausted(self) -> bool:

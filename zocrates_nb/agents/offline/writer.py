@@ -32,8 +32,8 @@ from zocrates_nb.agents.offline.quotes import (
     Unit,
     chunks_of,
 )
-from zocrates_nb.agents.parts import Part, core_goal
-from zocrates_nb.text import STOPWORDS, entities, mentions
+from zocrates_nb.agents.parts import REGARDING, Part, core_goal
+from zocrates_nb.text import STOPWORDS, entities, mentions, terms
 
 NO_LM_NOTE = (
     "_Answered by the embedded offline engine, without a language model: the sentences above "
@@ -52,6 +52,15 @@ _COMPARING_RE = re.compile(
 # A name of two or more capitalised words ("Amazon Aurora", "Segregated Witness"), not opening
 # the sentence: what the question is about, and it is either in the evidence or not.
 _NAME_RE = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][\w-]+(?:\s+[A-Z][\w-]+)+)")
+
+
+def asked(brief: WriterBrief) -> str:
+    """What the answer answers: the goal's own words, or, for a follow-up that says little by
+    itself ("Why?"), the goal with the earlier question it builds on."""
+    own = core_goal(brief.goal) or core_goal(brief.question)
+    if len(terms(own)) >= 2:
+        return own
+    return " ".join(brief.goal.replace(REGARDING, " ").split()) or own
 
 
 def named_phrases(question: str) -> list[str]:
@@ -117,7 +126,7 @@ class OfflineSynthesizer:
     def answer(self, brief: WriterBrief) -> str:
         chunks = chunks_of(brief.evidence)
         scorer = QuoteScorer(self.emb, brief.vectors)
-        question = core_goal(brief.goal) or core_goal(brief.question)
+        question = asked(brief)
         if len(brief.parts) >= 2:
             return self.answer_parts(brief, scorer, chunks)
         cands = scorer.candidates(chunks)
