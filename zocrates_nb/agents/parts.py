@@ -19,7 +19,7 @@ A question that is neither stays whole (no parts).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from zocrates_nb.agents.catalogue import (
@@ -30,6 +30,7 @@ from zocrates_nb.agents.catalogue import (
     resolve_names,
     tokens,
 )
+from zocrates_nb.text import stem
 
 # Between two coordinated names only these may stand ("Dynamo and chain replication",
 # "MapReduce, Bigtable and GFS", "in Bigtable and in Spanner", "Raft with Zab").
@@ -200,7 +201,7 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
                 last.append(part)
             parts.extend(last)
             pending = []
-        elif len(compared := _compared(u)) >= 2:
+        elif len(compared := _compared(u, seen)) >= 2:
             last = []
             for m in compared:
                 part = _part(_join(pending, u), m, cat)
@@ -231,7 +232,8 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
             part.text = part.subject
         part.text = part.text if part.text.endswith(("?", ".")) else part.text + "?"
         clause = own.get(id(part))
-        part.heading = heading(clause.text if clause and clause.text else q, part.subject)
+        titles = [it.title for it in cat.items.values()]
+        part.heading = heading(clause.text if clause and clause.text else q, part.subject, titles)
     return parts
 
 
@@ -239,14 +241,14 @@ _COMPARES_RE = re.compile(r"\b(compared?|differs?|versus|vs|unlike|whereas|than|
                           r"contrast)\b", re.I)  # fmt: skip
 
 
-def _compared(u: _Unit) -> list[Mention]:
+def _compared(u: _Unit, seen: set[tuple[str, ...]]) -> list[Mention]:
     """The library items one clause compares without joining them ("How does Bigtable's
-    tablet location compare with Spanner's directory placement?")."""
+    tablet location compare with Spanner's directory placement?"), none already a part."""
     if not _COMPARES_RE.search(u.text):
         return []
     out: list[Mention] = []
     for m in u.mentions:
-        if m.keys and _subject(m) not in {_subject(x) for x in out}:
+        if m.keys and _subject(m) not in seen | {_subject(x) for x in out}:
             out.append(m)
     return out
 
@@ -270,10 +272,17 @@ def _append(text: str, more: str, *, same_sentence: bool) -> str:
     return f"{text.rstrip() if text.endswith(('?', '.')) else text.rstrip() + '?'} {more}"
 
 
+_PARTICLE_RE = re.compile(r"\b(de|van|von|der|den|di|du|la|le|da|del)\s+$", re.I)
+
+
 def _part(text: str, m: Mention, cat: Catalogue) -> Part:
     items = list(m.keys)
     titles = [cat.items[k].title for k in items if k in cat.items]
-    return Part(text=text, subject=m.surface, items=items, titles=titles)
+    subject = m.surface
+    at = text.find(subject)
+    if at > 0 and (p := _PARTICLE_RE.search(text[:at])):
+        subject = f"{p.group(1)} {subject}"  # "de Bruijn", "van Renesse"
+    return Part(text=text, subject=subject, items=items, titles=titles)
 
 
 # ------------------------------------------------------------------------------ headings
@@ -314,16 +323,24 @@ def third_person(verb: str) -> str:
     return v + "s"
 
 
-def heading(clause: str, subject: str) -> str:
-    """A part's own short heading, its subject capitalised (see `_heading`)."""
-    out = _heading(clause, subject)
+def heading(clause: str, subject: str, titles: Iterable[str] = ()) -> str:
+    """A part's own short heading, its subject capitalised (see `_heading`). `titles`: the
+    library's titles, where a name that modifies a noun is written so ("de Bruijn graphs")."""
+    text = " ".join(_ASKING_RE.sub("", _clean(clause)).split()).rstrip(" ?.!")
+    m = re.search(rf"\b{re.escape(subject)}\s+([a-z][\w-]*)", text) if subject else None
+    if m and any(re.search(rf"\b{re.escape(subject)}\s+{re.escape(stem(m.group(1)))}", t, re.I)
+                 for t in titles):  # fmt: skip
+        # "de Bruijn graph assemblers": the name modifies a noun, as the library writes it.
+        plain = re.sub(rf"^(how|what|which|why|when|where)\s+{_AUX}\s+", r"\1 ", text, flags=re.I)
+        out = f"{subject}: {_clip(plain)}"
+    else:
+        out = _heading(text, subject)
     return _capital(out) if out.startswith(subject) else out
 
 
-def _heading(clause: str, subject: str) -> str:
+def _heading(text: str, subject: str) -> str:
     """A part's own short heading: its subject and what is asked about it, never the whole
     question ("How does Raft elect a new leader?" → "Raft: electing a new leader")."""
-    text = " ".join(_ASKING_RE.sub("", _clean(clause)).split()).rstrip(" ?.!")
     if not subject:
         return _clip(text)
     subj = re.escape(subject)
@@ -339,9 +356,12 @@ def _heading(clause: str, subject: str) -> str:
     if m and re.search(r"\b(compared?|differs?|versus|vs|unlike|whereas|than)\b", text, re.I):
         return f"{subject}: {_clip(m.group(1))}"  # "X's tablet location compared with Y's…"
     mods = r"(?:(?:the|a|an|original|new|proposed)\s+){0,2}"
-    m = re.match(rf"^how\s+(?:{_AUX}\s+)?{mods}{subj}\s+(\w+)\b(.*)$", text, re.I)
-    if m and not re.fullmatch(r"['’]s", m.group(1)):
-        return f"{subject}: {_clip(gerund(m.group(1)) + m.group(2))}"
+    m = re.search(rf"(^|,\s*)how\s+(?:{_AUX}\s+)?{mods}{subj}\s+(\w+)\b(.*)$", text, re.I)
+    if m and not re.fullmatch(r"['’]s", m.group(2)):
+        before = text[: m.start()].strip(" ,")  # "When a replica fails, how does X keep…"
+        phrase = gerund(m.group(2)) + m.group(3) + (f", {before[:1].lower()}{before[1:]}"
+                                                    if before else "")  # fmt: skip
+        return f"{subject}: {_clip(phrase)}"
     m = re.match(rf"^(why|when|where)\s+(?:{_AUX}\s+)?(?:the\s+)?{subj}\s+(\w+)\b(.*)$", text,
                  re.I)  # fmt: skip
     if m:
@@ -353,7 +373,9 @@ def _heading(clause: str, subject: str) -> str:
         return f"{subject}: {_clip(phrase)}"
     phrase = re.sub(rf"\b{subj}['’]s\b", "its", text)
     phrase = re.sub(rf"\s*\b(?:of|in|for|by|from)\s+(?:the\s+)?{subj}\b", "", phrase)
-    phrase = re.sub(rf"\b(?:the\s+)?{subj}\b", "it", phrase)
+    # The subject standing alone becomes "it"; as the modifier of a noun ("de Bruijn graph
+    # assemblers") it stays as written.
+    phrase = re.sub(rf"\b(?:the\s+)?{subj}\b(?!\s+[a-z])", "it", phrase)
     phrase = re.sub(rf"^(how|what|which|why|when|where)\s+{_AUX}\s+", r"\1 ", phrase, flags=re.I)
     if not phrase.strip(" :,") or (len(phrase.split()) <= 3 and re.search(r"\bit\b", phrase)):
         return subject  # "Compare Raft with Zab": the subject is the heading
@@ -366,6 +388,9 @@ def _capital(subject: str) -> str:
 
 def _clip(text: str) -> str:
     text = text.strip(" ,:;")
+    head, comma, _ = text.partition(", ")
+    if comma and len(head.split()) >= 3 and len(text.split()) > 8:
+        text = head  # "who assigns the timestamps, two systems that keep…": the first clause
     words = text.split()
     if len(words) > HEADING_WORDS:
         cut = " ".join(words[:HEADING_WORDS])
