@@ -33,8 +33,8 @@ from zocrates_nb.text import (
 
 HARD_FLOOR = 0.30
 # Words of sentences embedded per question (≈ 60 sentences), and per part of a compound one.
-FOCUS_WORDS = 1_600
-PART_FOCUS_WORDS = 700
+FOCUS_WORDS = 900
+PART_FOCUS_WORDS = 450
 # A section whose heading comes this close to the question's aspect is where it is answered.
 NAMES_ASPECT = 0.55
 LEAD_SHARE = 0.7  # its best passage leads the quotes when it scores this share of the best
