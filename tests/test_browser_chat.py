@@ -12,8 +12,11 @@ checkpoint waits (a plain hint), a kernel restart (the panel says it is disconne
 re-run cell offering the paused session, whose card then resumes. And issue 13's panel: a
 session whose "find papers" turn carries candidates discovered from the recorded scholarly-API
 responses shows their cards (one marked "In your library"), Stage puts one on the staged list,
-and its BibTeX arrives as a browser download after the confirm step. Screenshots and timings are
-saved under test-artifacts/browser/ (git-ignored).
+and its BibTeX arrives as a browser download after the confirm step. And issue 21's panel: the
+empty screen's examples ask about the library's own sections, the checkpoint card's header lines
+up with its body, the side view restored by the reload shows the panel at its latest turn, and
+two inserted answers land in the order asked. Screenshots and timings are saved under
+test-artifacts/browser/ (git-ignored).
 
 Needs /usr/bin/chromium (Debian's `chromium` package; CI installs it) and the `playwright`
 Python package; never runs `playwright install`.
@@ -247,6 +250,18 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
 
 
+def _wait_for_side_view_saved(base: str) -> None:
+    """JupyterLab saves its layout a moment after a change: wait until the workspace holds the
+    side view, so that the reload restores it."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{base}/lab/api/workspaces/default?token={TOKEN}") as r:
+            if any(k.startswith("cloned-outputs:") for k in json.load(r)["data"]):
+                return
+        time.sleep(0.2)
+    raise AssertionError("the workspace never recorded the side view")
+
+
 def _run_cell(page: Any, n: int) -> None:
     """Select the n-th cell (1-based) in command mode and run it with Shift+Enter; wait until
     the kernel has taken it (its prompt shows [*] or a number)."""
@@ -278,6 +293,10 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
     expect(chat.get_by_test_id("chat-input")).to_be_visible()
     expect(chat.get_by_test_id("model-label")).to_contain_text("offline engine")
     expect(chat.get_by_test_id("empty-state")).to_be_visible()
+    # Its examples ask about the library's own topics: each names a paper and one of its sections.
+    examples = chat.get_by_test_id("example-prompt")
+    expect(examples.first).to_contain_text("say about reciprocal rank fusion?")
+    assert all(e.startswith("What does “") for e in examples.all_inner_texts())
     _shot(page, "01-panel-open")
 
     # A typed question: Enter sends it; the first step shows while the kernel works.
@@ -313,6 +332,13 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
     expect(card.get_by_test_id("missing-aspects")).not_to_be_empty()
     expect(chat.get_by_test_id("assistant-message").first).to_have_attribute(
         "data-status", "checkpoint")
+    # The card's header starts where its body does (a shared class once pushed it right).
+    header = card.locator(".zc-cp-header").bounding_box()
+    badge = card.locator(".zc-cp-badge").bounding_box()
+    summary = card.get_by_test_id("checkpoint-summary").bounding_box()
+    assert header and badge and summary
+    assert abs(badge["x"] - summary["x"]) <= 2 and abs(header["x"] - summary["x"]) <= 2, (
+        badge, summary)
     _shot(page, "02-checkpoint-card")
 
     # The card's button resumes the same turn; the answer streams into the same bubble.
@@ -393,11 +419,25 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
     page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-InputPrompt").click()
     page.keyboard.press("Control+s")
     expect(page.locator(".jp-mod-dirty")).to_have_count(0)
+    _wait_for_side_view_saved(base)
+    t_reload = time.perf_counter()
     page.reload()
-    restored = page.locator(".zc-chat").first
+    restored = page.locator(".jp-Notebook .zc-chat").first
     expect(restored.get_by_test_id("assistant-message")).to_have_count(2, timeout=90_000)
     expect(restored.get_by_test_id("citation").first).to_be_visible()
+    # The side view JupyterLab restored with the page shows the panel too (ipywidgets leaves it
+    # on "Loading widget..."), opened on its latest turn.
+    side = page.locator(".jp-LinkedOutputView .zc-chat")
+    expect(side.get_by_test_id("assistant-message")).to_have_count(2, timeout=30_000)
+    timings["reload_to_side_view_panel_ms"] = round((time.perf_counter() - t_reload) * 1000, 1)
+    page.wait_for_timeout(300)
+    gap = side.locator(".zc-conversation").evaluate(
+        "c => c.scrollHeight - c.scrollTop - c.clientHeight")
+    assert gap < 48, f"the side view is not at its latest turn ({gap}px above the end)"
     _shot(page, "06-after-reload")
+    page.locator(".lm-TabBar-tab", has_text="Output View").locator(
+        ".lm-TabBar-tabCloseIcon").click()
+    expect(side).to_have_count(0)
 
     # The second turn paused at a checkpoint: its card is live again after the reload. Grant an
     # extension with guidance; the continuation streams into the same bubble.
@@ -417,7 +457,7 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
 
     # Safety: a paper whose text carries <script>, onerror= and javascript: runs nothing.
     _run_cell(page, 3)
-    unsafe = page.locator(".zc-chat").nth(1)
+    unsafe = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".zc-chat")
     expect(unsafe.get_by_test_id("chat-input")).to_be_visible()
     unsafe.get_by_test_id("chat-input").fill("What do cross-site scripting payloads hide in?")
     unsafe.get_by_test_id("chat-input").press("Enter")
@@ -530,21 +570,28 @@ def _experience(page: Any, timings: dict[str, float]) -> None:
     copied = page.evaluate("() => navigator.clipboard.readText()")
     assert copied.startswith("**Question:**") and "**References**" in copied, copied[:300]
 
-    # Insert: a Markdown cell right below the panel's cell, with the answer and references.
-    cells = page.locator(".jp-Notebook .jp-Cell")
-    before = cells.count()
-    answered.get_by_test_id("insert-answer").click()
-    expect(cells).to_have_count(before + 1)
-    inserted = cells.nth(1)
-    expect(inserted).to_have_class(re.compile("jp-MarkdownCell"))
-    expect(panel.get_by_test_id("toast")).to_contain_text("Inserted")
-    _shot(page, "09-inserted-into-notebook")
-
-    # Settle any turn still waiting, then pause a new one at its checkpoint (budget 1).
+    # Settle any turn still waiting, so that both answers are in.
     last = panel.get_by_test_id("assistant-message").last
     if last.get_attribute("data-status") == "checkpoint":
         last.get_by_test_id("synthesize-button").last.click()
         expect(last).to_have_attribute("data-status", "done", timeout=TURN_TIMEOUT_MS)
+
+    # Insert: Markdown cells below the panel's cell, with the answer and references; a second
+    # insert lands below the first, so the notebook reads in the order the questions were asked.
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    before = cells.count()
+    answered.get_by_test_id("insert-answer").click()
+    expect(cells).to_have_count(before + 1)
+    expect(panel.get_by_test_id("toast")).to_contain_text("Inserted")
+    panel.locator("[data-testid=assistant-message][data-status=done]").nth(1).get_by_test_id(
+        "insert-answer").click()
+    expect(cells).to_have_count(before + 2)
+    for n, words in ((1, "reciprocal rank fusion"), (2, "fencing token")):
+        expect(cells.nth(n)).to_have_class(re.compile("jp-MarkdownCell"))
+        expect(cells.nth(n)).to_contain_text(words)
+    _shot(page, "09-inserted-into-notebook")
+
+    # Pause a new question at its checkpoint (budget 1).
     box = panel.get_by_test_id("chat-input")
     box.fill("Why do lock services use a lock delay?")
     t0 = time.perf_counter()

@@ -155,15 +155,27 @@ def test_turns_carry_their_scope_by_name_and_sessions_can_be_renamed_and_deleted
     assert widget.error == ""
 
 
-def test_the_empty_screen_knows_the_library_size_and_examples_from_it(app: App) -> None:
-    widget, _ = panel(app)
+def test_the_empty_screen_shows_at_once_and_its_examples_follow_from_the_library(
+    app: App,
+) -> None:
+    (app.library_index.index_dir / "topics.json").unlink(missing_ok=True)  # a fresh index
+    widget, comm = panel(app)
     status = app.status()
-    assert widget.library["items"] == status.items == 4
-    assert widget.library["collections"] == 0
-    examples = widget.library["examples"]
-    assert examples, "at least one example question"
+    shown = comm.updates("library")[0]
+    assert shown["items"] == status.items == 4 and shown["collections"] == 0
+    assert shown["examples"] is None, "the panel shows before the examples are drawn"
+    examples = run(comm.wait_for(lambda c: c.updates("library")[-1]["examples"], 60))
+    assert widget.library["examples"] == examples and widget.library["items"] == 4
+    # Drawn from the library's own sections, each naming the paper it asks about.
     titles = [i.title for i in app.library_index.items()]
-    assert any(t[:30] in examples[0] for t in titles), "drawn from the library's own titles"
+    assert examples == [
+        "What does “Hybrid Retrieval for Research Libraries: A Practical Primer” say about "
+        "reciprocal rank fusion?",
+        "What does “Leases and Lock Delays in Coordination Services” say about fencing tokens?",
+    ]
+    assert all(any(t in q for t in titles) for q in examples)
+    _, comm2 = panel(app)  # cached for this index generation: at once
+    assert comm2.updates("library")[0]["examples"] == examples
 
 
 def zotero_pdf_home(tmp_path: Path) -> Path:

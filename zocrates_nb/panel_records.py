@@ -2,15 +2,16 @@
 
 The panel's front end holds no library logic: Python names a turn's scope (titles and collection
 names, not keys), links a source to Zotero (only for items that come from Zotero), and describes
-the library for the empty screen (its size and example questions drawn from its own titles and
-tags). Every function reads the index and never writes. Papers found beyond the library
+the library for the empty screen (its size, and example questions drawn from its own topics by
+`App.example_questions`). Nothing here writes to the index. Papers found beyond the library
 (`discovery`) travel as candidate records; a save's outcome as a `save_result` message.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.events import CheckpointEvent
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 _STATUS = {"answered": "done", "checkpoint": "checkpoint", "error": "error",
            "cancelled": "stopped", "running": "running"}
 _ZOTERO_KEY = re.compile(r"^[A-Z0-9]{8}$")
-MAX_TITLE = 70
 # RIS and BibTeX reach the browser as a download (never a file in the user's Zotero folder).
 SAVE_FILES = {"ris": ("zocrates-staged.ris", "application/x-research-info-systems"),
               "bibtex": ("zocrates-staged.bib", "application/x-bibtex")}
@@ -154,41 +154,23 @@ def save_message(result: SaveResult, text: str | None, titles: dict[str, str]) -
 
 
 def library_summary(app: App) -> dict[str, Any]:
-    """The empty screen's line and examples: `{items, collections, examples: [str]}`."""
+    """The empty screen's line and examples: `{items, collections, examples: [str] | None}`;
+    `examples` is None until the library's topics are drawn (`fill_examples`)."""
     index = app.library_index
     items = [i for i in index.items() if i.item_type not in ("note", "attachment")] \
         or index.items()
-    collections = index.collection_paths()
-    return {"items": len(items), "collections": len(collections),
-            "examples": example_prompts(items, collections)}
+    return {"items": len(items), "collections": len(index.collection_paths()),
+            "examples": app.example_questions(cached=True)}
 
 
-def example_prompts(items: list[Any], collections: dict[str, str]) -> list[str]:
-    """Up to three questions drawn from the library itself: a recent paper, its most common
-    tag, a collection (nothing generic that the library may not hold)."""
-    prompts: list[str] = []
-    titled = sorted((i for i in items if i.title), key=lambda i: (-(i.year or 0), i.title))
-    if titled:
-        prompts.append(f"What problem does “{_short(titled[0].title)}” address, and how?")
-    # A topic: the tag that the most papers also speak of in their title or abstract (a tag
-    # like "classic" or "to-read" names no topic and is mentioned by none).
-    tags = Counter(t for i in items for t in i.tags if 2 < len(t) < 40)
-    spoken = Counter({t: sum(t.lower() in f"{i.title} {i.abstract}".lower() for i in items)
-                      for t in tags})
-    topic = max(tags, key=lambda t: (spoken[t] + tags[t], spoken[t], t), default="")
-    if topic and spoken[topic]:
-        prompts.append(f"What does my library say about {topic}?")
-    elif len(titled) > 1:
-        prompts.append(f"What are the main findings of “{_short(titled[1].title)}”?")
-    if collections:
-        name = sorted(collections.values(), key=lambda p: (p.count("/"), p))[0]
-        prompts.append(f"Summarise the main ideas of the papers in {name.split('/')[-1]}.")
-    return prompts
-
-
-def _short(text: str, n: int = MAX_TITLE) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+async def fill_examples(app: App, panel: Any) -> None:
+    """Unless cached, draw the example questions in a worker thread (the panel shows without
+    them first), then set them on the panel's `library`. A failure leaves the screen as it is."""
+    if panel.library.get("examples") is not None:
+        return
+    with contextlib.suppress(Exception):
+        examples = await asyncio.to_thread(app.example_questions)
+        panel.library = {**panel.library, "examples": examples}
 
 
 def _item(app: App | None, key: str) -> Any:
@@ -209,6 +191,6 @@ def _collection_names(app: App | None) -> dict[str, str]:
         return {}
 
 
-__all__ = ["candidate_record", "discovery_record", "example_prompts", "history_turn",
+__all__ = ["candidate_record", "discovery_record", "fill_examples", "history_turn",
            "library_summary", "papers_covered", "save_message", "scope_record", "source_records",
            "zotero_links"]

@@ -39,6 +39,7 @@ from zocrates_nb.events import (
 from zocrates_nb.panel_records import (
     candidate_record,
     discovery_record,
+    fill_examples,
     history_turn,
     library_summary,
     papers_covered,
@@ -186,7 +187,7 @@ class ChatWidget(anywidget.AnyWidget):
             self.session_id = session_id
         self.refresh_staged()
         # Load the models while the researcher types the first question (PROTOCOL.md: a turn
-        # that must wait for them shows a "Loading models…" step).
+        # that must still wait for them shows it as a "loading" step of its own).
         self._warmup = start_warm_up(app) if warm_up and indexed else None
         self.on_msg(self._on_msg)
 
@@ -232,12 +233,11 @@ class ChatWidget(anywidget.AnyWidget):
             self._set_error(describe_error(e))
 
     def _check_index(self) -> bool:
-        """An empty index answers nothing: say so in the banner rather than after a question.
-        Returns whether there is something to search."""
+        """Whether there is something to search: if not, the banner says so before a question."""
         try:
-            status = self.app.status()
-            if status.chunks:
-                self.library = library_summary(self.app)
+            if (status := self.app.status()).chunks:
+                self.library = library_summary(self.app)  # the examples come from a worker
+                self._spawn(lambda: fill_examples(self.app, self))
         except Exception as e:
             self._set_error(describe_error(e))
             return False
@@ -595,7 +595,7 @@ class WarmUp:
     """The models of one App loading in a background thread (once per App and process)."""
 
     done: threading.Event = field(default_factory=threading.Event)
-    stage: str = ""  # what is loading now, for the "Loading models: …" step
+    stage: str = ""  # what is loading now
     seconds: float = 0.0
 
 

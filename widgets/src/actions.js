@@ -3,12 +3,15 @@
 //
 // Inserting: an anywidget has no JupyterLab API handle, but in JupyterLab 4 its model's widget
 // manager is the notebook's (`@jupyter-widgets/jupyterlab-manager`), whose public `context` holds
-// the notebook model. The cell goes right below the cell whose output is this panel (found by the
-// widget's model id in the outputs), else at the end. Elsewhere (VS Code, a plain page) there is
-// no notebook to write to: the Markdown is copied instead, and the panel says so.
+// the notebook model. The cell goes below the cell whose output is this panel (found by the
+// widget's model id in the outputs), after the answers inserted there before (marked in their
+// metadata), so successive inserts read in the order they were asked; else at the end. Elsewhere
+// (VS Code, a plain page) there is no notebook to write to: the Markdown is copied instead, and
+// the panel says so.
 import { formatAuthors } from "./dom.js";
 
 const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
+const MARK = "zocrates_nb"; // cell metadata of an inserted answer: {zocrates_nb: {turn_id}}
 const ZOTERO_URL = /^zotero:\/\/(select|open-pdf)\/[A-Za-z0-9/_-]+$/;
 
 /** A `zotero://` URL we built (select an item, open its PDF), or "" for anything else. */
@@ -86,13 +89,16 @@ export function notebookOf(model) {
   return shared && typeof shared.insertCell === "function" ? shared : null;
 }
 
+function cellJson(cell) {
+  return typeof cell?.toJSON === "function" ? cell.toJSON() : cell;
+}
+
 /** The index of the cell whose outputs show the widget `widgetId`, or -1. */
 export function cellIndexOfWidget(shared, widgetId) {
   if (!widgetId) return -1;
   const cells = shared.cells ?? [];
   for (let i = 0; i < cells.length; i++) {
-    const json = typeof cells[i].toJSON === "function" ? cells[i].toJSON() : cells[i];
-    for (const output of json?.outputs ?? []) {
+    for (const output of cellJson(cells[i])?.outputs ?? []) {
       if (output?.data?.[WIDGET_MIME]?.model_id === widgetId) return i;
     }
   }
@@ -100,14 +106,26 @@ export function cellIndexOfWidget(shared, widgetId) {
 }
 
 /**
- * Insert `source` as a Markdown cell below the panel's cell. Returns the new cell's index, or -1
- * when there is no notebook to write to.
+ * Where the next answer goes: below the panel's cell and the answers inserted under it before,
+ * or at the end of the notebook when the panel's cell is not found (`below: false`).
  */
-export function insertMarkdownCell(model, widgetId, source) {
-  const shared = notebookOf(model);
-  if (!shared) return -1;
+export function insertionPoint(shared, widgetId) {
+  const cells = shared.cells ?? [];
   const at = cellIndexOfWidget(shared, widgetId);
-  const index = at >= 0 ? at + 1 : (shared.cells?.length ?? 0);
-  shared.insertCell(index, { cell_type: "markdown", source, metadata: {} });
-  return index;
+  if (at < 0) return { index: cells.length, below: false };
+  let index = at + 1;
+  while (index < cells.length && cellJson(cells[index])?.metadata?.[MARK]) index += 1;
+  return { index, below: true };
+}
+
+/**
+ * Insert `source` (the answer of `turnId`) as a Markdown cell: see `insertionPoint`. Returns
+ * `{index, below}`, or null when there is no notebook to write to.
+ */
+export function insertMarkdownCell(model, widgetId, source, turnId = "") {
+  const shared = notebookOf(model);
+  if (!shared) return null;
+  const where = insertionPoint(shared, widgetId);
+  shared.insertCell(where.index, { cell_type: "markdown", source, metadata: { [MARK]: { turn_id: turnId } } });
+  return where;
 }

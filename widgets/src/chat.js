@@ -6,6 +6,7 @@
 import { CitationPopover } from "./citations.js";
 import { icon, makeH, oneLine } from "./dom.js";
 import { connect } from "./protocol.js";
+import { rescueSideViews } from "./rescue.js";
 import { ScopePicker } from "./scope.js";
 import { SessionHeader } from "./sessions.js";
 import { StagedTray } from "./staging.js";
@@ -219,10 +220,22 @@ class ChatView {
     on(this.doc, "click", (event) => {
       if (this.popover.open && !this.popover.contains(event.target)) this.popover.close();
     });
-    on(this.conversation, "scroll", () => this.popover.close());
+    on(this.conversation, "scroll", () => {
+      this.popover.close();
+      this.followLatest = this.atBottom(); // scrolling up to read stops following
+    });
+    if (typeof this.win.ResizeObserver === "function") {
+      // A view laid out (or resized) after its history came keeps the latest turn in sight.
+      const observer = new this.win.ResizeObserver(() => {
+        if (this.followLatest) this.conversation.scrollTop = this.conversation.scrollHeight;
+      });
+      observer.observe(this.conversation);
+      this.disposers.push(() => observer.disconnect());
+    }
     this.timer = this.win.setInterval(() => {
       for (const turn of this.turns.values()) if (turn.running) turn.tick();
       if (this.pendingTurn?.running) this.pendingTurn.tick();
+      if (this.rescued && !this.root.isConnected) this.dispose(); // its side view was closed
     }, TICK_MS);
     this.disposers.push(() => this.win.clearInterval(this.timer));
     this.disposers.push(() => this.win.clearTimeout(this.toastTimer));
@@ -235,11 +248,21 @@ class ChatView {
     for (const dispose of this.disposers.splice(0)) dispose();
   }
 
-  stickToBottom(mutate) {
+  atBottom() {
     const c = this.conversation;
-    const atBottom = c.scrollHeight - c.scrollTop - c.clientHeight < 48;
+    return c.scrollHeight - c.scrollTop - c.clientHeight < 48;
+  }
+
+  stickToBottom(mutate) {
+    const atBottom = this.atBottom();
     mutate();
-    if (atBottom) c.scrollTop = c.scrollHeight;
+    if (atBottom) this.conversation.scrollTop = this.conversation.scrollHeight;
+  }
+
+  /** Show the latest turn, and keep it in sight until the researcher scrolls up. */
+  scrollToLatest() {
+    this.followLatest = true;
+    this.conversation.scrollTop = this.conversation.scrollHeight;
   }
 
   /**
@@ -401,7 +424,7 @@ class ChatView {
     this.addTurnElement(turn);
     this.awaiting = true;
     this.updateBusy();
-    this.conversation.scrollTop = this.conversation.scrollHeight;
+    this.scrollToLatest();
   }
 
   stop() {
@@ -546,12 +569,21 @@ class ChatView {
 // ---------------------------------------------------------------------------------------------
 // anywidget entry point.
 
-function render({ model, el }) {
+/** A view of the panel in `el`; `rescued`: a side view it took over (see below). */
+function mount(model, el, { rescued = false } = {}) {
   const view = new ChatView(model, el);
+  view.rescued = rescued; // it ends itself when its side view is closed
   // Ask for the current session's turns: a view opened later (a second view, a reloaded page)
   // otherwise starts empty. Python answers with a `history` message.
   const sessionId = model.get("session_id");
   if (sessionId) model.send({ kind: "open_session", session_id: sessionId });
+  // A side view a page reload left on "Loading widget..." gets the panel from here (rescue.js).
+  view.disposers.push(rescueSideViews(model, view.win, (node) => mount(model, node, { rescued: true })));
+  return view;
+}
+
+function render({ model, el }) {
+  const view = mount(model, el);
   return () => view.dispose();
 }
 

@@ -127,7 +127,7 @@ export class CheckpointCard {
       h(
         "header",
         { class: "zc-cp-header" },
-        h("span", { class: "zc-badge", text: `Extension ${this.extension} of ${cp.max_extensions ?? 2}` }),
+        h("span", { class: "zc-cp-badge", text: `Extension ${this.extension} of ${cp.max_extensions ?? 2}` }),
         this.title,
         this.toggle,
       ),

@@ -155,5 +155,5 @@ function onHistory(chat, turns) {
   }
   chat.renderEmpty();
   chat.updateBusy();
-  chat.conversation.scrollTop = chat.conversation.scrollHeight;
+  chat.scrollToLatest();
 }

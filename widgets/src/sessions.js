@@ -65,6 +65,7 @@ export class SessionHeader {
       h("button", { type: "button", class: "zc-icon-btn", "data-testid": testid, title, "aria-label": title, onclick }, icon(h, iconName));
     this.renameButton = small("rename-session", "edit", "Rename this session", () => this.startRename());
     this.deleteButton = small("delete-session", "trash", "Delete this session", () => this.deleteCurrent());
+    this.noMatch = h("div", { class: "zc-session-nomatch", "data-testid": "session-search-empty", role: "status", hidden: true });
     this.modelLabel = h("span", { class: "zc-model-label", "data-testid": "model-label" });
     this.el = h(
       "header",
@@ -73,6 +74,7 @@ export class SessionHeader {
       (this.sessionEl = h("div", { class: "zc-session" }, this.picker, this.titleInput, this.renameButton, this.deleteButton, this.newButton)),
       this.filter,
       this.modelLabel,
+      this.noMatch,
     );
   }
 
@@ -143,7 +145,8 @@ export class SessionHeader {
     const current = model.get("session_id") || "";
     const sessions = model.get("sessions") || [];
     const query = this.filter.value.trim().toLowerCase();
-    const shown = sessions.filter((s) => s.id === current || !query || (s.title || "").toLowerCase().includes(query));
+    const matches = (s) => !query || (s.title || "").toLowerCase().includes(query);
+    const shown = sessions.filter((s) => s.id === current || matches(s));
     const options = shown.map((s) =>
       h("option", { value: s.id, "data-paused": s.paused ? "true" : null, text: sessionLabel(s) }),
     );
@@ -156,6 +159,10 @@ export class SessionHeader {
     this.renameButton.disabled = !known;
     this.deleteButton.disabled = !known;
     this.filter.hidden = sessions.length < 2;
+    // The open session stays in the picker whatever the filter: say when nothing matched.
+    const none = Boolean(query) && !this.filter.hidden && !sessions.some(matches);
+    this.noMatch.hidden = !none;
+    this.noMatch.textContent = none ? `No session title contains “${this.filter.value.trim()}”.` : "";
     const label = model.get("model_label") || "";
     this.modelLabel.replaceChildren(h("span", { class: "zc-model-dot", "aria-hidden": "true" }), label);
     this.modelLabel.title = label;

@@ -112,11 +112,13 @@ export class TurnView {
     this.footerEl = h("div", { class: "zc-msg-footer", hidden: true });
     const action = (testid, iconName, title, onclick) =>
       h("button", { type: "button", class: "zc-action", "data-testid": testid, title, "aria-label": title, onclick }, icon(h, iconName), h("span", { text: title.split(" ")[0] }));
+    this.copyButton = action("copy-answer", "copy", "Copy as Markdown", () => this.copy());
+    this.insertButton = action("insert-answer", "insert", "Insert into the notebook as a Markdown cell", () => this.insert());
     this.actionsEl = h(
       "div",
       { class: "zc-actions", hidden: true },
-      action("copy-answer", "copy", "Copy as Markdown", () => this.copy()),
-      action("insert-answer", "insert", "Insert into the notebook as a Markdown cell", () => this.insert()),
+      this.copyButton,
+      this.insertButton,
       action("regenerate", "redo", "Regenerate (ask again)", () => chat.regenerate(this)),
     );
     // Order: work (steps), decisions (checkpoint cards), then the answer with its sources, so a
@@ -267,7 +269,7 @@ export class TurnView {
       });
       this.actionsEl.append(this.widenEl);
     }
-    this.actionsEl.hidden = false;
+    this.showActions();
     if (Number.isFinite(final.seconds) && final.seconds > 0) this.seconds = final.seconds;
     this.errorEl.hidden = true;
     this.setStatus("done");
@@ -320,6 +322,15 @@ export class TurnView {
     this.renderScheduled = false;
     if (this.text) renderMarkdownInto(this.answerEl, this.text);
     this.setStatus("stopped");
+    if (this.prompt) this.showActions(); // a stopped question can be asked again
+  }
+
+  /** The answer's actions: Regenerate always; Copy and Insert once there is text to take. */
+  showActions() {
+    const empty = !this.text.trim();
+    this.copyButton.hidden = empty;
+    this.insertButton.hidden = empty;
+    this.actionsEl.hidden = false;
   }
 
   // Checkpoint ---------------------------------------------------------------------------------
@@ -375,12 +386,13 @@ export class TurnView {
     this.chat.toast(ok ? "Copied the answer as Markdown." : "Could not copy: select the answer and copy it by hand.");
   }
 
-  /** A Markdown cell below the panel's cell; where there is no notebook, a copy instead. */
+  /** A Markdown cell below the panel's cell (after the answers inserted before); where there is
+   * no notebook, a copy instead. */
   async insert() {
     const source = this.markdown();
-    const index = insertMarkdownCell(this.chat.model, this.chat.model.get("widget_id"), source);
-    if (index >= 0) {
-      this.chat.toast("Inserted the answer as a Markdown cell below the panel.");
+    const where = insertMarkdownCell(this.chat.model, this.chat.model.get("widget_id"), source, this.turnId);
+    if (where) {
+      this.chat.toast(`Inserted the answer as a Markdown cell ${where.below ? "below the panel" : "at the end of the notebook"}.`);
       return;
     }
     const ok = await copyText(this.chat.win, source);

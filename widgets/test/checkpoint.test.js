@@ -2,6 +2,7 @@
 // and the resumed stream continues in the same bubble.
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { mount, sampleCheckpoint, sampleFinal } from "./helpers.js";
 
 function paused(t, checkpoint = sampleCheckpoint()) {
@@ -22,7 +23,7 @@ test("the card shows the extension, what is covered and missing, and the usage s
   const card = w.byId("checkpoint-card", bubble);
   assert.ok(card, "the card sits inside the assistant bubble");
   assert.equal(card.getAttribute("data-interrupt-id"), "int-1");
-  assert.equal(card.querySelector(".zc-badge").textContent, "Extension 1 of 2");
+  assert.equal(card.querySelector(".zc-cp-badge").textContent, "Extension 1 of 2");
   assert.equal(w.byId("checkpoint-summary", card).querySelector("strong").textContent, "attention");
   assert.deepEqual([...w.byId("missing-aspects", card).children].map((li) => li.textContent), [
     "Ablations on small models",
@@ -42,7 +43,7 @@ test("the card shows the extension, what is covered and missing, and the usage s
 test("without a cost the usage line leaves it out", (t) => {
   const w = paused(t, sampleCheckpoint({ cost_usd: null, extension: 2 }));
   const card = w.byId("checkpoint-card");
-  assert.equal(card.querySelector(".zc-badge").textContent, "Extension 2 of 2");
+  assert.equal(card.querySelector(".zc-cp-badge").textContent, "Extension 2 of 2");
   assert.doesNotMatch(w.byId("checkpoint-usage", card).textContent, /Cost/);
 });
 
@@ -82,11 +83,11 @@ test("the resumed stream continues in the same bubble, through a second checkpoi
   w.model.py.set("busy", false);
   const cards = w.allById("checkpoint-card");
   assert.equal(cards.length, 2, "the decided card stays, collapsed, above the new one");
-  assert.equal(cards[0].querySelector(".zc-badge").textContent, "Extension 1 of 2");
+  assert.equal(cards[0].querySelector(".zc-cp-badge").textContent, "Extension 1 of 2");
   assert.equal(cards[0].classList.contains("zc-checkpoint-decided"), true);
   assert.match(w.byId("checkpoint-decision", cards[0]).textContent, /Extension 1 granted/);
   assert.equal(cards[0].querySelector(".zc-cp-body").hidden, true, "collapsed to its one line");
-  assert.equal(cards[1].querySelector(".zc-badge").textContent, "Extension 2 of 2");
+  assert.equal(cards[1].querySelector(".zc-cp-badge").textContent, "Extension 2 of 2");
   assert.equal(w.byId("grant-button", cards[1]).disabled, false);
   w.click(w.byId("synthesize-button"));
   assert.equal(w.model.sentOf("resume").at(-1).interrupt_id, "int-2");
@@ -114,4 +115,20 @@ test("the resumed stream continues in the same bubble, through a second checkpoi
   const order = [...bubble.querySelectorAll("[data-testid=checkpoint-card], [data-testid=answer], [data-testid=sources-cited]")]
     .map((e) => e.getAttribute("data-testid"));
   assert.deepEqual(order, ["checkpoint-card", "checkpoint-card", "answer", "sources-cited"]);
+});
+
+test("the card's header starts where its body does: no rule of the stylesheet pushes it right", (t) => {
+  const w = paused(t);
+  // The stylesheet as the browser gets it (jsdom cascades it: no layout, but margins and flex).
+  const style = w.doc.createElement("style");
+  style.textContent = readFileSync(new URL("../src/chat.css", import.meta.url), "utf8");
+  w.doc.head.append(style);
+  const header = w.byId("checkpoint-card").querySelector(".zc-cp-header");
+  const css = (el) => w.win.getComputedStyle(el);
+  assert.ok(["", "normal", "flex-start", "start"].includes(css(header).justifyContent));
+  for (const el of [header.querySelector(".zc-cp-badge"), w.byId("checkpoint-title")]) {
+    assert.notEqual(css(el).marginLeft, "auto", `${el.className} is pushed to the right`);
+  }
+  // The card's badge keeps the card's colours (not the candidate cards' green badge).
+  assert.match(css(header.querySelector(".zc-cp-badge")).color, /--zc-warn/);
 });

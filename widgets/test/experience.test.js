@@ -189,26 +189,56 @@ test("copy puts the answer with its question, scope and references (Zotero links
   assert.match(w.byId("toast").textContent, /Copied/);
 });
 
-test("insert adds a Markdown cell right below the panel's cell of the notebook", async (t) => {
-  const cells = [
-    { toJSON: () => ({ cell_type: "code", outputs: [] }) },
-    { toJSON: () => ({ cell_type: "code", outputs: [{ data: { "application/vnd.jupyter.widget-view+json": { model_id: "w-42" } } }] }) },
-    { toJSON: () => ({ cell_type: "code", outputs: [] }) },
-  ];
-  const inserted = [];
-  const shared = { cells, insertCell: (index, cell) => inserted.push({ index, cell }) };
+/** A notebook's shared model as JupyterLab 4 holds it: cells with `toJSON`, `insertCell`. */
+function notebook(cells) {
+  const shared = {
+    cells: cells.map((json) => ({ toJSON: () => json })),
+    insertCell: (index, cell) => shared.cells.splice(index, 0, { toJSON: () => cell }),
+  };
+  return shared;
+}
+
+test("successive inserts land in order below the panel's cell, each after the one before", async (t) => {
+  const panelOutput = { data: { "application/vnd.jupyter.widget-view+json": { model_id: "w-42" } } };
+  const shared = notebook([
+    { cell_type: "code", outputs: [] },
+    { cell_type: "code", outputs: [panelOutput] },
+    { cell_type: "code", source: "6 * 7", outputs: [] },
+  ]);
   const w = mount(t, { state: { widget_id: "w-42" }, widgetManager: { context: { model: { sharedModel: shared } } } });
-  w.ask("How does Raft elect a leader?");
-  w.model.py.send({ kind: "turn_started", turn_id: "t1", prompt: "How does Raft elect a leader?" });
-  w.model.py.event(sampleFinal({ cited_sources: ZOTERO_SOURCES }));
+  for (const [id, prompt] of [["t1", "How does Raft elect a leader?"], ["t2", "What is a fencing token?"]]) {
+    w.ask(prompt);
+    w.model.py.send({ kind: "turn_started", turn_id: id, prompt });
+    w.model.py.event(sampleFinal({ turn_id: id, cited_sources: ZOTERO_SOURCES }));
+  }
+  const [first, second] = w.allById("insert-answer");
+  w.click(first);
+  await w.sleep(0);
+  assert.match(w.byId("toast").textContent, /Inserted the answer as a Markdown cell below the panel/);
+  w.click(second);
+  await w.sleep(0);
+  const cells = shared.cells.map((c) => c.toJSON());
+  assert.equal(cells.length, 5);
+  assert.deepEqual(cells.map((c) => c.cell_type), ["code", "code", "markdown", "markdown", "code"]);
+  assert.match(cells[2].source, /^\*\*Question:\*\* How does Raft elect a leader\?/, "the first answer right below the panel");
+  assert.match(cells[3].source, /^\*\*Question:\*\* What is a fencing token\?/, "the second one after it, not above it");
+  assert.match(cells[3].source, /\*\*References\*\*/);
+  assert.deepEqual(cells[3].metadata, { zocrates_nb: { turn_id: "t2" } });
+  assert.equal(cells[4].source, "6 * 7", "the researcher's own cells stay below the answers");
+  assert.equal(cellIndexOfWidget(shared, "nope"), -1);
+});
+
+test("with the panel's cell gone, insert appends at the end of the notebook and says so", async (t) => {
+  const shared = notebook([{ cell_type: "code", outputs: [] }]);
+  const w = mount(t, { state: { widget_id: "w-42" }, widgetManager: { context: { model: { sharedModel: shared } } } });
+  w.ask("Q");
+  w.model.py.send({ kind: "turn_started", turn_id: "t1", prompt: "Q" });
+  w.model.py.event(sampleFinal());
   w.click(w.byId("insert-answer"));
   await w.sleep(0);
-  assert.equal(inserted.length, 1);
-  assert.equal(inserted[0].index, 2, "below cell 1, whose output is this panel");
-  assert.equal(inserted[0].cell.cell_type, "markdown");
-  assert.match(inserted[0].cell.source, /\*\*References\*\*/);
-  assert.match(w.byId("toast").textContent, /Inserted/);
-  assert.equal(cellIndexOfWidget(shared, "nope"), -1);
+  assert.equal(shared.cells.length, 2);
+  assert.equal(shared.cells[1].toJSON().cell_type, "markdown");
+  assert.match(w.byId("toast").textContent, /at the end of the notebook/);
 });
 
 test("insert without a notebook copies the Markdown and says so", async (t) => {
@@ -232,6 +262,28 @@ test("regenerate asks the same question again under its scope; edit puts it back
   w.model.py.event(sampleFinal({ turn_id: "t2" }));
   w.click(w.byId("edit-question"));
   assert.equal(w.byId("chat-input").value, "How does Raft elect a leader?");
+});
+
+test("a stopped turn can be regenerated: live, and when reopened from the history", (t) => {
+  const w = mount(t);
+  w.ask("How does Raft elect a leader?");
+  w.model.py.send({ kind: "turn_started", turn_id: "t1", prompt: "How does Raft elect a leader?" });
+  w.model.py.set("busy", true);
+  w.click(w.byId("stop-button"));
+  w.model.py.set("busy", false);
+  const bubble = w.byId("assistant-message");
+  assert.equal(bubble.getAttribute("data-status"), "stopped");
+  assert.equal(w.byId("regenerate").closest(".zc-actions").hidden, false);
+  assert.equal(w.byId("copy-answer").hidden, true, "nothing to copy before any text came");
+  w.click(w.byId("regenerate"));
+  assert.equal(w.model.sentOf("ask").at(-1).prompt, "How does Raft elect a leader?");
+  assert.equal(w.allById("assistant-message").length, 2);
+
+  w.model.py.send({ kind: "history", turns: [{ turn_id: "a", prompt: "Q1", answer: "Half an", status: "stopped", steps: [] }] });
+  assert.equal(w.byId("regenerate").closest(".zc-actions").hidden, false);
+  assert.equal(w.byId("copy-answer").hidden, false, "the partial answer can be copied");
+  w.click(w.byId("regenerate"));
+  assert.equal(w.model.sentOf("ask").at(-1).prompt, "Q1");
 });
 
 test("'Answered by the offline engine' appears once", (t) => {
@@ -296,8 +348,16 @@ test("the picker marks paused sessions; rename, delete (two clicks) and find", (
   assert.deepEqual(w.model.sentOf("delete_session"), [{ kind: "delete_session", session_id: "s1" }]);
 
   const find = w.byId("session-search");
+  const none = w.byId("session-search-empty");
   w.type(find, "lock");
   assert.deepEqual([...picker.options].map((o) => o.value), ["s1", "s2"], "the open one stays, the match shows");
+  assert.equal(none.hidden, true);
+  w.type(find, "zebra");
+  assert.deepEqual([...picker.options].map((o) => o.value), ["s1"]);
+  assert.equal(none.hidden, false, "a search that matches nothing says so");
+  assert.equal(none.textContent, "No session title contains “zebra”.");
+  w.type(find, "");
+  assert.equal(none.hidden, true);
 });
 
 // ---------------------------------------------------------------------------- empty screen

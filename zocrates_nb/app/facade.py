@@ -284,6 +284,14 @@ class App:
         query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
         return search_titles(self.library_index, query, limit) if query else []
 
+    def example_questions(self, *, cached: bool = False) -> list[str] | None:
+        """Up to three questions drawn from the library's own topics (`index/topics.py`),
+        cached per index generation. `cached=True` never computes: None when not cached yet."""
+        from zocrates_nb.index.topics import cached_example_questions, example_questions
+
+        index = self.library_index
+        return cached_example_questions(index) if cached else example_questions(index)
+
     def doctor(self) -> dict[str, Any]:
         """Models per role, embedding and rerank models, library and index health, cloud use."""
         from zocrates_nb.app.doctor import doctor
