@@ -30,7 +30,6 @@ def search_brief(
     vectors: PassageVectors,
     parts: Sequence[Part],
     guidance: str = "",
-    missing: Sequence[str] | None = None,
     injected: frozenset[str] = frozenset(),
 ) -> SearchBrief:
     """One pass of the search: the live run state and what the pipeline knows beside it."""
@@ -40,7 +39,6 @@ def search_brief(
         vectors=vectors,
         parts=tuple(parts),
         guidance=" ".join(guidance.split()),
-        missing=tuple(missing or ()),
         injected=injected,
         pass_start=len(state.tool_log),
         catalogue=answerability.catalogue_for(turn.index),

@@ -388,8 +388,8 @@ def _capital(subject: str) -> str:
 
 def _clip(text: str) -> str:
     text = text.strip(" ,:;")
-    head, comma, _ = text.partition(", ")
-    if comma and len(head.split()) >= 3 and len(text.split()) > 8:
+    head, sep, _ = text.partition(", ")
+    if sep and len(head.split()) >= 3 and len(text.split()) > 8:
         text = head  # "who assigns the timestamps, two systems that keep…": the first clause
     words = text.split()
     if len(words) > HEADING_WORDS:

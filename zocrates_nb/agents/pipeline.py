@@ -269,7 +269,7 @@ class SearchPipeline:
                     missing,
                     guidance,
                 )
-                return await self._loop(state, history, prompt, guidance, missing)
+                return await self._loop(state, history, prompt, guidance)
             t.step("checkpoint", "No extension left: answering with the evidence gathered")
         else:
             t.step("checkpoint", "Answering with the evidence gathered")
@@ -295,14 +295,13 @@ class SearchPipeline:
         history: list[ModelMessage],
         prompt: str,
         guidance: str = "",
-        missing: list[str] | None = None,
         injected: frozenset[str] = frozenset(),
     ) -> Outcome:
         t = self.turn
         if not injected and t.active_items and history:  # resumed: the outlines came first
             injected = frozenset(it.key for it in t.active_items)
         brief = await asyncio.to_thread(
-            briefing.search_brief, t, state, self.vectors, self.parts, guidance, missing, injected
+            briefing.search_brief, t, state, self.vectors, self.parts, guidance, injected
         )
         with briefed(brief):
             messages = await run_search(t, state, history, prompt)

@@ -57,7 +57,6 @@ class SearchBrief:
     vectors: PassageVectors
     parts: tuple[Part, ...] = ()
     guidance: str = ""  # the researcher's, at the checkpoint that started this pass
-    missing: tuple[str, ...] = ()  # what the previous pass reported missing
     injected: frozenset[str] = frozenset()  # keys whose outlines came with the input
     pass_start: int = 0  # calls in the run's tool log when this pass began
     catalogue: Catalogue | None = None  # the library's names (what guidance names)

@@ -140,7 +140,7 @@ class OfflineSynthesizer:
             brief.elsewhere and top < SCOPE_ANSWERS
         ):
             return self.no_evidence(brief, missing)
-        named = self.named_items(brief, question, chunks)
+        named = self.named_items(brief, chunks)
         lines = ["What the papers in your library say, in their own words:", ""]
         lines += self.attributed(scorer, question, mine, named, max_sentences=8, max_words=230)
         if missing:
@@ -152,8 +152,7 @@ class OfflineSynthesizer:
         return "\n".join(lines)
 
     @staticmethod
-    def named_items(brief: WriterBrief, question: str, chunks: Sequence[EvidenceChunk]
-                    ) -> list[str]:  # fmt: skip
+    def named_items(brief: WriterBrief, chunks: Sequence[EvidenceChunk]) -> list[str]:
         """The papers the question names (by their titles' names), among those with evidence."""
         have = {c.item_key for c in chunks}
         return [k for k in brief.named if k in have]
