@@ -212,6 +212,18 @@ class QuoteScorer:
         return sorted(picked, key=lambda c: (c.chunk.index, c.order))
 
     # ------------------------------------------------------------------ scoring
+    def prefetch(self, asks: Sequence[tuple[str, Sequence[Candidate]]]) -> None:
+        """Embed in one call everything scoring these (question, candidates) pairs needs: the
+        questions, their aspects, the section headings and the sentences. Each call to the
+        model costs far more than its texts on a busy CPU; the scoring then reads the cache."""
+        texts: list[str] = []
+        for question, cands in asks:
+            texts += [question, aspect(question)]
+            texts += [bare_heading(h) for h in sorted({c.chunk.section for c in cands} - {""})]
+            texts += [c.text for c in cands]
+        if texts:
+            self.emb.embed(list(dict.fromkeys(texts)))
+
     def score(self, question: str, cands: list[Candidate]) -> None:
         """Meaning (embedded), words, the section heading, a stated number when asked for."""
         if not cands:

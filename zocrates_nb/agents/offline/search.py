@@ -397,9 +397,21 @@ class OfflineSearch:
         return gaps
 
     # -------------------------------------------------------------- the next step
+    def prefetch(self, st: SearchPlanState) -> None:
+        """The aspects of the question (and its parts) and the headings of every outline open,
+        embedded in one call: a new outline costs one call, not one per decision."""
+        queries = [st.question, *(p.text for p in st.parts)]
+        if st.guidance:
+            queries.append(self._guided(st))
+        outlines = {id(o): o for o in st.outlines.values()}.values()
+        texts = [aspect(q) for q in queries]
+        texts += [bare_heading(e.heading) for o in outlines for e in o.entries]
+        self.emb.embed(list(dict.fromkeys(texts)))
+
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         brief = brief_of(SearchBrief)
         st = read_plan_state(brief, messages)
+        self.prefetch(st)
         if not st.exhausted and (action := self.guided_step(st)) is not None:
             return action
         if len(st.parts) >= 2:

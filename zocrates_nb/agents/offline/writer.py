@@ -54,6 +54,13 @@ _COMPARING_RE = re.compile(
 _NAME_RE = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][\w-]+(?:\s+[A-Z][\w-]+)+)")
 
 
+def part_query(part: Part) -> str:
+    """What a part asks of its own paper: the thing itself ("how Chubby's fail-over differs"
+    is answered by how its fail-over works, not by sentences about differences)."""
+    query = " ".join(_COMPARING_RE.sub(" ", part.text).split())
+    return query if len(query.split()) >= 3 else part.text
+
+
 def asked(brief: WriterBrief) -> str:
     """What the answer answers: the goal's own words, or, for a follow-up that says little by
     itself ("Why?"), the goal with the earlier question it builds on."""
@@ -131,6 +138,7 @@ class OfflineSynthesizer:
             return self.answer_parts(brief, scorer, chunks)
         cands = scorer.candidates(chunks)
         mine = scorer.focus(question, cands, FOCUS_WORDS)
+        scorer.prefetch([(question, mine)])
         scorer.score(question, mine)
         everything = " ".join(f"{c.title} {c.section} {c.text}" for c in chunks)
         ents = entities(f"{core_goal(brief.question)} {question}")
@@ -187,6 +195,11 @@ class OfflineSynthesizer:
         """A compound question: a short quoted paragraph per part that has evidence (from the
         paper the part names), and the parts without evidence named at the end."""
         cands = scorer.candidates(chunks)
+        # Every part's sentences embedded in one call (the parts below read them from the cache).
+        scorer.prefetch([
+            (q, scorer.focus(q, self.part_pool(part, cands), PART_FOCUS_WORDS))
+            for part in brief.parts for q in [part_query(part)]
+        ])  # fmt: skip
         lines = ["What the papers in your library say about each part, in their own words:", ""]
         uncovered: list[str] = []
         used: set[str] = set()
@@ -217,7 +230,7 @@ class OfflineSynthesizer:
     ) -> tuple[list[str], set[str]]:
         """A part's quoted lines and the sentences they quote: from the paper the part names
         when it holds any; from other papers under a line saying so when it holds none."""
-        own = [c for c in pool if c.chunk.item_key in part.items] if part.items else []
+        own = self.part_pool(part, pool, own_only=True)
         picked = self.quotes_for(scorer, part, own or pool, elsewhere)
         if not picked:
             return [], set()
@@ -229,14 +242,18 @@ class OfflineSynthesizer:
             return [note, "", *quote_groups(picked)], quoted
         return quote_groups(picked), quoted
 
+    @staticmethod
+    def part_pool(part: Part, cands: list[Candidate], own_only: bool = False
+                  ) -> list[Candidate]:  # fmt: skip
+        """A part's candidates: those of the papers it names (all, when it names none)."""
+        own = [c for c in cands if c.chunk.item_key in part.items] if part.items else []
+        return own if own or own_only else cands
+
     def quotes_for(
         self, scorer: QuoteScorer, part: Part, cands: list[Candidate], elsewhere: bool = False
     ) -> list[Unit]:
-        """The part's quotes, or none when its evidence does not answer it. What a part asks
-        of its own paper is the thing itself: "how Chubby's fail-over differs" is answered by
-        how its fail-over works, not by sentences about differences."""
-        query = _COMPARING_RE.sub(" ", part.text)
-        query = " ".join(query.split()) if len(query.split()) >= 3 else part.text
+        """The part's quotes, or none when its evidence does not answer it."""
+        query = part_query(part)
         mine = scorer.focus(query, cands, PART_FOCUS_WORDS)
         scorer.score(query, mine)
         text = " ".join(f"{c.chunk.title} {c.chunk.section} {c.text}" for c in mine)
