@@ -52,6 +52,7 @@ QUESTION = ("How does reciprocal rank fusion combine rankings, and why do lock s
             "lock delays?")
 TURN_TIMEOUT_MS = 240_000
 ECOLOGY = "crossref/crossref_works_query-ecology_query.author-carl-boettiger.json"
+LINKS_DOI = "10.5555/zocrates.hybrid.2024"
 
 pytestmark = pytest.mark.slow
 
@@ -128,6 +129,43 @@ def discovery_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
     return home, session
 
 
+def links_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A data home holding one Zotero item (Zotero's keys, a real PDF attachment, a DOI) and a
+    session whose answer cites page 2 of that PDF: the panel links it with `zotero://`, an
+    inserted cell by https (issue 23)."""
+    from zocrates_nb import sample
+    from zocrates_nb.index import Index, index_library
+    from zocrates_nb.library.model import Attachment, Creator, Item, Library
+    from zocrates_nb.sessions import SessionStore
+    from zocrates_nb.turn import Citation, Source
+
+    home = tmp_path_factory.mktemp("links-home")
+    pdf = sample.build(home / "files") / "hybrid-retrieval.pdf"
+    library = Library(source=f"test:{home}")
+    library.items["HYBRID23"] = Item(
+        key="HYBRID23", item_type="journalArticle", year=2024, doi=LINKS_DOI,
+        title="Hybrid Retrieval for Research Libraries", creators=[Creator("Marlow", "Ada")],
+        version="v7:2024-05-01T00:00:00Z",
+        attachments=[Attachment(key="PDFATT23", parent_key="HYBRID23", title="Full Text PDF",
+                                content_type="application/pdf", link_mode="imported_file",
+                                path=pdf, filename=pdf.name, version="v7:2024-05-01T00:00:00Z")],
+    )  # fmt: skip
+    with Index.open(home) as index:
+        index_library(library, index, progress=False)
+    store = SessionStore.open(home)
+    session = store.create_session("Links").id
+    turn = store.begin_turn(session, "How does fusion merge rankings?")
+    store.save_turn(turn.model_copy(update={
+        "status": "answered", "answer": "Reciprocal Rank Fusion merges ranked lists [1].",
+        "cited_sources": [Source(n=1, numbers=[1], item_key="HYBRID23", tier="cited", year=2024,
+                                 title="Hybrid Retrieval for Research Libraries")],
+        "citations": [Citation(n=1, chunk_id="PDFATT23:0002", item_key="HYBRID23", page=2,
+                               title="Hybrid Retrieval for Research Libraries",
+                               text="Reciprocal Rank Fusion merges the two ranked lists.")]}))
+    store.close()
+    return home, session
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -162,6 +200,10 @@ def _notebook(path: Path) -> None:
             "import os\n\nimport zocrates_nb\n\n"
             "zocrates_nb.chat(os.environ['ZOCRATES_DISCOVERY_HOME'],\n"
             "                 session_id=os.environ['ZOCRATES_DISCOVERY_SESSION'], warm_up=False)"),
+        nbformat.v4.new_code_cell(
+            "import os\n\nimport zocrates_nb\n\n"
+            "zocrates_nb.chat(os.environ['ZOCRATES_LINKS_HOME'],\n"
+            "                 session_id=os.environ['ZOCRATES_LINKS_SESSION'], warm_up=False)"),
     ]
     nbformat.write(nb, path)
 
@@ -174,6 +216,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, sample_home: Path) -> Iterator
     home = sample_home
     unsafe = unsafe_home(tmp_path_factory)
     discovery = discovery_home(tmp_path_factory)
+    links = links_home(tmp_path_factory)
     work = tmp_path_factory.mktemp("lab")
     root = work / "notebooks"
     root.mkdir()
@@ -189,6 +232,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, sample_home: Path) -> Iterator
         "ZOCRATES_UNSAFE_HOME": str(unsafe),
         "ZOCRATES_DISCOVERY_HOME": str(discovery[0]) if discovery else "",
         "ZOCRATES_DISCOVERY_SESSION": discovery[1] if discovery else "",
+        "ZOCRATES_LINKS_HOME": str(links[0]),
+        "ZOCRATES_LINKS_SESSION": links[1],
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "JUPYTER_CONFIG_DIR": str(work / "config"),
@@ -490,6 +535,7 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
     if discovery is not None:
         _candidates(page, discovery)
     timings["discovery_cards_checked"] = float(discovery is not None)
+    _links(page)
 
     # JupyterLab's dark theme: the panel follows its CSS variables.
     page.get_by_role("menuitem", name="Settings").click()
@@ -501,6 +547,39 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
     assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), background
     _shot(page, "08-dark-theme")
     _experience(page, timings)
+
+
+def _links(page: Any) -> None:
+    """Issue 23: in the panel, the citation and its source open the PDF at the cited page
+    (`zotero://open-pdf/…?page=2`, links the panel keeps); inserted into the notebook, the
+    reference links the paper by https (its DOI), which JupyterLab's sanitizer keeps — no
+    link of the inserted cell is left without its href."""
+    from playwright.sync_api import expect
+
+    _run_cell(page, 5)
+    panel = page.locator(".jp-Notebook .jp-Cell").nth(4).locator(".zc-chat")
+    answer = panel.locator("[data-testid=assistant-message][data-status=done]").first
+    expect(answer).to_be_visible()
+    pdf_at_page = "zotero://open-pdf/library/items/PDFATT23?page=2"
+    expect(answer.get_by_test_id("zotero-pdf")).to_have_attribute("href", pdf_at_page)
+    expect(answer.get_by_test_id("sources-cited")).to_contain_text("p. 2")
+    answer.get_by_test_id("citation").first.click()
+    popover = panel.get_by_test_id("citation-popover")
+    expect(popover.get_by_test_id("citation-pdf")).to_have_attribute("href", pdf_at_page)
+    page.keyboard.press("Escape")
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    before = cells.count()
+    answer.get_by_test_id("insert-answer").click()
+    expect(cells).to_have_count(before + 1)
+    inserted = cells.nth(5)
+    expect(inserted).to_have_class(re.compile("jp-MarkdownCell"))
+    rendered = inserted.locator(".jp-RenderedMarkdown")
+    link = rendered.locator(f"a[href='https://doi.org/{LINKS_DOI}']")
+    expect(link).to_have_text("Hybrid Retrieval for Research Libraries")
+    expect(rendered).to_contain_text("p. 2")
+    assert rendered.evaluate("el => [...el.querySelectorAll('a')].every(a => a.href)"), (
+        "a link of the inserted cell lost its href")
+    _shot(page, "16-inserted-links")
 
 
 def _candidates(page: Any, discovery: tuple[Path, str]) -> None:

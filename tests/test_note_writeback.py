@@ -90,14 +90,53 @@ def test_through_the_connector_it_is_a_standalone_note_after_a_yes(
         monkeypatch.setattr("sys.stdin.isatty", lambda: False)
         code, _, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
                            "--to", "connector")  # fmt: skip
-        assert code == 2 and "add --yes" in err and zotero.requests == []
+        assert code == 2 and "add --yes" in err and zotero.connector_requests == []
         code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
                              "--to", "connector", "--yes")  # fmt: skip
-    assert code == 0, err
+        assert code == 0, err
+        zotero.lose.append(0)  # a second save whose answer is lost: still one note
+        again = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                    "--to", "connector", "--yes")  # fmt: skip
     assert "standalone note in the collection 'Distributed systems'" in out
     (item,) = zotero.saved
     assert item["itemType"] == "note" and item["id"] == f"note-{turn.turn_id}"
     assert "In Search of an Understandable Consensus Algorithm" in item["note"]
+    assert again[0] == 0 and "already saved as a note through the Zotero app" in again[1]
+
+
+def test_a_note_links_each_citation_to_its_paper_and_page_and_is_made_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In-text `[n]` link to the cited paper; the sources list the pages their passages are
+    on, each opening the PDF there; saving the same answer again makes no second note."""
+    from zocrates_nb.turn import Citation
+
+    store = SessionStore.open(tmp_path)
+    sid = store.create_session("raft").id
+    turn = store.begin_turn(sid, "How does Raft elect a leader?")
+    store.save_turn(turn.model_copy(update={
+        "status": "answered", "answer": "Timeouts are randomized [1]; votes need a majority "
+        "[1, 2]. `code [1]` stays code.", "cited_sources": [RAFT, PAXOS],
+        "citations": [Citation(n=1, chunk_id="RAFTPDF1:0004", item_key="RAFTKEY1", title="R",
+                               page=5),
+                      Citation(n=2, chunk_id="PAXOSPDF:0001", item_key="PAXOSKY2", title="P",
+                               page=None)]}))  # fmt: skip
+    store.close()
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    with FakeWebAPI() as api:
+        configure(tmp_path, web={"library_id": "475425", "base_url": api.url})
+        for _ in range(2):
+            code, out, err = run(capsys, tmp_path, "note", "save", "--session", sid, "--to",
+                                 "web", "--yes")  # fmt: skip
+            assert code == 0, err
+    (note,) = api.created
+    body = note["note"]
+    raft = '<a href="zotero://select/library/items/RAFTKEY1">1</a>'
+    assert f"Timeouts are randomized [{raft}]" in body
+    assert f'[{raft}, <a href="zotero://select/library/items/PAXOSKY2">2</a>]' in body
+    assert "<code>code [1]</code>" in body  # not inside code
+    assert ', p. <a href="zotero://open-pdf/library/items/RAFTPDF1?page=5">5</a></li>' in body
+    assert "already saved as note" in out
 
 
 def test_a_session_without_an_answer_says_so(

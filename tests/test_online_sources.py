@@ -244,3 +244,47 @@ def test_a_doi_or_arxiv_id_is_looked_up_not_searched(
     assert sent.count("s2") == 1 and all("/paper/search" not in q for _, q, _ in server.requests)
     assert all("search_query=all" not in q and "query.bibliographic" not in q
                for _, q, _ in server.requests)  # fmt: skip
+
+
+def test_jats_markup_leaves_abstracts_and_the_text_stays(fixtures: Path) -> None:
+    """OpenAlex's recorded abstracts carry JATS (`<sec> <title>BACKGROUND</title>`): the tags
+    go, the section titles stay as lead-ins, and a `<` that is text ("(<10") stays."""
+    from zocrates_nb.online.sources import openalex_work
+
+    body = load(fixtures, "openalex/"
+                "openalex_works_search_machine-learning-AND-public-health_page1_per-page200.json")
+    works = {w["id"]: openalex_work(w) for w in body["results"]}
+    jats = works["https://openalex.org/W4243312951"].abstract
+    assert jats.startswith("BACKGROUND: ") and "OBJECTIVE: " in jats and "METHODS: " in jats
+    assert "<" not in jats and "title>" not in jats
+    assert "(<10" in works["https://openalex.org/W4367333911"].abstract
+    cr = load(fixtures, "crossref/crossref_works_doi_10.1038-s42256-024-00832-8_mailto.json")
+    abstract = crossref_item(cr["message"]).abstract
+    assert "<jats" not in abstract and not abstract.lower().startswith("abstract")
+
+
+def test_a_preprint_and_its_published_version_are_one_paper_led_by_the_published(
+    fixtures: Path,
+) -> None:
+    """Crossref's recorded search holds both the bioRxiv preprint 10.1101/014852 and its
+    published version 10.1002/ece3.2314 (`relation.has-preprint`): one candidate, with the
+    journal's DOI, venue and type, whichever came first; the preprint's DOI is kept."""
+    body = load(fixtures, "crossref/crossref_works_query-ecology_query.author-carl-boettiger.json")
+    records = [crossref_item(i) for i in body["message"]["items"]]
+    pre = next(c for c in records if c.doi == "10.1101/014852")
+    pub = next(c for c in records if c.doi == "10.1002/ece3.2314")
+    assert (pre.item_type, pre.venue) == ("preprint", "bioRxiv")
+    assert pub.versions == ["doi:10.1101/014852"]
+    for order in ([pre, pub], [pub, pre]):
+        (one,) = merge(order)
+        assert (one.doi, one.venue, one.item_type, one.year) == (
+            "10.1002/ece3.2314", "Ecology and Evolution", "journalArticle", 2016)
+        assert "doi:10.1101/014852" in one.identities()
+    # The same title by other authors is another work; an arXiv-only record and the article
+    # it became merge on title and author.
+    other = pre.model_copy(update={"authors": ["Someone Else"], "doi": None, "item_type": ""})
+    assert len(merge([pub, other])) == 2
+    arxiv = Candidate(title=pub.title, authors=["T. Alex Perkins"], arxiv_id="1503.01234")
+    (one,) = merge([arxiv, pub])
+    assert one.doi == "10.1002/ece3.2314" and one.arxiv_id == "1503.01234"
+    assert {c.item_type for c in records} == {"journalArticle", "preprint", ""}  # "": other

@@ -243,3 +243,63 @@ def test_save_message_names_the_web_library_and_each_failure_by_title() -> None:
     assert msg["ok"] and msg["saved"] == ["c1"] and "file" not in msg
     assert msg["where"] == "your Zotero web library (user library 475425)"
     assert msg["failed"] == [{"id": "c2", "title": "Second", "reason": "Title is required"}]
+
+
+def note_results(comm: RecordingComm) -> list[dict[str, Any]]:
+    return comm.messages("note_result")
+
+
+def test_save_as_note_writes_only_once_confirmed_and_answers_with_a_note_result(
+    online_app: App, zotero: FakeConnector
+) -> None:
+    """"Save as note" on an answer (PROTOCOL.md): unconfirmed, nothing is written; confirmed,
+    the answer goes to the Zotero app as a note whose in-text [n] links to its paper."""
+    from zocrates_nb.turn import Citation, Source
+
+    sid = online_app.new_session("note")
+    turn = online_app.store.begin_turn(sid, "How does Raft elect a leader?")
+    online_app.store.save_turn(turn.model_copy(update={
+        "status": "answered", "answer": "Randomized timeouts [1].",
+        "cited_sources": [Source(n=1, numbers=[1], item_key="RAFTKEY1", tier="cited",
+                                 title="In Search of an Understandable Consensus Algorithm")],
+        "citations": [Citation(n=1, chunk_id="RAFTPDF1:0003", item_key="RAFTKEY1",
+                               title="Raft", page=6)]}))  # fmt: skip
+    widget, comm = panel(online_app)
+    widget.session_id = sid
+    before = len(zotero.saved)
+
+    async def scenario() -> None:
+        send_from_front_end(widget, {"kind": "save_note", "turn_id": turn.turn_id,
+                                     "to": "connector", "confirmed": "yes"})  # fmt: skip
+        send_from_front_end(widget, {"kind": "save_note", "turn_id": turn.turn_id,
+                                     "to": "connector", "confirmed": True})  # fmt: skip
+        await comm.wait_for(lambda c: len(note_results(c)) == 2, 60)
+        await widget.wait()
+
+    run(scenario())
+    refused, done = note_results(comm)
+    assert not refused["ok"] and "confirm it in the panel first" in refused["message"]
+    assert done["ok"] and done["message"].startswith("Saved the answer as a standalone note")
+    (note,) = zotero.saved[before:]
+    assert note["itemType"] == "note"
+    assert 'Randomized timeouts [<a href="zotero://select/library/items/RAFTKEY1">1</a>]' in (
+        note["note"])  # fmt: skip
+    assert ', p. <a href="zotero://open-pdf/library/items/RAFTPDF1?page=6">6</a>' in note["note"]
+
+
+def test_add_a_paper_by_identifier_from_the_panel(online_app: App, zotero: FakeConnector) -> None:
+    widget, comm = panel(online_app)
+    widget.session_id = online_app.new_session("adding")
+    before = len(zotero.saved)
+
+    async def scenario() -> None:
+        send_from_front_end(widget, {"kind": "add_papers", "ids": ["arXiv:2104.12255v1"],
+                                     "to": "connector", "confirmed": True})  # fmt: skip
+        await comm.wait_for(save_results, 60)
+        await widget.wait()
+
+    run(scenario())
+    (result,) = save_results(comm)
+    assert result["ok"] and len(result["saved"]) == 1, result
+    (item,) = zotero.saved[before:]
+    assert item["itemType"] == "preprint" and item["archiveID"] == "arXiv:2104.12255"

@@ -6,18 +6,27 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 KEY_CHARS = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
 
 
 class _Server:
+    inject_methods: tuple[str, ...] | None = None  # the requests `injected` answers (None: all)
+    lose_paths: tuple[str, ...] | None = None  # the requests whose answer `lose` loses
+
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []  # {"method", "path", "headers", "body"}
         self.injected: deque[tuple[int, dict[str, str], bytes]] = deque()
+        # Requests that are carried out but whose answer is lost: the connection closes after
+        # this many seconds (0: at once) without a response (a timeout, a dropped link).
+        self.lose: deque[float] = deque()
+        self.fail_after = 0  # requests (of inject_methods) served normally before the faults
         self._lock = threading.Lock()
         outer = self
 
@@ -35,8 +44,20 @@ class _Server:
                        "body": body}  # fmt: skip
                 with outer._lock:
                     outer.requests.append(req)
-                    injected = outer.injected.popleft() if outer.injected else None
-                status, headers, out = injected or outer.handle(req)
+                    faults = outer.inject_methods is None or self.command in outer.inject_methods
+                    if faults and outer.fail_after > 0:  # let this one through untouched
+                        outer.fail_after -= 1
+                        faults = False
+                    injected = outer.injected.popleft() if faults and outer.injected else None
+                    answer = injected or outer.handle(req)
+                    losable = outer.lose_paths is None or req["path"] in outer.lose_paths
+                    lose = (outer.lose.popleft() if faults and losable and outer.lose
+                            else None)  # fmt: skip
+                if lose is not None:  # done, but the answer never arrives
+                    time.sleep(lose)
+                    self.close_connection = True
+                    return
+                status, headers, out = answer
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
@@ -68,8 +89,17 @@ class _Server:
         self._server.server_close()
 
 
+ITEM_TYPES = ("journalArticle", "preprint", "book", "bookSection", "conferencePaper", "thesis",
+              "report", "note")  # fmt: skip
+
+
 class FakeConnector(_Server):
-    """Zotero desktop's connector server (CONNECTOR.md §1–4) with a selected collection."""
+    """Zotero desktop's connector server (CONNECTOR.md §1–6) with a selected collection, the
+    targets getSelectedCollection lists (`collections`: tree id → (name, level)), and
+    updateSession moving a session's items and giving them manual tags. `lose` loses the
+    answers of saveItems."""
+
+    lose_paths = ("/connector/saveItems",)
 
     def __init__(self, *, collection: str | None = "Distributed systems",
                  editable: bool = True) -> None:  # fmt: skip
@@ -78,15 +108,50 @@ class FakeConnector(_Server):
         self.editable = editable
         self.saved: list[dict[str, Any]] = []  # the items of every accepted saveItems
         self.sessions: set[str] = set()
+        self.collections = {"C12": ("Distributed systems", 1), "C13": ("Reading", 1),
+                            "C14": ("To read", 2), "C19": ("Later", 2), "C15": ("To read", 1),
+                            "C16": ("Archive", 1), "C17": ("Later", 2)}  # tree order
+        self.session_items: dict[str, list[str]] = {}  # sessionID → its items' ids
+        self.placed: dict[str, str] = {}  # item id → the tree id it ended in
+        self.tags: dict[str, list[str]] = {}  # item id → manual tags from updateSession
+        self.local_api = False  # Zotero's local API (off by default, CONNECTOR.md §8)
         self.files_editable = True
         # Item ids Zotero's resolvers find a PDF for (CONNECTOR.md §5b); what they attached.
         self.resolvable: set[str] = set()
         self.attached: list[str] = []
 
+    @property
+    def connector_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["path"].startswith("/connector/")]
+
+    def _local(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+        """`GET /api/users/0/items?q=…&qmode=…`: what was saved here, matched as the local API
+        does (titles and creators; every field with qmode=everything)."""
+        zh = {"X-Zotero-Version": "7.0.32", "Content-Type": "text/plain"}
+        if not self.local_api:
+            return 403, zh, b"Local API is not enabled"
+        path, _, query = req["path"].partition("?")
+        if req["method"] != "GET" or path != "/api/users/0/items":
+            return 404, zh, b"Not found"
+        q = parse_qs(query)
+        text = (q.get("q") or [""])[0].lower()
+        everything = (q.get("qmode") or [""])[0] == "everything"
+
+        def haystack(i: dict[str, Any]) -> str:
+            return json.dumps(i, ensure_ascii=False) if everything else str(i.get("title", ""))
+
+        found = [i for i in self.saved
+                 if i.get("itemType") != "note" and text in haystack(i).lower()]
+        body = [{"key": f"LOCAL{n:03d}", "data": {k: v for k, v in i.items() if k != "id"}}
+                for n, i in enumerate(found)]  # fmt: skip
+        return 200, {**zh, "Content-Type": "application/json"}, json.dumps(body).encode()
+
     def handle(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         zh = {"X-Zotero-Version": "7.0.32", "X-Zotero-Connector-API-Version": "3"}
         js = {**zh, "Content-Type": "application/json"}
         h = {k.lower(): v for k, v in req["headers"].items()}
+        if req["path"].startswith("/api/"):
+            return self._local(req)
         if "origin" in h or h.get("user-agent", "").startswith("Mozilla/"):
             return 403, {**zh, "Content-Type": "text/plain"}, b"Request not allowed\n"
         if req["method"] != "POST":
@@ -106,11 +171,14 @@ class FakeConnector(_Server):
         if req["path"] == "/connector/ping":
             return 200, js, json.dumps({"prefs": {"supportsAttachmentUpload": True}}).encode()
         if req["path"] == "/connector/getSelectedCollection":
+            targets = [{"id": "L1", "name": "My Library", "filesEditable": True, "level": 0}] + [
+                {"id": i, "name": n, "filesEditable": True, "level": lv}
+                for i, (n, lv) in self.collections.items()]  # fmt: skip
             return 200, js, json.dumps({
                 "libraryID": 1, "libraryName": "My Library", "libraryEditable": self.editable,
                 "filesEditable": self.files_editable, "editable": self.editable,
                 "id": 12 if self.collection else None, "name": self.collection or "My Library",
-                "targets": [], "tags": {},
+                "targets": targets if self.editable else [], "tags": {},
             }).encode()  # fmt: skip
         if req["path"] == "/connector/saveItems":
             body = req["body"]
@@ -120,18 +188,41 @@ class FakeConnector(_Server):
             if not self.editable:
                 return 500, js, b'{"libraryEditable":false}'
             for item in body["items"]:
-                if item.get("itemType") not in ("journalArticle", "preprint", "book", "note"):
+                if item.get("itemType") not in ITEM_TYPES:
                     return 500, js, b""
             self.sessions.add(sid)
             self.saved.extend(body["items"])
+            self.session_items[sid] = [i.get("id", "") for i in body["items"]]
+            for i in body["items"]:
+                self.placed[i.get("id", "")] = "C12" if self.collection else "L1"
             return 201, js, b""
+        if req["path"] == "/connector/updateSession":
+            body = req["body"]
+            if not body.get("sessionID"):
+                return 400, js, b'{"error":"SESSION_ID_NOT_PROVIDED"}'
+            if body["sessionID"] not in self.sessions:
+                return 400, js, b'{"error":"SESSION_NOT_FOUND"}'
+            target = str(body.get("target", ""))
+            if target.startswith("C") and target not in self.collections:
+                return 400, js, b'{"error":"COLLECTION_NOT_FOUND"}'
+            tags = body.get("tags")
+            tags = tags.split(",") if isinstance(tags, str) else tags
+            for i in self.session_items[body["sessionID"]]:
+                self.placed[i] = target
+                if tags is not None:
+                    self.tags[i] = [t.strip() for t in tags]
+            return 200, js, b"{}"
         return 404, {**zh, "Content-Type": "text/plain"}, b"No endpoint found\n"
 
 
 class FakeWebAPI(_Server):
     """api.zotero.org's item writes (ZOTERO_WEB_API.md §2): a v3 write report per POST; with
     `recorded` (the online-fixtures' zotero/ folder) also the recorded item X42A7DEE and
-    /itemFields for reads, and PATCH guarded by If-Unmodified-Since-Version (§4)."""
+    /itemFields for reads, and PATCH guarded by If-Unmodified-Since-Version (§4). Items
+    created here are listed by GET items (`since`, `q`/`qmode`, paging); `injected` replies
+    answer POSTs only (the reads around a write go on)."""
+
+    inject_methods = ("POST",)
 
     def __init__(self, library: str = "/users/475425", recorded: Path | None = None) -> None:
         super().__init__()
@@ -140,6 +231,8 @@ class FakeWebAPI(_Server):
         self.created: list[dict[str, Any]] = []
         self.patched: dict[str, dict[str, Any]] = {}
         self.tokens: set[str] = set()
+        self.version = 100  # the library's version: each accepted write raises it
+        self.next_key = 0
 
     def _read(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes] | None:
         js = {"Content-Type": "application/json", "Last-Modified-Version": "1"}
@@ -165,25 +258,61 @@ class FakeWebAPI(_Server):
     def handle(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         if (read := self._read(req)) is not None:
             return read
-        js = {"Content-Type": "application/json", "Last-Modified-Version": "100"}
-        if req["method"] == "POST" and req["path"] == f"{self.library}/items":
-            h = {k.lower(): v for k, v in req["headers"].items()}
-            if h.get("authorization") != "Bearer test-zotero-key":
-                return 403, {"Content-Type": "text/plain"}, b"Forbidden"
+        js = {"Content-Type": "application/json", "Last-Modified-Version": str(self.version)}
+        h = {k.lower(): v for k, v in req["headers"].items()}
+        if h.get("authorization") != "Bearer test-zotero-key":
+            return 403, {"Content-Type": "text/plain"}, b"Forbidden"
+        path, _, query = req["path"].partition("?")
+        if req["method"] == "GET" and path == f"{self.library}/items":
+            return self._list(parse_qs(query), js)
+        if req["method"] == "POST" and path == f"{self.library}/items":
             token = h.get("zotero-write-token", "")
             if token in self.tokens:
                 return 412, {"Content-Type": "text/plain"}, b"Write token already used"
+            if len(req["body"]) > 50:
+                too_many = b"Cannot add more than 50 items at a time"
+                return 413, {"Content-Type": "text/plain"}, too_many
             report: dict[str, Any] = {"successful": {}, "success": {}, "unchanged": {},
                                       "failed": {}}  # fmt: skip
+            self.version += 1
             for i, item in enumerate(req["body"]):
                 if item.get("itemType") != "note" and not item.get("title"):
                     report["failed"][str(i)] = {"code": 400, "message": "Title is required"}
                     continue
-                key = "".join(KEY_CHARS[(len(self.created) * 7 + j) % len(KEY_CHARS)]
+                n = self.next_key = self.next_key + 1
+                key = "".join(KEY_CHARS[(n // len(KEY_CHARS) ** j) % len(KEY_CHARS)]
                               for j in range(8))  # fmt: skip
-                self.created.append({"key": key, **item})
-                report["successful"][str(i)] = {"key": key, "version": 100, "data": item}
+                self.created.append({"key": key, "version": self.version, **item})
+                report["successful"][str(i)] = {"key": key, "version": self.version,
+                                                "data": {"key": key, **item}}  # fmt: skip
                 report["success"][str(i)] = key
             self.tokens.add(token)
+            js["Last-Modified-Version"] = str(self.version)
             return 200, js, json.dumps(report).encode()
         return 404, {"Content-Type": "text/plain"}, b"Not found"
+
+    def _list(self, q: dict[str, list[str]],
+              js: dict[str, str]) -> tuple[int, dict[str, str], bytes]:  # fmt: skip
+        """GET items: `since` (library version), `q` with `qmode` (titleCreatorYear searches
+        titles and creators, everything every field), `limit` and `start`."""
+        found = [i for i in self.created if i["version"] > int((q.get("since") or ["0"])[0])]
+        text = (q.get("q") or [""])[0].lower()
+        if text:
+            everything = (q.get("qmode") or [""])[0] == "everything"
+            found = [i for i in found
+                     if text in (json.dumps(i).lower() if everything else " ".join(
+                         [str(i.get("title", ""))] + [str(c.get("lastName") or c.get("name"))
+                                                       for c in i.get("creators", [])]).lower())]
+        start = int((q.get("start") or ["0"])[0])
+        limit = int((q.get("limit") or ["25"])[0])
+        page = found[start : start + limit]
+        body = [{"key": i["key"], "version": i["version"],
+                 "library": {"type": "user", "id": int(self.library.rsplit("/", 1)[1])},
+                 "data": {k: v for k, v in i.items()}} for i in page]  # fmt: skip
+        headers = {**js, "Total-Results": str(len(found))}
+        if start + limit < len(found):
+            since = (q.get("since") or ["0"])[0]
+            rest = f"since={since}&start={start + limit}&limit={limit}"
+            nxt = f"{self.url}{self.library}/items?{rest}"
+            headers["Link"] = f'<{nxt}>; rel="next"'
+        return 200, headers, json.dumps(body).encode()

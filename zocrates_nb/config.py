@@ -274,6 +274,10 @@ class OpenAlexSettings(SourceSettings):
     api_key_env: OptionalEnvName = "OPENALEX_API_KEY"
 
 
+class OpenLibrarySettings(SourceSettings):
+    base_url: HttpUrl = "https://openlibrary.org"  # books by ISBN (`add ISBN`)
+
+
 class OnlineSettings(_Strict):
     """Discovery beyond the library. Off by default: nothing leaves the machine until the user
     turns it on (`online.enabled`)."""
@@ -286,6 +290,7 @@ class OnlineSettings(_Strict):
     crossref: CrossrefSettings = Field(default_factory=CrossrefSettings)
     semantic_scholar: SemanticScholarSettings = Field(default_factory=SemanticScholarSettings)
     openalex: OpenAlexSettings = Field(default_factory=OpenAlexSettings)
+    openlibrary: OpenLibrarySettings = Field(default_factory=OpenLibrarySettings)
 
 
 class ZoteroWebSettings(_Strict):

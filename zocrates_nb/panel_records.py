@@ -14,8 +14,10 @@ import contextlib
 import re
 from typing import TYPE_CHECKING, Any
 
+from zocrates_nb.citelinks import doi_url, pdf_url
+from zocrates_nb.citelinks import of as cite_of
 from zocrates_nb.events import CheckpointEvent
-from zocrates_nb.turn import Candidate, Discovery, Scope, TurnResult
+from zocrates_nb.turn import Candidate, Citation, Discovery, Scope, TurnResult
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -44,7 +46,7 @@ def history_turn(turn: TurnResult, app: App | None = None) -> dict[str, Any]:
         "status": status,
         "cited_sources": source_records(app, turn.cited_sources),
         "other_sources": source_records(app, turn.other_sources),
-        "citations": [c.model_dump(mode="json") for c in turn.citations],
+        "citations": citation_records(app, turn.citations),
         "steps": [s.model_dump(mode="json", exclude_none=True) for s in turn.steps],
         "checkpoint": (checkpoint.model_dump(mode="json") | {"papers": papers_covered(turn)}
                        if checkpoint else None),
@@ -87,15 +89,53 @@ def scope_record(app: App | None, scope: Scope) -> dict[str, Any]:
 
 def source_records(app: App | None, sources: list[Any]) -> list[dict[str, Any]]:
     """Sources as JSON, each with `links` to Zotero (`zotero://select/…`, `zotero://open-pdf/…`)
-    when the item comes from a Zotero library; folder and sample items get none."""
+    when the item comes from a Zotero library (folder and sample items get none), and `href`,
+    an https link to the paper (its DOI, else its own page) that notebook cells keep."""
     out = []
     for source in sources:
         record = source.model_dump(mode="json") if hasattr(source, "model_dump") else dict(source)
         links = zotero_links(app, str(record.get("item_key", "")))
         if links:
             record["links"] = links
+        if href := paper_href(app, str(record.get("item_key", ""))):
+            record["href"] = href
         out.append(record)
     return out
+
+
+def citation_records(app: App | None, citations: list[Citation]) -> list[dict[str, Any]]:
+    """Citations as JSON; one whose passage is in a PDF of a Zotero library carries `links`:
+    `select` (the paper) and `pdf` (`zotero://open-pdf/…?page=N`: the PDF at the cited page)."""
+    out = []
+    for c in citations:
+        record = c.model_dump(mode="json")
+        links = zotero_links(app, c.item_key)
+        ref = cite_of(c)
+        if links and _is_pdf(app, ref.doc_key):
+            links["pdf"] = pdf_url(ref.doc_key, ref.page)
+        if links:
+            record["links"] = links
+        out.append(record)
+    return out
+
+
+def paper_href(app: App | None, item_key: str) -> str:
+    record = _item(app, item_key)
+    if record is None:
+        return ""
+    url = str(getattr(record, "url", "") or "")
+    return doi_url(getattr(record, "doi", "") or "") or (
+        url if url.startswith(("https://", "http://")) else "")  # fmt: skip
+
+
+def _is_pdf(app: App | None, doc_key: str) -> bool:
+    if app is None:
+        return False
+    try:
+        doc = app.library_index.catalog.document(doc_key)
+    except Exception:
+        return False
+    return doc is not None and doc.kind == "pdf" and bool(_ZOTERO_KEY.match(doc_key))
 
 
 def zotero_links(app: App | None, item_key: str) -> dict[str, str]:
@@ -138,7 +178,10 @@ def save_message(result: SaveResult, text: str | None, titles: dict[str, str]) -
         "to": result.to,
         "saved": list(result.saved),
         "failed": [{"id": i, "title": titles.get(i, i), "reason": why}
-                   for i, why in result.failed.items()],
+                   for i, why in {**result.failed, **result.held}.items()],
+        # Not saved yet (an answer lost, a rate limit): saving again sends them, never twice.
+        "pending": [{"id": i, "title": titles.get(i, i)} for i in result.pending],
+        "message": result.message,
         "where": result.where,
         "attached": len(result.attached),
         "unattached": [{"id": i, "title": titles.get(i, i), "reason": why}
@@ -191,6 +234,6 @@ def _collection_names(app: App | None) -> dict[str, str]:
         return {}
 
 
-__all__ = ["candidate_record", "discovery_record", "fill_examples", "history_turn",
-           "library_summary", "papers_covered", "save_message", "scope_record", "source_records",
-           "zotero_links"]
+__all__ = ["candidate_record", "citation_records", "discovery_record", "fill_examples",
+           "history_turn", "library_summary", "papers_covered", "save_message", "scope_record",
+           "source_records", "zotero_links"]

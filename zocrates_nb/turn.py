@@ -241,6 +241,14 @@ class Candidate(_Record):
     arxiv_id: str | None = None
     url: str | None = None
     pdf_url: str | None = None  # open-access PDF when a source knows one
+    isbn: str | None = None  # a book's or chapter's ISBN (digits, ISBN-13 when known)
+    publisher: str = ""
+    # Zotero's item type when a source's record says what it is (conferencePaper,
+    # bookSection, thesis, report, book, preprint, journalArticle); "" when none did.
+    item_type: str = ""
+    # The identities of this paper's other versions (a preprint's published DOI, the published
+    # version's preprint), as `identities` spells them: one paper, whichever version is found.
+    versions: list[str] = Field(default_factory=list)
     abstract: str = ""
     in_library: bool = False
     library_key: str | None = None
@@ -251,6 +259,7 @@ class Candidate(_Record):
     def model_post_init(self, _context: object) -> None:
         self.doi = clean_doi(self.doi)
         self.arxiv_id = clean_arxiv_id(self.arxiv_id)
+        self.isbn = clean_isbn(self.isbn)
         if self.doi and not self.arxiv_id and (m := _ARXIV_DOI.match(self.doi)):
             self.arxiv_id = clean_arxiv_id(m.group(1))
         if not self.id:
@@ -263,7 +272,9 @@ class Candidate(_Record):
             out.add(f"doi:{self.doi}")
         if self.arxiv_id:
             out.add(f"arxiv:{self.arxiv_id}")
-        return out
+        if self.isbn:
+            out.add(f"isbn:{self.isbn}")
+        return out | {v for v in self.versions if v.startswith(("doi:", "arxiv:"))}
 
 
 def clean_doi(doi: str | None) -> str | None:
@@ -283,6 +294,21 @@ def clean_arxiv_id(arxiv_id: str | None) -> str | None:
     return _ARXIV_VERSION.sub("", text).lower() or None
 
 
+def clean_isbn(isbn: str | None) -> str | None:
+    """`978-0-262-03384-8` and `0262033844` → ISBN-13 digits (`9780262033848`); else None."""
+    digits = re.sub(r"[\s-]", "", isbn or "").upper()
+    if re.fullmatch(r"\d{9}[\dX]", digits):
+        core = "978" + digits[:9]
+    elif re.fullmatch(r"97[89]\d{10}", digits):
+        core = digits[:12]
+    else:
+        return None
+    check = (10 - sum(int(d) * (3 if i % 2 else 1) for i, d in enumerate(core)) % 10) % 10
+    if len(digits) == 13 and digits[12] != str(check):
+        return None  # a mistyped ISBN-13 (its check digit disagrees)
+    return core + str(check)
+
+
 def normalize_title(title: str | None) -> str:
     """Lower-case letters and digits only, accents folded: the same paper's titles agree."""
     text = unicodedata.normalize("NFKD", title or "")
@@ -293,7 +319,7 @@ def normalize_title(title: str | None) -> str:
 def candidate_id(c: Candidate) -> str:
     """Short and stable: from the DOI, else the arXiv id, else the normalised title."""
     key = (f"doi:{c.doi}" if c.doi else f"arxiv:{c.arxiv_id}" if c.arxiv_id
-           else f"title:{normalize_title(c.title)}")  # fmt: skip
+           else f"isbn:{c.isbn}" if c.isbn else f"title:{normalize_title(c.title)}")  # fmt: skip
     return "c" + hashlib.sha1(key.encode()).hexdigest()[:9]
 
 

@@ -38,6 +38,7 @@ from zocrates_nb.events import (
 )
 from zocrates_nb.panel_records import (
     candidate_record,
+    citation_records,
     discovery_record,
     fill_examples,
     history_turn,
@@ -49,6 +50,7 @@ from zocrates_nb.panel_records import (
 )
 from zocrates_nb.sessions import CheckpointPending
 from zocrates_nb.turn import AskOptions
+from zocrates_nb.widget_writes import PanelWrites
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -60,7 +62,8 @@ STOP_GRACE_SECONDS = 0.5  # a cooperative stop may finish its turn (and save it)
 LIBRARY_SCOPE: dict[str, Any] = {"mode": "library", "items": [], "collections": []}
 MESSAGE_KINDS = frozenset(
     {"ask", "resume", "stop", "search_titles", "set_scope", "open_session", "new_session",
-     "rename_session", "delete_session", "stage", "unstage", "staged_list", "save_staged"}
+     "rename_session", "delete_session", "stage", "unstage", "staged_list", "save_staged",
+     "save_note", "add_papers"}
 )
 SAVE_UNCONFIRMED = ("Nothing was saved: saving writes to Zotero or a file, so confirm it in the "
                     "panel first.")
@@ -140,7 +143,7 @@ class LiveTurn:
 
 
 # ---------------------------------------------------------------------------- the widget
-class ChatWidget(anywidget.AnyWidget):
+class ChatWidget(PanelWrites, anywidget.AnyWidget):
     """The chat panel. Display it in a cell (`zocrates_nb.chat()` or `ChatWidget(app)`)."""
 
     _esm = asset_path("chat.js")
@@ -216,7 +219,7 @@ class ChatWidget(anywidget.AnyWidget):
 
     async def wait(self) -> None:
         """Wait for the running turn and save (if any) to end; handy in scripts and tests."""
-        for task in (self._task, self._save):
+        for task in (self._task, self._save, self._writes):
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -551,6 +554,7 @@ class ChatWidget(anywidget.AnyWidget):
     def _send_event(self, event: Event) -> None:
         payload = event.model_dump(mode="json")
         if isinstance(event, Final):  # sources link to Zotero where they come from it
+            payload["citations"] = citation_records(self.app, event.citations)
             payload["cited_sources"] = source_records(self.app, event.cited_sources)
             payload["other_sources"] = source_records(self.app, event.other_sources)
             payload["scope"] = scope_record(self.app, event.scope)

@@ -1,5 +1,5 @@
 // What a researcher does with an answer: copy it, or insert it into the notebook as a Markdown
-// cell with its references (Zotero links where the paper comes from Zotero).
+// cell with its references (https links to the papers and the pages cited: references.js).
 //
 // Inserting: an anywidget has no JupyterLab API handle, but in JupyterLab 4 its model's widget
 // manager is the notebook's (`@jupyter-widgets/jupyterlab-manager`), whose public `context` holds
@@ -8,11 +8,11 @@
 // metadata), so successive inserts read in the order they were asked; else at the end. Elsewhere
 // (VS Code, a plain page) there is no notebook to write to: the Markdown is copied instead, and
 // the panel says so.
-import { formatAuthors } from "./dom.js";
+import { referenceLine } from "./references.js";
 
 const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
 const MARK = "zocrates_nb"; // cell metadata of an inserted answer: {zocrates_nb: {turn_id}}
-const ZOTERO_URL = /^zotero:\/\/(select|open-pdf)\/[A-Za-z0-9/_-]+$/;
+const ZOTERO_URL = /^zotero:\/\/(select|open-pdf)\/[A-Za-z0-9/_-]+(\?page=\d{1,6})?$/;
 
 /** A `zotero://` URL we built (select an item, open its PDF), or "" for anything else. */
 export function safeZoteroUrl(url) {
@@ -27,8 +27,11 @@ function escapeMarkdown(text) {
   return oneLineText(text).replace(/([\\`*_[\]<>#|])/g, "\\$1");
 }
 
-/** The answer as Markdown: the question, the answer, its scope, then numbered references. */
-export function answerMarkdown({ prompt = "", answer = "", scopeLabel = "", sources = [] }) {
+/**
+ * The answer as Markdown: the question, the answer, its scope, then numbered references with
+ * their pages and https links (no `zotero://` links: notebook cells drop them).
+ */
+export function answerMarkdown({ prompt = "", answer = "", scopeLabel = "", sources = [], citations = [] }) {
   const lines = [];
   if (prompt) lines.push(`**Question:** ${escapeMarkdown(prompt)}`, "");
   lines.push(String(answer ?? "").trim(), "");
@@ -36,20 +39,7 @@ export function answerMarkdown({ prompt = "", answer = "", scopeLabel = "", sour
   const cited = sources.filter((s) => s.n != null);
   if (cited.length) {
     lines.push("**References**", "");
-    for (const s of cited) {
-      const numbers = (s.numbers?.length ? s.numbers : [s.n]).join(", ");
-      const who = [formatAuthors(s.authors), s.year ?? ""].filter(Boolean).join(", ");
-      const links = [];
-      const select = safeZoteroUrl(s.links?.select);
-      const pdf = safeZoteroUrl(s.links?.pdf);
-      if (select) links.push(`[Zotero](${select})`);
-      if (pdf) links.push(`[PDF](${pdf})`);
-      lines.push(
-        `- [${numbers}] ${escapeMarkdown(s.title || s.item_key || "Untitled")}` +
-          (who ? ` (${escapeMarkdown(who)})` : "") +
-          (links.length ? ` · ${links.join(" · ")}` : ""),
-      );
-    }
+    for (const s of cited) lines.push(referenceLine(s, citations, escapeMarkdown));
     lines.push("");
   }
   return lines.join("\n").trim() + "\n";

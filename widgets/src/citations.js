@@ -1,5 +1,6 @@
 // Citations: the `[n]` markers of a rendered answer become buttons, and a button opens the
 // popover with the cited passages (title, authors, where, the passage, its support).
+import { safeZoteroUrl } from "./actions.js";
 import { formatAuthors, icon } from "./dom.js";
 import { renderMarkdownInto } from "./markdown.js";
 
@@ -114,6 +115,7 @@ export class CitationPopover {
       const passage = h("blockquote", { class: "zc-pop-passage zc-markdown", "data-testid": "citation-passage" });
       renderMarkdownInto(passage, c.text || "");
       const where = [c.section ? `§ ${c.section}` : "", c.page != null ? `p. ${c.page}` : ""].filter(Boolean).join(" · ");
+      const pdf = safeZoteroUrl(c.links?.pdf);
       const support = Number.isFinite(c.support) ? Math.round(c.support * 100) : null;
       return h(
         "div",
@@ -124,7 +126,14 @@ export class CitationPopover {
           "data-testid": "citation-meta",
           text: [formatAuthors(c.authors), c.year ?? ""].filter(Boolean).join(" · "),
         }),
-        where ? h("div", { class: "zc-pop-where", "data-testid": "citation-where", text: where }) : null,
+        where
+          ? h(
+              "div",
+              { class: "zc-pop-where", "data-testid": "citation-where" },
+              h("span", { text: where }),
+              pdf ? h("a", { href: pdf, class: "zc-source-link", "data-testid": "citation-pdf", title: "Open the PDF at this page in Zotero", text: c.page != null ? "Open PDF at this page" : "Open PDF" }) : null,
+            )
+          : null,
         c.text ? passage : null,
         h(
           "div",

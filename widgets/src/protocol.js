@@ -1,5 +1,5 @@
 // Python → front end (PROTOCOL.md): the trait listeners, and the routing of custom messages —
-// `turn_started`, `event`, `history`, `title_results`, `save_result` — to the bubbles and parts
+// `turn_started`, `event`, `history`, `title_results`, `save_result`, `note_result` — to the bubbles and parts
 // they change.
 import { TurnView } from "./turn.js";
 
@@ -42,6 +42,9 @@ function onMessage(chat, msg) {
       break;
     case "save_result":
       chat.staging.onSaveResult(msg);
+      break;
+    case "note_result":
+      chat.turns.get(msg.turn_id)?.noteSaver.onResult(msg);
       break;
     case "turn_started": {
       const turn = turnFor(chat, msg.turn_id, msg.prompt ?? "");

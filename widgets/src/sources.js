@@ -1,12 +1,14 @@
-// The Sources block under an answer: the cited papers with their numbers, and the other papers
-// considered (collapsed). A paper from Zotero links to its item and its PDF in the Zotero app
-// (plain `zotero://` links, built only from the URLs Python sends and checked here).
+// The Sources block under an answer: the cited papers with their numbers and the pages their
+// passages are on, and the other papers considered (collapsed). A paper from Zotero links to its
+// item and to its PDF in the Zotero app, at the first cited page when one is known (plain
+// `zotero://` links, built only from the URLs Python sends and checked here).
 import { safeZoteroUrl } from "./actions.js";
 import { formatAuthors } from "./dom.js";
+import { pagesLabel, pagesOf, pdfCitationOf } from "./references.js";
 
-function zoteroLinks(h, source) {
+function zoteroLinks(h, source, citations) {
   const select = safeZoteroUrl(source.links?.select);
-  const pdf = safeZoteroUrl(source.links?.pdf);
+  const pdf = safeZoteroUrl(pdfCitationOf(source, citations)?.links?.pdf) || safeZoteroUrl(source.links?.pdf);
   if (!select && !pdf) return null;
   return h(
     "span",
@@ -17,7 +19,7 @@ function zoteroLinks(h, source) {
 }
 
 /** Replace `slot`'s content with the Sources block (nothing when there are no sources). */
-export function renderSources(h, slot, cited, other) {
+export function renderSources(h, slot, cited, other, citations = []) {
   slot.replaceChildren();
   if (cited.length === 0 && other.length === 0) return;
   const row = (source) =>
@@ -33,10 +35,12 @@ export function renderSources(h, slot, cited, other) {
         h("span", { class: "zc-source-title", text: source.title || source.item_key || "Untitled" }),
         h("span", {
           class: "zc-source-meta",
-          text: [formatAuthors(source.authors), source.year ?? ""].filter(Boolean).join(" · "),
+          text: [formatAuthors(source.authors), source.year ?? "", source.n != null ? pagesLabel(pagesOf(source, citations)) : ""]
+            .filter(Boolean)
+            .join(" · "),
         }),
       ),
-      zoteroLinks(h, source),
+      zoteroLinks(h, source, source.n != null ? citations : []),
     );
   const citedEl = h(
     "div",

@@ -3,6 +3,7 @@
 // Zotero app, the Zotero web library, a RIS or BibTeX download) and Save. Saving always shows
 // a confirm step naming what will be written where; only its button sends `save_staged` with
 // `confirmed: true`. The `save_result` says what happened; a file arrives as a download.
+import { AddPapers } from "./adding.js";
 import { candidateMeta } from "./candidates.js";
 import { icon, oneLine } from "./dom.js";
 
@@ -62,6 +63,8 @@ export class StagedTray {
       this.confirmEl,
       this.resultEl,
     );
+    this.adder = new AddPapers(this);
+    this.resultEl.before(this.adder.el);
   }
 
   staged() {
@@ -92,7 +95,7 @@ export class StagedTray {
     const h = this.h;
     const staged = this.staged();
     this.button.textContent = `Staged (${staged.length})`;
-    this.button.hidden = staged.length === 0 && this.el.hidden && this.resultEl.hidden;
+    this.button.hidden = false; // the tray also adds papers by identifier: always reachable
     this.list.replaceChildren(
       ...(staged.length
         ? staged.map((c) =>
@@ -201,8 +204,9 @@ export class StagedTray {
         h("ul", { class: "zc-save-failed" }, failed.map((f) => h("li", { "data-testid": "save-failed", text: `${oneLine(f.title || f.id, 80)}: ${f.reason}` }))),
       );
     }
+    if (msg.message) parts.push(h("div", { class: "zc-save-error", "data-testid": "save-message", text: msg.message }));
     if (!parts.length) parts.push(h("span", { text: "Nothing was saved." }));
-    this.showResult(parts, failed.length ? "partial" : "done");
+    this.showResult(parts, failed.length || msg.message ? "partial" : "done");
     this.setOpen(true);
   }
 

@@ -7,6 +7,7 @@ import { CheckpointCard } from "./checkpoint.js";
 import { linkCitations } from "./citations.js";
 import { formatSeconds, icon, oneLine } from "./dom.js";
 import { renderMarkdownInto } from "./markdown.js";
+import { NoteSaver } from "./notes.js";
 import { renderSources } from "./sources.js";
 import { StepList } from "./steps.js";
 
@@ -121,6 +122,8 @@ export class TurnView {
       this.insertButton,
       action("regenerate", "redo", "Regenerate (ask again)", () => chat.regenerate(this)),
     );
+    this.noteSaver = new NoteSaver(this);
+    this.actionsEl.append(this.noteSaver.button);
     // Order: work (steps), decisions (checkpoint cards), then the answer with its sources, so a
     // resolved card never sits between an answer and its sources.
     this.bubble = h(
@@ -137,6 +140,8 @@ export class TurnView {
       this.sourcesEl,
       this.footerEl,
       this.actionsEl,
+      this.noteSaver.confirmEl,
+      this.noteSaver.resultEl,
     );
     this.assistantEl = h("div", { class: "zc-msg zc-msg-assistant", "data-testid": "assistant-message" }, this.bubble);
     this.el.append(this.assistantEl);
@@ -245,7 +250,7 @@ export class TurnView {
     linkCitations(this.h, this.answerEl, this.citations, (button, n) =>
       this.chat.popover.toggle(button, this.citations.get(n), n),
     );
-    renderSources(this.h, this.sourcesEl, final.cited_sources ?? [], final.other_sources ?? []);
+    renderSources(this.h, this.sourcesEl, final.cited_sources ?? [], final.other_sources ?? [], final.citations ?? []);
     // A discovery turn: its candidates as cards under the answer, staged through the tray.
     this.candidateCards = final.discovery ? new CandidateCards(this.h, final.discovery, this.chat.staging) : null;
     this.candidatesSlot.replaceChildren(...(this.candidateCards ? [this.candidateCards.el] : []));
@@ -378,6 +383,7 @@ export class TurnView {
       answer: this.text,
       scopeLabel: this.scope ? scopeLabel(this.scope) : "",
       sources: final.cited_sources ?? [],
+      citations: final.citations ?? [],
     });
   }
 

@@ -311,9 +311,10 @@ test("RIS and BibTeX arrive as a browser download (a Blob), after the same confi
   assert.match(w.byId("save-result").textContent, /Downloaded zocrates-staged\.bib \(1 paper\)/);
 });
 
-test("nothing staged: the header button hides and Save is disabled", (t) => {
+test("nothing staged: the tray still opens (to add a paper by identifier) and Save is disabled", (t) => {
   const w = mount(t, { state: { staged: [] } });
-  assert.equal(w.byId("staged-toggle").hidden, true);
+  assert.equal(w.byId("staged-toggle").hidden, false);
+  assert.equal(w.byId("staged-toggle").textContent, "Staged (0)");
   w.model.py.set("staged", [RAFT]);
   assert.equal(w.byId("staged-toggle").hidden, false);
   w.click(w.byId("staged-toggle"));

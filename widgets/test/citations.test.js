@@ -98,7 +98,8 @@ test("Sources: cited papers with their numbers, other considered papers apart", 
     [["1, 2", "Attention Is All You Need"], ["3", "Reciprocal Rank Fusion"]],
     "every number that cites a paper shows on its row; a source without `numbers` shows its n",
   );
-  assert.equal(rows[0].querySelector(".zc-source-meta").textContent, "Ashish Vaswani et al. · 2017");
+  assert.equal(rows[0].querySelector(".zc-source-meta").textContent, "Ashish Vaswani et al. · 2017 · p. 4", "the page its cited passages are on");
+  assert.equal(rows[1].querySelector(".zc-source-meta").textContent, "Gordon Cormack · 2009", "no page known: none shown");
   assert.equal(rows[0].getAttribute("data-item-key"), "VASWANI");
   const other = w.byId("sources-other");
   assert.equal(other.hidden, false);

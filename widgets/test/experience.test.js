@@ -18,6 +18,7 @@ const ZOTERO_SOURCES = [
     year: 2014,
     tier: "cited",
     links: { select: "zotero://select/library/items/B4BVDRMA", pdf: "zotero://open-pdf/library/items/YH7LQ4ZJ" },
+    href: "https://doi.org/10.5555/2643634.2643666",
   },
   { n: 3, item_key: "EVIL0001", title: "Hostile", authors: [], year: null, tier: "cited", links: { select: "javascript:alert(1)" } },
 ];
@@ -175,7 +176,7 @@ test("each question shows the scope it ran under, live and in a reopened session
 
 // ---------------------------------------------------------------------------- answer actions
 
-test("copy puts the answer with its question, scope and references (Zotero links) on the clipboard", async (t) => {
+test("copy puts the answer with its question, scope and references (https links, pages) on the clipboard", async (t) => {
   const w = answered(t, {}, sampleFinal({ cited_sources: ZOTERO_SOURCES }));
   let copied = null;
   Object.defineProperty(w.win.navigator, "clipboard", { value: { writeText: async (text) => (copied = text) }, configurable: true });
@@ -184,8 +185,10 @@ test("copy puts the answer with its question, scope and references (Zotero links
   assert.match(copied, /^\*\*Question:\*\* How does Raft elect a leader\?/);
   assert.match(copied, /Transformers rely on \*\*self-attention\*\* \[1\]/);
   assert.match(copied, /_Searched: Whole library_/);
-  assert.match(copied, /- \[1, 2\] In Search of an Understandable Consensus Algorithm \(Diego Ongaro, John Ousterhout, 2014\) · \[Zotero\]\(zotero:\/\/select\/library\/items\/B4BVDRMA\) · \[PDF\]\(zotero:\/\/open-pdf\/library\/items\/YH7LQ4ZJ\)/);
-  assert.doesNotMatch(copied, /javascript/);
+  assert.match(copied, /- \[1, 2\] \[In Search of an Understandable Consensus Algorithm\]\(https:\/\/doi\.org\/10\.5555\/2643634\.2643666\) \(Diego Ongaro, John Ousterhout, 2014\), p\. 4\n/);
+  assert.match(copied, /- \[3\] Hostile\n/, "no https link known: the title alone, no page known: none");
+  // Notebook cells drop zotero:// links (JupyterLab's sanitizer): none travel in the Markdown.
+  assert.doesNotMatch(copied, /javascript|zotero:/);
   assert.match(w.byId("toast").textContent, /Copied/);
 });
 

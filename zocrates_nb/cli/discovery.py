@@ -14,6 +14,7 @@ from zocrates_nb.errors import UsageError
 if TYPE_CHECKING:
     from zocrates_nb.app import App
     from zocrates_nb.online import Candidate
+    from zocrates_nb.writeback import SaveResult
 
 CANDIDATE_FIELDS = ("id", "title", "authors", "year", "venue", "doi", "arxiv_id", "url",
                     "pdf_url", "in_library", "library_key", "why", "sources")  # fmt: skip
@@ -40,7 +41,8 @@ def print_candidate(c: Candidate) -> None:
     lines = [
         " — ".join(p for p in (authors, where) if p),
         f"{ident}  [{', '.join(c.sources)}]".strip(),
-        f"already in your library ({c.library_key})" if c.in_library else "",
+        (f"already in your library ({c.library_key})" if c.library_key
+         else "already in your Zotero library") if c.in_library else "",
         f"why: {c.why}" if c.why else "",
     ]
     print(f"{c.id}  {c.title}")
@@ -105,14 +107,23 @@ def stage_save_command(args: argparse.Namespace) -> int:
             print("nothing saved")
             return 1
         result, text = app.save_staged(args.to, confirmed=True, session_id=args.session,
-                                       out=args.out, collection=args.collection)  # fmt: skip
+                                       out=args.out, collection=args.collection,
+                                       tags=args.tag, lost=args.lost)  # fmt: skip
     if text is not None:
         sys.stdout.write(text)
         return 0
-    if args.json:
+    return print_result(result, args.json)
+
+
+def print_result(result: SaveResult, as_json: bool) -> int:
+    """A save's outcome: what was saved where, what was not and why, how to continue."""
+    if as_json:
         _json(result.model_dump(mode="json"))
-        return 0
-    print(f"saved {len(result.saved)} to {result.where}")
+        return 0 if not (result.failed or result.pending) else 1
+    for line in result.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    print(f"saved {len(result.saved)} to {result.where}" if result.where else
+          f"saved {len(result.saved)}")  # fmt: skip
     if result.attached or result.unattached:
         tried = len(result.attached) + len(result.unattached)
         print(f"Zotero attached PDFs to {len(result.attached)} of {tried}")
@@ -120,7 +131,42 @@ def stage_save_command(args: argparse.Namespace) -> int:
             print(f"  no PDF for {cid}: {reason}")
     for cid, reason in result.failed.items():
         print(f"  not saved {cid}: {reason}")
-    return 0 if not result.failed else 1
+    for cid, where in result.held.items():
+        print(f"  {cid}: {where}")
+    if result.pending:
+        print(f"not saved yet: {', '.join(result.pending)}")
+    if result.message:
+        print(result.message)
+    return 0 if not (result.failed or result.pending) else 1
+
+
+def add_command(args: argparse.Namespace) -> int:
+    """Look the identifiers up, show what was found, ask (unless --yes), then save."""
+    with _app(args) as app:
+        if not args.yes:
+            found, unknown = app.lookup(args.identifiers)
+            for c in found:
+                print_candidate(c)
+            for ident, why in unknown.items():
+                print(f"  {ident}: {why}", file=sys.stderr)
+            if not found:
+                print("nothing to add")
+                return 1
+            where = ("the Zotero app" if args.to == "connector" else "your Zotero web library")
+            if not sys.stdin.isatty():
+                raise UsageError(f"adding {len(found)} papers to {where} needs a yes: add --yes")
+            if input(f"Add {len(found)} papers to {where}? [y/N] ").strip().lower() not in (
+                "y", "yes"):  # fmt: skip
+                print("nothing saved")
+                return 1
+        result, found = app.add(args.identifiers, to=args.to, confirmed=True,
+                                collection=args.collection, tags=args.tag,
+                                lost=args.lost)  # fmt: skip
+    if not args.json:
+        for c in found:
+            if c.id in result.saved:
+                print(f"added {c.id}  {c.title}")
+    return print_result(result, args.json)
 
 
 def note_save_command(args: argparse.Namespace) -> int:
@@ -138,7 +184,7 @@ def note_save_command(args: argparse.Namespace) -> int:
     if args.json:
         _json(result.model_dump(mode="json"))
     else:
-        print(f"saved the answer as {result.where}")
+        print(result.message or f"saved the answer as {result.where}")
         if result.tagged:
             print(f"tagged zocrates:cited: {', '.join(result.tagged)}")
         for key, reason in result.failed.items():
@@ -185,12 +231,30 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sv = ss.add_parser("save", help="save the staging list to Zotero, or export it")
     sv.add_argument("--to", required=True, choices=["connector", "web", "ris", "bibtex"])
     sv.add_argument("--out", help="ris/bibtex: the file to write (default: standard output)")
-    sv.add_argument("--collection", help="web: a collection key to add the items to")
+    sv.add_argument("--collection", help="the collection to save into: web, its key; "
+                    "connector, its name or path (default: the one selected in Zotero)")
+    sv.add_argument("--tag", action="append", help="a tag to give the saved items (repeatable)")
+    sv.add_argument("--lost", choices=["saved", "unsaved"],
+                    help="connector: what you found in Zotero for papers whose save was not "
+                    "answered (the save says when this is needed)")
     sv.add_argument("--yes", action="store_true", help="do not ask before writing")
     sv.add_argument("--json", action="store_true")
     sv.set_defaults(func=stage_save_command)
     for p in (add, ls, rm, sv):
         session(p)
+
+    ad = sub.add_parser("add", help="add papers to Zotero by DOI, arXiv id or ISBN "
+                        "(online.enabled)")  # fmt: skip
+    ad.add_argument("identifiers", nargs="+", metavar="DOI|arXiv-id|ISBN")
+    ad.add_argument("--to", choices=["connector", "web"], default="connector",
+                    help="the Zotero app (default) or your web library")
+    ad.add_argument("--collection", help="the collection to save into: connector, its name or "
+                    "path (default: the one selected in Zotero); web, its key")
+    ad.add_argument("--tag", action="append", help="a tag to give the papers (repeatable)")
+    ad.add_argument("--lost", choices=["saved", "unsaved"], help=argparse.SUPPRESS)
+    ad.add_argument("--yes", action="store_true", help="do not ask before writing")
+    ad.add_argument("--json", action="store_true")
+    ad.set_defaults(func=add_command)
 
     no = sub.add_parser("note", help="save an answer as a Zotero note")
     ns = no.add_subparsers(dest="note_command", required=True)

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
 import httpx
 
@@ -45,6 +46,12 @@ class OnlineDisabled(ZocratesError):
         )
 
 
+class Holder(Protocol):
+    def find(self, c: Candidate) -> str | None:
+        """The library's key for the paper ("" when held under no known key), else None."""
+        ...
+
+
 @dataclass
 class LibraryMatch:
     """The library's papers by DOI, arXiv id and normalised title → item key."""
@@ -76,7 +83,7 @@ def discover(
     query: str,
     *,
     limit: int = 10,
-    library: LibraryMatch | None = None,
+    library: Holder | None = None,
     environ: dict[str, str] | None = None,
     transport: httpx.BaseTransport | None = None,
     similarity: Similarity | None = None,
@@ -92,7 +99,8 @@ def discover(
     if not query:
         raise ZocratesError("Say what to look for: the query is empty.")
     limit = max(1, min(int(limit), MAX_LIMIT))
-    sources = enabled_sources(online, environ)
+    ident = identifier(query)  # one paper by its DOI, arXiv id or ISBN: look it up
+    sources = enabled_sources(online, environ, lookup=ident is not None)
     if not sources:
         off = "No scholarly source is enabled: turn one on under online.* in the config."
         return Discovery(query=query, errors=[off])
@@ -101,7 +109,6 @@ def discover(
     timeout = httpx.Timeout(online.timeout, connect=min(5.0, online.timeout))
     client = httpx.Client(timeout=timeout, transport=transport, follow_redirects=True)
     with client, ThreadPoolExecutor(max_workers=len(sources)) as pool:
-        ident = identifier(query)  # one paper by its DOI or arXiv id: look it up
         futures = [pool.submit(s.lookup, client, *ident) if ident
                    else pool.submit(s.search, client, query, limit) for s in sources]  # fmt: skip
         for source, fut in zip(sources, futures, strict=True):
@@ -127,8 +134,8 @@ def discover(
         if meaning is not None:
             c.score = round(0.7 * meaning[n] + 0.3 * c.score, 4)
         c.why = why(c, wanted)
-        if library is not None and (key := library.find(c)):
-            c.in_library, c.library_key = True, key
+        if library is not None and (key := library.find(c)) is not None:
+            c.in_library, c.library_key = True, key or None
     merged.sort(key=lambda c: (-c.score, c.title))
     # Papers the library holds are not recommended again: they follow the `limit`
     # recommendations, marked, so the researcher sees what they already have.

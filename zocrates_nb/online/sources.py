@@ -7,7 +7,6 @@ Parsers are defensive: the recorded responses show years of schema drift.
 
 from __future__ import annotations
 
-import html
 import os
 import re
 from collections.abc import Callable
@@ -19,11 +18,24 @@ import httpx
 from defusedxml import ElementTree
 
 from zocrates_nb.config import OnlineSettings, SourceSettings
-from zocrates_nb.online.candidate import Candidate
+from zocrates_nb.online.candidate import Candidate, clean_doi
 from zocrates_nb.online.http import SourceError, get, get_json
+from zocrates_nb.online.markup import abstract_text, plain
+from zocrates_nb.turn import clean_isbn
+
+# What each API calls a record, as Zotero's item type ("" leaves it to the default).
+CROSSREF_TYPES = {
+    "journal-article": "journalArticle", "proceedings-article": "conferencePaper",
+    "book-chapter": "bookSection", "book-section": "bookSection", "book-part": "bookSection",
+    "dissertation": "thesis", "report": "report", "report-component": "report",
+    "book": "book", "monograph": "book", "edited-book": "book", "reference-book": "book",
+}  # fmt: skip
+OPENALEX_TYPES = {"article": "journalArticle", "preprint": "preprint", "book": "book",
+                  "book-chapter": "bookSection", "dissertation": "thesis", "report": "report"}
+S2_TYPES = {"Conference": "conferencePaper", "BookSection": "bookSection", "Book": "book",
+            "JournalArticle": "journalArticle"}  # fmt: skip
 
 USER_AGENT = "zocrates-nb (https://github.com/zocrates-nb)"
-_TAG = re.compile(r"<[^>]+>")
 _ATOM = "{http://www.w3.org/2005/Atom}"
 _ARXIV = "{http://arxiv.org/schemas/atom}"
 
@@ -37,6 +49,7 @@ class Source(Protocol):
 
 
 _DOI_RE = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)?(10\.\d{4,9}/\S+)$", re.I)
+_ISBN_RE = re.compile(r"^(?:isbn(?:-1[03])?:?\s*)?((?:97[89][\s-]?)?(?:\d[\s-]?){9}[\dXx])$", re.I)
 _ARXIV_RE = re.compile(
     r"^(?:https?://(?:export\.)?arxiv\.org/(?:abs|pdf)/|arxiv:\s*)?"
     r"(\d{4}\.\d{4,5}(?:v\d+)?|[a-z-]+(?:\.[A-Z]{2})?/\d{7}(?:v\d+)?)(?:\.pdf)?$",
@@ -47,17 +60,21 @@ _ARXIV_RE = re.compile(
 def identity(kind: str, ident: str) -> set[str]:
     """The identities of the paper a look-up asks for (as `Candidate.identities` spells them)."""
     return Candidate(title="", doi=ident if kind == "doi" else None,
-                     arxiv_id=ident if kind == "arxiv" else None).identities()  # fmt: skip
+                     arxiv_id=ident if kind == "arxiv" else None,
+                     isbn=ident if kind == "isbn" else None).identities()  # fmt: skip
 
 
 def identifier(query: str) -> tuple[str, str] | None:
-    """("doi", "10.x/y") or ("arxiv", "2104.12255v1") when the whole query is one identifier:
-    a look-up of that paper, not a search."""
+    """("doi", "10.x/y"), ("arxiv", "2104.12255v1") or ("isbn", "9780262033848") when the
+    whole query is one identifier: a look-up of that paper, not a search."""
     text = query.strip().rstrip(".,;")
     if m := _DOI_RE.match(text):
         return "doi", m.group(1)
     if m := _ARXIV_RE.match(text):
         return "arxiv", m.group(1)
+    if m := _ISBN_RE.match(text):
+        isbn = clean_isbn(m.group(1))
+        return ("isbn", isbn) if isbn else None
     return None
 
 
@@ -96,11 +113,6 @@ class _Base:
     def _get(self, client: httpx.Client, path: str, **kw: Any) -> Any:
         return get_json(client, self.name, self.settings.base_url + path,
                         max_retry_after=self.online.max_retry_after, **kw)  # fmt: skip
-
-
-def plain(text: str | None) -> str:
-    """Markup (JATS, HTML) stripped, entities decoded (`&amp;` → `&`), whitespace collapsed."""
-    return " ".join(html.unescape(_TAG.sub(" ", text or "")).split())
 
 
 class Arxiv(_Base):
@@ -152,7 +164,7 @@ def parse_arxiv(body: bytes, name: str = "arXiv") -> list[Candidate]:
             arxiv_id=ident,
             url=ident.replace("http://", "https://") or None,
             pdf_url=pdf,
-            abstract=plain(e.findtext(f"{_ATOM}summary")),
+            abstract=abstract_text(e.findtext(f"{_ATOM}summary")),
             sources=[name],
         ))  # fmt: skip
     return [c for c in out if c.title]
@@ -184,22 +196,38 @@ def crossref_item(i: dict[str, Any], name: str = "Crossref") -> Candidate:
     parts = ((i.get("issued") or i.get("published") or {}).get("date-parts") or [[None]])[0]
     pdf = next((ln.get("URL") for ln in i.get("link") or []
                 if ln.get("content-type") == "application/pdf"), None)  # fmt: skip
+    kind = str(i.get("type") or "")
+    item_type = ("preprint" if kind == "posted-content" and i.get("subtype") == "preprint"
+                 else CROSSREF_TYPES.get(kind, ""))  # fmt: skip
+    venue = " ".join((i.get("container-title") or [])[:1])
+    if not venue or item_type in ("thesis", "report", "preprint"):  # who published it
+        venue = next((str(x.get("name") or "") for x in i.get("institution") or []
+                      if isinstance(x, dict)), "") or venue  # fmt: skip
+    raw = i.get("relation")
+    relation: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    versions = [f"doi:{d}" for r in ("has-preprint", "is-preprint-of")
+                for x in relation.get(r) or [] if isinstance(x, dict)
+                and x.get("id-type") == "doi" and (d := clean_doi(str(x.get("id") or "")))]
     return Candidate(
         title=plain(" ".join(i.get("title") or [])),
         authors=[" ".join(filter(None, [a.get("given"), a.get("family")])) or a.get("name", "")
                  for a in i.get("author") or []],
         year=parts[0] if parts and isinstance(parts[0], int) else None,
-        venue=plain(" ".join((i.get("container-title") or [])[:1])),
+        venue=plain(venue),
         doi=i.get("DOI"),
         url=i.get("URL"),
         pdf_url=pdf,
-        abstract=plain(i.get("abstract")),
+        isbn=next(iter(i.get("ISBN") or []), None),
+        publisher=plain(i.get("publisher")) if item_type in ("book", "bookSection") else "",
+        item_type=item_type,
+        versions=versions,
+        abstract=abstract_text(i.get("abstract")),
         sources=[name],
         score=float(i.get("score") or 0.0),
     )  # fmt: skip
 
 
-S2_FIELDS = "title,authors,year,venue,externalIds,abstract,openAccessPdf,url"
+S2_FIELDS = "title,authors,year,venue,externalIds,abstract,openAccessPdf,url,publicationTypes"
 
 
 class SemanticScholar(_Base):
@@ -213,6 +241,8 @@ class SemanticScholar(_Base):
                 if c.title]  # fmt: skip
 
     def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
+        if kind not in ("doi", "arxiv"):
+            return []
         ref = quote(f"DOI:{ident}" if kind == "doi" else f"arXiv:{ident}", safe=":")
         return self._one(client, f"/paper/{ref}", s2_paper, headers=self._headers(),
                          params={"fields": S2_FIELDS})  # fmt: skip
@@ -220,6 +250,7 @@ class SemanticScholar(_Base):
 
 def s2_paper(p: dict[str, Any], name: str = "Semantic Scholar") -> Candidate:
     ids = p.get("externalIds") or {}
+    kinds = [t for t in p.get("publicationTypes") or [] if t in S2_TYPES]
     return Candidate(
         title=plain(p.get("title")),
         authors=[a.get("name", "") for a in p.get("authors") or []],
@@ -229,7 +260,8 @@ def s2_paper(p: dict[str, Any], name: str = "Semantic Scholar") -> Candidate:
         arxiv_id=ids.get("ArXiv"),
         url=p.get("url"),
         pdf_url=(p.get("openAccessPdf") or {}).get("url") or None,
-        abstract=plain(p.get("abstract")),
+        item_type=S2_TYPES[kinds[0]] if kinds else "",
+        abstract=abstract_text(p.get("abstract")),
         sources=[name],
     )
 
@@ -257,6 +289,9 @@ def openalex_work(w: dict[str, Any], name: str = "OpenAlex") -> Candidate:
     loc = w.get("primary_location") or {}
     best = w.get("best_oa_location") or {}
     ids = w.get("ids") or {}
+    item_type = OPENALEX_TYPES.get(str(w.get("type") or ""), "")
+    if item_type == "journalArticle" and (loc.get("source") or {}).get("type") == "conference":
+        item_type = "conferencePaper"
     return Candidate(
         title=plain(w.get("title") or w.get("display_name")),
         authors=[(a.get("author") or {}).get("display_name") or a.get("raw_author_name") or ""
@@ -267,7 +302,8 @@ def openalex_work(w: dict[str, Any], name: str = "OpenAlex") -> Candidate:
         arxiv_id=ids.get("arxiv"),
         url=loc.get("landing_page_url") or w.get("id"),
         pdf_url=best.get("pdf_url") or loc.get("pdf_url") or None,
-        abstract=inverted_abstract(w.get("abstract_inverted_index")),
+        item_type=item_type,
+        abstract=abstract_text(inverted_abstract(w.get("abstract_inverted_index"))),
         sources=[name],
         score=float(w.get("relevance_score") or 0.0),
     )  # fmt: skip
@@ -281,13 +317,51 @@ def inverted_abstract(index: Any) -> str:
     return " ".join(w for _, w in words)
 
 
-def enabled_sources(online: OnlineSettings, environ: dict[str, str] | None = None) -> list[_Base]:
-    """The sources to ask: enabled ones; OpenAlex only when its key is set (its 2026 terms)."""
+class OpenLibrary(_Base):
+    """Books by ISBN (Open Library's Books API, `jscmd=data`); it is never searched."""
+
+    def search(self, client: httpx.Client, query: str, limit: int) -> list[Candidate]:
+        return []
+
+    def lookup(self, client: httpx.Client, kind: str, ident: str) -> list[Candidate]:
+        if kind != "isbn":
+            return []
+        params = {"bibkeys": f"ISBN:{ident}", "format": "json", "jscmd": "data"}
+        data = self._get(client, "/api/books", params=params, headers={"User-Agent": USER_AGENT})
+        record = (data or {}).get(f"ISBN:{ident}") if isinstance(data, dict) else None
+        found = openlibrary_book(record, ident, self.name) if isinstance(record, dict) else None
+        return [found] if found is not None and found.title else []
+
+
+def openlibrary_book(b: dict[str, Any], isbn: str, name: str = "Open Library") -> Candidate:
+    title = plain(b.get("title"))
+    if isinstance(b.get("subtitle"), str) and b["subtitle"].strip():
+        title = f"{title}: {plain(b['subtitle'])}"
+    year = re.search(r"\b(1[5-9]\d\d|20\d\d)\b", str(b.get("publish_date") or ""))
+    return Candidate(
+        title=title,
+        authors=[plain(a.get("name")) for a in b.get("authors") or [] if isinstance(a, dict)],
+        year=int(year.group(1)) if year else None,
+        publisher=next((plain(p.get("name")) for p in b.get("publishers") or []
+                        if isinstance(p, dict)), ""),
+        isbn=isbn,
+        url=b.get("url") if isinstance(b.get("url"), str) else None,
+        item_type="book",
+        sources=[name],
+    )
+
+
+def enabled_sources(online: OnlineSettings, environ: dict[str, str] | None = None, *,
+                    lookup: bool = False) -> list[_Base]:  # fmt: skip
+    """The sources to ask: enabled ones; OpenAlex only when its key is set (its 2026 terms);
+    Open Library only for a look-up (`lookup`: it is never searched)."""
     env = dict(os.environ) if environ is None else environ
     made = [
         Arxiv(online.arxiv, online, "arXiv", env),
         Crossref(online.crossref, online, "Crossref", env),
         SemanticScholar(online.semantic_scholar, online, "Semantic Scholar", env),
         OpenAlex(online.openalex, online, "OpenAlex", env),
+        OpenLibrary(online.openlibrary, online, "Open Library", env),
     ]
-    return [s for s in made if s.settings.enabled and (s.name != "OpenAlex" or s.key)]
+    return [s for s in made if s.settings.enabled and (s.name != "OpenAlex" or s.key)
+            and (lookup or not isinstance(s, OpenLibrary))]

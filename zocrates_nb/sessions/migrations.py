@@ -13,6 +13,10 @@ two processes opening an old file at once migrate it once. A file written by a n
 3. Discovery's candidates: each discover run's papers are remembered (so `stage add ID` works in
    another process), and a staged flag makes the staging list. A list belongs to a session, or
    to the data home itself (`list_id` ''); deleting a session deletes its list.
+4. Zotero's write ledger: every batch written to Zotero (its write token or connector session,
+   the exact items sent, each item's outcome and new key), recorded before the request and
+   settled before the next batch, so a retry, a crash or a re-run never writes a paper twice;
+   it is also the data home's record of what it saved (of the data home, not of a session).
 """
 
 from __future__ import annotations
@@ -252,8 +256,35 @@ def candidate_staging(c: sqlite3.Connection) -> None:
     )
 
 
+# --------------------------------------------------------------------------------- 4
+def zotero_writes(c: sqlite3.Connection) -> None:
+    c.execute(
+        """CREATE TABLE zotero_writes (
+            batch TEXT NOT NULL,
+            target TEXT NOT NULL,     -- 'web:users/<id>', 'web:groups/<id>' or 'connector'
+            token TEXT NOT NULL,      -- the batch's Zotero-Write-Token or connector sessionID
+            version INTEGER,          -- the library version before the batch (web: read-back)
+            position INTEGER NOT NULL,
+            candidate_id TEXT NOT NULL,
+            identities TEXT NOT NULL, -- JSON list: doi:…, arxiv:…, title:…
+            title TEXT NOT NULL DEFAULT '',
+            item TEXT NOT NULL,       -- the item JSON exactly as sent (a retry sends the same)
+            state TEXT NOT NULL,      -- pending | written | failed
+            item_key TEXT,
+            reason TEXT NOT NULL DEFAULT '',
+            created REAL NOT NULL,
+            sent REAL,                -- first sent (NULL: recorded, not sent yet)
+            settled REAL,
+            PRIMARY KEY (batch, position)
+        )"""
+    )
+    c.execute("CREATE INDEX zotero_writes_by_target ON zotero_writes(target, state)")
+    c.execute("CREATE INDEX zotero_writes_by_candidate ON zotero_writes(candidate_id, state)")
+
+
 # --------------------------------------------------------------------------------- apply
-MIGRATIONS: tuple[Migration, ...] = (initial_schema, typed_turns, candidate_staging)
+MIGRATIONS: tuple[Migration, ...] = (initial_schema, typed_turns, candidate_staging,
+                                     zotero_writes)  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

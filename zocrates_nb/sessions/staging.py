@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.online.candidate import Candidate
@@ -45,29 +46,45 @@ class Staging:
                     (list_id, cand.id, cand.model_dump_json(), query, now),
                 )
 
-    def stage(self, ids: Sequence[str], *, list_id: str = HOME_LIST) -> list[Candidate]:
-        """Stage remembered candidates by id; all or none (an unknown id names itself)."""
+    def remembered(self, ids: Sequence[str], *, list_id: str = HOME_LIST) -> list[Candidate]:
+        """The remembered candidates of these ids (UnknownCandidate names any other id)."""
+        rows = self._rows(self.store._conn(), ids, list_id)
+        return [Candidate.model_validate_json(rows[i]) for i in dict.fromkeys(ids)]
+
+    @staticmethod
+    def _rows(c: Any, ids: Sequence[str], list_id: str) -> dict[str, str]:
+        rows = {
+            r["id"]: r["data"]
+            for r in c.execute(
+                f"SELECT id, data FROM candidates WHERE list_id = ? AND id IN "
+                f"({','.join('?' * len(ids))})",
+                (list_id, *ids),
+            )
+        }
+        missing = [i for i in ids if i not in rows]
+        if missing:
+            raise UnknownCandidate(
+                f"no candidate {', '.join(missing)} in this list: run discover first and "
+                "use the ids it prints"
+            )
+        return rows
+
+    def stage(self, ids: Sequence[str], *, list_id: str = HOME_LIST,
+              held: dict[str, str] | None = None) -> list[Candidate]:  # fmt: skip
+        """Stage remembered candidates by id; all or none (an unknown id names itself, a paper
+        the library holds says where: `held`, id → where Zotero holds it, adds to what the
+        discover run marked)."""
+        held = held or {}
         with self.store._tx() as c:
-            rows = {
-                r["id"]: r["data"]
-                for r in c.execute(
-                    f"SELECT id, data FROM candidates WHERE list_id = ? AND id IN "
-                    f"({','.join('?' * len(ids))})",
-                    (list_id, *ids),
-                )
-            }
-            missing = [i for i in ids if i not in rows]
-            if missing:
-                raise UnknownCandidate(
-                    f"no candidate {', '.join(missing)} in this list: run discover first and "
-                    "use the ids it prints"
-                )
-            held = [Candidate.model_validate_json(rows[i]) for i in ids]
-            held = [c for c in held if c.in_library]
-            if held:
-                named = ", ".join(f"{c.id} ({c.library_key})" for c in held)
+            rows = self._rows(c, ids, list_id)
+            found = [Candidate.model_validate_json(rows[i]) for i in dict.fromkeys(ids)]
+            where = {x.id: held.get(x.id) or (f"in your library, item {x.library_key}"
+                                              if x.library_key else "in your Zotero library")
+                     for x in found if x.in_library or x.id in held}  # fmt: skip
+            if where:
+                named = "; ".join(f"{i} ({w})" for i, w in where.items())
                 raise AlreadyInLibrary(
-                    f"already in your library, so not staged: {named}; nothing was staged"
+                    f"already in Zotero, so not staged: {named}. Nothing was staged."
                 )
             q = "SELECT COALESCE(MAX(staged), 0) FROM candidates WHERE list_id = ?"
             last = int(c.execute(q, (list_id,)).fetchone()[0])

@@ -1,12 +1,28 @@
-"""A `Candidate` as a Zotero item (the JSON both the connector and the Web API take)."""
+"""A `Candidate` as a Zotero item (the JSON both the connector and the Web API take): its item
+type as its source record says (conference paper, book section, thesis, report, book,
+preprint, journal article) and its venue in that type's own field."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from zocrates_nb.online.candidate import Candidate
+from zocrates_nb.online.candidate import Candidate, is_preprint
 
 STAGED_TAG = "zocrates:discovered"
+ITEM_TYPES = ("journalArticle", "conferencePaper", "bookSection", "thesis", "report", "book",
+              "preprint")  # fmt: skip
+# Where each type keeps the venue a source reported (Zotero's schema: publicationTitle's
+# and publisher's per-type names).
+VENUE_FIELD = {
+    "journalArticle": "publicationTitle",
+    "conferencePaper": "proceedingsTitle",
+    "bookSection": "bookTitle",
+    "thesis": "university",
+    "report": "institution",
+    "preprint": "repository",
+}
+PUBLISHER_FIELD = {"book": "publisher", "bookSection": "publisher", "conferencePaper": "publisher"}
+ISBN_TYPES = ("book", "bookSection", "conferencePaper", "thesis", "report")
 
 
 def split_name(name: str) -> dict[str, str]:
@@ -21,16 +37,20 @@ def split_name(name: str) -> dict[str, str]:
     return {"creatorType": "author", "firstName": first, "lastName": last}
 
 
-def is_preprint(c: Candidate) -> bool:
-    """Known only as an arXiv preprint (no DOI, or arXiv's own DataCite DOI)."""
-    return bool(c.arxiv_id) and (not c.doi or c.doi.startswith("10.48550/"))
+def item_type(c: Candidate) -> str:
+    """The type its source record gave, else a preprint when only arXiv or a preprint server
+    knows it, else a journal article."""
+    if c.item_type in ITEM_TYPES:
+        return c.item_type
+    return "preprint" if is_preprint(c) else "journalArticle"
 
 
-def zotero_item(c: Candidate, *, tags: list[str] | None = None) -> dict[str, Any]:
-    """Zotero's item fields: a preprint when only arXiv knows it, else a journal article."""
-    preprint = is_preprint(c)
+def zotero_item(c: Candidate, *, tags: list[str] | None = None,
+                collection: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Zotero's item fields for the candidate (Zotero's field names for its type)."""
+    kind = item_type(c)
     item: dict[str, Any] = {
-        "itemType": "preprint" if preprint else "journalArticle",
+        "itemType": kind,
         "title": c.title,
         "creators": [split_name(a) for a in c.authors if a.strip()],
         "date": str(c.year) if c.year else "",
@@ -40,11 +60,21 @@ def zotero_item(c: Candidate, *, tags: list[str] | None = None) -> dict[str, Any
     }
     if c.doi:
         item["DOI"] = c.doi
-    if preprint:
-        item["repository"] = "arXiv"
-        item["archiveID"] = f"arXiv:{c.arxiv_id}"
-    else:
-        item["publicationTitle"] = c.venue
-        if c.arxiv_id:
+    venue = c.venue
+    if kind == "preprint":
+        if c.arxiv_id and (not c.doi or c.doi.startswith("10.48550/")):
+            venue = "arXiv"
+            item["archiveID"] = f"arXiv:{c.arxiv_id}"
+        elif c.arxiv_id:
             item["extra"] = f"arXiv: {c.arxiv_id}"
+    elif c.arxiv_id:
+        item["extra"] = f"arXiv: {c.arxiv_id}"
+    if kind in VENUE_FIELD:
+        item[VENUE_FIELD[kind]] = venue
+    if kind in PUBLISHER_FIELD and c.publisher:
+        item[PUBLISHER_FIELD[kind]] = c.publisher
+    if kind in ISBN_TYPES and c.isbn:
+        item["ISBN"] = c.isbn
+    if collection:
+        item["collections"] = [collection]
     return {k: v for k, v in item.items() if v not in ("", [])}

@@ -16,8 +16,15 @@ class SaveResult(BaseModel):
     saved: list[str] = Field(default_factory=list)  # candidate ids written
     keys: dict[str, str] = Field(default_factory=dict)  # candidate id → new Zotero item key
     failed: dict[str, str] = Field(default_factory=dict)  # candidate id → plain reason
+    # Already in Zotero, so not written again: candidate id → where it was found.
+    held: dict[str, str] = Field(default_factory=dict)
     tagged: list[str] = Field(default_factory=list)  # existing item keys given a tag
     attached: list[str] = Field(default_factory=list)  # candidate ids Zotero found a PDF for
     # Saved, but its open-access PDF could not be attached: candidate id → plain reason.
     unattached: dict[str, str] = Field(default_factory=dict)
     where: str = ""  # "the collection 'X' in My Library", a file path…
+    # Not saved yet, to be sent by the next save of the same list: in a batch whose answer was
+    # lost or was refused for now (rate limit, server error), or not sent after it.
+    pending: list[str] = Field(default_factory=list)
+    message: str = ""  # why the save stopped, what was saved and how to continue ("" if done)
+    warnings: list[str] = Field(default_factory=list)  # e.g. a place that could not be asked

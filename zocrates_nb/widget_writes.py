@@ -1,0 +1,91 @@
+"""The chat panel's other writes to Zotero: an answer saved as a note ("Save as note" on every
+answer) and papers added by identifier ("Add a paper by identifier" in the staging tray).
+
+Like a save of the staging list, each writes only when the front end says the researcher
+confirmed (`confirmed: true`, exactly the boolean), runs in a worker thread (the kernel's loop
+stays free) and answers with one message saying what happened (PROTOCOL.md)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from zocrates_nb.app.describe import describe_error
+from zocrates_nb.errors import UsageError
+from zocrates_nb.panel_records import save_message
+
+if TYPE_CHECKING:
+    from zocrates_nb.app import App
+
+NOTE_TARGETS = ("connector", "web")
+MAX_IDENTIFIERS = 20
+UNCONFIRMED = "Nothing was saved: it writes to Zotero, so confirm it in the panel first."
+
+
+class PanelWrites:
+    """Handlers `ChatWidget` mixes in: `save_note` and `add_papers`."""
+
+    app: App
+    session_id: str
+    send: Callable[..., Any]
+    _spawn: Callable[[Callable[[], Any]], asyncio.Task[None]]
+    refresh_staged: Callable[[], None]
+    _writes: asyncio.Task[None] | None = None
+
+    def _busy_writing(self) -> None:
+        if self._writes is not None and not self._writes.done():
+            raise UsageError("a write to Zotero is still running: wait for its result")
+
+    def _on_save_note(self, msg: dict[str, Any]) -> None:
+        """`{kind: "save_note", turn_id, to, confirmed: true}` → one `note_result`."""
+        turn_id, to = str(msg.get("turn_id", "")), str(msg.get("to", ""))
+        reply = {"kind": "note_result", "turn_id": turn_id, "to": to, "ok": False}
+        refusal = ("This answer is not in a session." if not self.session_id or not turn_id
+                   else f"Save a note to {' or '.join(NOTE_TARGETS)}." if to not in NOTE_TARGETS
+                   else UNCONFIRMED if msg.get("confirmed") is not True else "")  # fmt: skip
+        if refusal:
+            self.send({**reply, "message": refusal})
+            return
+        self._busy_writing()
+        session_id = self.session_id
+
+        async def save() -> None:
+            try:
+                result = await asyncio.to_thread(self.app.save_note, session_id, to=to,
+                                                 turn_id=turn_id, confirmed=True)  # fmt: skip
+                done = {**reply, "ok": True,
+                        "message": result.message or f"Saved the answer as {result.where}."}
+            except Exception as e:  # nothing written: say so plainly
+                done = {**reply, "message": describe_error(e, doing="Saving the note")}
+            self.send(done)
+
+        self._writes = self._spawn(save)
+
+    def _on_add_papers(self, msg: dict[str, Any]) -> None:
+        """`{kind: "add_papers", ids: [DOI|arXiv id|ISBN], to, confirmed: true}` → one
+        `save_result` (as a save of the staging list answers)."""
+        to = str(msg.get("to", ""))
+        raw = msg.get("ids")
+        ids = [str(i).strip()[:200] for i in raw if isinstance(i, str) and i.strip()] \
+            if isinstance(raw, list) else []  # fmt: skip
+        refusal = ("Name a paper: a DOI, an arXiv id or an ISBN." if not ids
+                   else f"Add at most {MAX_IDENTIFIERS} papers at a time."
+                   if len(ids) > MAX_IDENTIFIERS
+                   else UNCONFIRMED if msg.get("confirmed") is not True else "")  # fmt: skip
+        if refusal:
+            self.send({"kind": "save_result", "ok": False, "to": to, "message": refusal})
+            return
+        self._busy_writing()
+
+        async def add() -> None:
+            try:
+                result, found = await asyncio.to_thread(self.app.add, ids, to=to,
+                                                        confirmed=True)  # fmt: skip
+                reply = save_message(result, None, {c.id: c.title for c in found})
+            except Exception as e:
+                reply = {"kind": "save_result", "ok": False, "to": to,
+                         "message": describe_error(e, doing="Adding")}  # fmt: skip
+            self.send(reply)
+
+        self._writes = self._spawn(add)
