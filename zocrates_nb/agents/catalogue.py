@@ -222,7 +222,7 @@ class Catalogue:
 
     def _by_abstract(self, stemmed: str) -> tuple[str, ...]:
         """The items an abstract-only name stands for: the one whose abstract uses it most,
-        when it clearly does (twice the next), else those that use it as often (at most 2)."""
+        when it clearly does (twice the next), else the two that use it most."""
         counts = self.abstract_names.get(stemmed)
         if not counts:
             return ()
@@ -230,7 +230,7 @@ class Catalogue:
         top = ranked[0][1]
         if len(ranked) == 1 or top >= 2 * ranked[1][1]:
             return (ranked[0][0],)
-        return tuple(sorted(k for k, n in ranked if n == top)[:2])
+        return tuple(sorted(k for k, n in ranked[:2] if 2 * n >= top))
 
     def mentions(self, text: str, context: str = "") -> list[Mention]:
         """Library names and other named things in `text`, not overlapping (the longest
@@ -326,9 +326,11 @@ _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;]\s+|\n)[\"'“(]*$")
 
 
 def _abstract_names(it: CatalogueItem) -> dict[str, int]:
-    """Capitalised words the abstract writes mid-sentence (not opening one) and never in lower
-    case, with how strongly it names each: a use counts once, a naming ("the Transformer",
-    "called BERT") twice; kept from two up, or from one for the title's first word."""
+    """Capitalised words the abstract writes mid-sentence (or distinctive ones, "MoCo", "BERT",
+    anywhere) and never in lower case, with how strongly it names each: a use counts once, a
+    naming ("the Transformer", "called BERT") twice, the paper presenting it ("We present
+    Momentum Contrast (MoCo)") three times; kept from two up, or from one for the title's
+    first word."""
     text = it.abstract
     if not text:
         return {}
@@ -338,11 +340,13 @@ def _abstract_names(it: CatalogueItem) -> dict[str, int]:
         word = m.group(0)
         if len(word) < 3 or word.lower() in IMPERATIVES | STOPWORDS or word.lower() in lower:
             continue
-        before = text[max(0, m.start() - 12) : m.start()]
-        if _SENTENCE_START_RE.search(before[-4:]):
-            continue
+        before = text[max(0, m.start() - 60) : m.start()]
+        if _SENTENCE_START_RE.search(before[-4:]) and not _distinctive(word):
+            continue  # any word opens a sentence capitalised; "MoCo", "BERT" only as names
         naming = re.search(r"\b(?:the|called|named|dubbed|termed)\s+$", before, re.I)
-        counts[word] = counts.get(word, 0) + (2 if naming else 1)
+        presents = re.search(r"\bwe (?:present|introduce|propose|describe|develop)\b[^.]*$",
+                             before, re.I)  # fmt: skip
+        counts[word] = counts.get(word, 0) + (3 if presents else 2 if naming else 1)
     first = _first_word(it.title)
     return {w: n for w, n in counts.items() if n >= 2 or w == first}
 
