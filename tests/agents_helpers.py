@@ -77,6 +77,30 @@ def user_prompts(messages: list[ModelMessage]) -> list[str]:
     ]
 
 
+@dataclass
+class PromptChunk:
+    index: int
+    title: str
+    text: str
+
+
+def prompt_evidence(prompt: str) -> list[PromptChunk]:
+    """The `<retrieved_evidence>` chunks of a synthesizer prompt, as a scripted writer (a
+    stand-in for a language model) reads them."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    m = re.search(r"<retrieved_evidence>.*?</retrieved_evidence>", prompt, re.S)
+    if not m:
+        return []
+    root = ET.fromstring(m.group(0))
+    return [
+        PromptChunk(int(el.get("index", "0") or 0), el.get("title", ""),
+                    "".join(el.itertext()).strip())
+        for el in root.iter("chunk")
+    ]  # fmt: skip
+
+
 def tool_returns(messages: list[ModelMessage], tool: str | None = None) -> list[Any]:
     out = []
     for m in messages:

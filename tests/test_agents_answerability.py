@@ -14,6 +14,7 @@ from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 
+from zocrates_nb.agents.offline import CoordinatorBrief, PastTurn, briefed
 from zocrates_nb.agents.offline.coordinator import coordinator_compute
 from zocrates_nb.agents.parts import Catalogue, CatalogueItem, decompose
 from zocrates_nb.app import App
@@ -39,6 +40,30 @@ def test_comparison_of_three_named_systems_has_one_part_each() -> None:
     assert [p.items for p in parts] == [["MR"], ["BT"], ["GFS"]]
     assert all("worker died" in p.text for p in parts)
     assert "Bigtable" in parts[1].text and "MapReduce" not in parts[1].text
+
+
+def test_every_named_system_is_a_part_with_a_short_heading_of_its_own() -> None:
+    catalogue = Catalogue([
+        CatalogueItem("RAFT", "In Search of an Understandable Consensus Algorithm",
+                      abstract="Raft is a consensus algorithm for managing a replicated log. "
+                               "In order to enhance understandability, Raft separates the key "
+                               "elements of consensus, and Raft enforces a stronger degree of "
+                               "coherency."),
+        CatalogueItem("ZAB", "Zab: High-performance broadcast for primary-backup systems"),
+        CatalogueItem("CHUBBY", "The Chubby lock service for loosely-coupled distributed systems"),
+    ])  # fmt: skip
+    question = ("Compare how Raft and Zab elect a new leader after the old one fails, and say "
+                "how Chubby's master fail-over differs")  # fmt: skip
+    parts = decompose(question, catalogue)
+    assert [(p.subject, p.items) for p in parts] == [
+        ("Raft", ["RAFT"]), ("Zab", ["ZAB"]), ("Chubby", ["CHUBBY"])
+    ]
+    assert [p.heading for p in parts] == [
+        "Raft: electing a new leader after the old one fails",
+        "Zab: electing a new leader after the old one fails",
+        "Chubby: master fail-over",
+    ]
+    assert all("Chubby" not in p.text for p in parts[:2]), "each part is its own clause"
 
 
 def test_sentence_initial_imperative_is_never_a_part() -> None:
@@ -125,9 +150,12 @@ def test_scope_without_the_answer_names_the_paper_elsewhere(
     final = terminal(run(app.ask("How does a candidate win a leader election?", items=[GARDEN])))
     assert final.type == "final"
     assert [s.item_key for s in final.elsewhere] == [RAFT]
-    assert final.widen_scope is not None and RAFT in final.widen_scope.items
-    assert "Understandable Consensus with Raft" in final.answer
-    assert all(s.item_key == GARDEN for s in final.cited_sources)  # nothing from outside
+    # "Search the whole library": the same question over everything; the chips stay as set.
+    assert final.widen_scope is not None and final.widen_scope.kind == "library"
+    assert final.answer.startswith("Not in the selected paper.")
+    assert "Elsewhere in your library:** *Understandable Consensus with Raft*" in final.answer
+    assert "no evidence" not in final.answer.lower()
+    assert not final.cited_sources  # nothing from outside, nothing weak from inside
     # A scope that answers the question gets no such note.
     final = terminal(run(app.ask("How does a candidate win a leader election?", items=[RAFT])))
     assert final.elsewhere == [] and "Elsewhere in your library" not in final.answer
@@ -159,16 +187,6 @@ def test_first_turn_selection_gets_outlines_and_reads_each_paper(
 
 
 # ---------------------------------------------------------------------------- conversation
-def _history(*turns: tuple[str, str, str]) -> list[ModelMessage]:
-    out: list[ModelMessage] = []
-    for i, (question, goal, answer) in enumerate(turns):
-        cid = f"c{i}"
-        out.append(ModelRequest(parts=[UserPromptPart(question)]))
-        out.append(ModelResponse(parts=[ToolCallPart("search_library", {"request": goal}, cid)]))
-        out.append(ModelRequest(parts=[ToolReturnPart("search_library", answer, cid)]))
-    return out
-
-
 def _info() -> AgentInfo:
     from pydantic_ai.tools import ToolDefinition
 
@@ -183,40 +201,98 @@ def _info() -> AgentInfo:
     )
 
 
+RAFT_TURN = PastTurn("How does Raft elect a leader?", "How does Raft elect a leader?",
+                     "*Raft*\n\n- Raft uses randomized election timeouts to elect a leader. [1]",
+                     ("In Search of an Understandable Consensus Algorithm",))  # fmt: skip
+BM25_TURN = PastTurn("What is BM25?", "What is BM25?",
+                     "- BM25 weights terms by inverse frequency. [1]", ("Okapi at TREC-3",))
+
+
+def coordinate(message: str, *turns: PastTurn, scope: str = "library") -> Any:
+    """The offline coordinator's reply to `message` after `turns` (its brief, as the runner
+    hands it over)."""
+    messages = [ModelRequest(parts=[UserPromptPart(message)])]
+    with briefed(CoordinatorBrief(message, tuple(turns), scope)):
+        return coordinator_compute(messages, _info()).parts[0]
+
+
 def test_meta_question_is_answered_from_the_history() -> None:
-    history = _history(
-        ("How does Raft elect a leader?", "How does Raft elect a leader?",
-         "**Raft**\n- Raft uses randomized election timeouts to elect a leader. [1]"),
-        ("What is BM25?", "What is BM25?", "- BM25 weights terms by inverse frequency. [1]"),
-    )  # fmt: skip
-    messages = [
-        *history,
-        ModelRequest(parts=[UserPromptPart("What was my first question, and what is the answer?")]),
-    ]
-    out = coordinator_compute(messages, _info())
-    assert isinstance(out.parts[0], TextPart)  # answered, not searched
-    text = out.parts[0].content
-    assert "How does Raft elect a leader?" in text and "randomized election timeouts" in text
-    assert "BM25" not in text
+    out = coordinate("What was my first question, and what is the answer?", RAFT_TURN, BM25_TURN)
+    assert isinstance(out, TextPart)  # answered, not searched
+    assert "How does Raft elect a leader?" in out.content
+    assert "randomized election timeouts" in out.content and "BM25" not in out.content
+    summary = coordinate("Summarize what we discussed so far", RAFT_TURN, BM25_TURN)
+    assert isinstance(summary, TextPart)
+    assert "How does Raft elect a leader?" in summary.content and "BM25" in summary.content
+    about = coordinate("What did we conclude about Raft?", RAFT_TURN, BM25_TURN)
+    assert isinstance(about, TextPart) and "randomized election timeouts" in about.content
+    assert "BM25" not in about.content
+    never = coordinate("What did we conclude about Paxos?", RAFT_TURN, BM25_TURN)
+    assert isinstance(never, TextPart) and "not discussed Paxos" in never.content
+
+
+def _goal(out: Any) -> str:
+    assert isinstance(out, ToolCallPart) and out.tool_name == "search_library"
+    return str(out.args_as_dict()["request"])
 
 
 def test_follow_up_naming_an_earlier_turn_builds_on_its_goal() -> None:
-    history = _history(
-        ("How does Raft elect a leader?", "How does Raft elect a leader?", "timeouts [1]"),
-        ("What is BM25?", "What is BM25?", "idf [1]"),
+    goal = _goal(coordinate("Regarding my first question, what about terms?", RAFT_TURN,
+                            BM25_TURN))  # fmt: skip
+    assert "Raft elect a leader" in goal and "BM25" not in goal
+    # A pronoun with nothing of its own to stand for: the earlier subject, named once.
+    assert _goal(coordinate("What about its log compaction?", RAFT_TURN)) == (
+        "What about Raft's log compaction?"
     )
-    messages = [
-        *history,
-        ModelRequest(parts=[UserPromptPart("Regarding my first question, what about terms?")]),
-    ]
-    out = coordinator_compute(messages, _info())
-    part = out.parts[0]
-    assert isinstance(part, ToolCallPart) and part.tool_name == "search_library"
-    request = part.args_as_dict()["request"]
-    assert "Raft elect a leader" in request and "BM25" not in request
+    # "The second one": the second paper the earlier answer cited.
+    two = PastTurn("Which papers describe consensus?", "Which papers describe consensus?",
+                   "…", ("Paxos Made Simple", "In Search of an Understandable Consensus "
+                         "Algorithm"))  # fmt: skip
+    goal = _goal(coordinate("What does the second one say about safety?", two))
+    assert goal == ("What does “In Search of an Understandable Consensus Algorithm” say about "
+                    "safety?")
+
+
+def test_an_unrelated_question_is_new_and_regenerate_asks_it_again() -> None:
+    spanner = "How does Spanner use TrueTime?"
+    assert _goal(coordinate(spanner, RAFT_TURN)) == spanner  # never "… (Follow-up to …"
+    fencing = "What is a fencing token?"
+    assert _goal(coordinate(fencing, RAFT_TURN)) == fencing
+    # This paper / these papers name the selection, not an earlier turn.
+    sel = "What does this paper say about leases?"
+    assert _goal(coordinate(sel, RAFT_TURN, scope="selection")) == sel
+    # Regenerate: the same question again gets the goal it had the first time, never nested.
+    follow = PastTurn("Why?", "Why? — regarding: How does Raft elect a leader?", "…")
+    again = _goal(coordinate("Why?", RAFT_TURN, follow))
+    assert again == "Why? — regarding: How does Raft elect a leader?"
+    assert _goal(coordinate(fencing, RAFT_TURN, PastTurn(fencing, fencing, "…"))) == fencing
+
+
+def test_a_second_unrelated_question_in_a_session_searches_the_whole_scope(
+    tmp_path: Path, small_index: Any
+) -> None:
+    app = App.open(tmp_path, index=small_index)
+    sid = app.new_session()
+    terminal(run(app.ask("How does Raft elect a leader?", session_id=sid)))
+    second = terminal(run(app.ask("How should tomato seedlings be watered?", session_id=sid)))
+    record = app.turn(second.turn_id)
+    assert record.search_goal == "How should tomato seedlings be watered?"
+    assert {s.item_key for s in second.cited_sources} == {GARDEN}
+    again = terminal(run(app.ask("How should tomato seedlings be watered?", session_id=sid)))
+    assert app.turn(again.turn_id).search_goal == record.search_goal  # regenerate
 
 
 # ---------------------------------------------------------------------------- compaction
+def _history(*turns: tuple[str, str, str]) -> list[ModelMessage]:
+    out: list[ModelMessage] = []
+    for i, (question, goal, answer) in enumerate(turns):
+        cid = f"c{i}"
+        out.append(ModelRequest(parts=[UserPromptPart(question)]))
+        out.append(ModelResponse(parts=[ToolCallPart("search_library", {"request": goal}, cid)]))
+        out.append(ModelRequest(parts=[ToolReturnPart("search_library", answer, cid)]))
+    return out
+
+
 def test_offline_summary_keeps_each_answer() -> None:
     history = _history(
         ("How does Raft elect a leader?", "raft", "What the papers say:\n\n**Raft**\n"
@@ -239,38 +315,24 @@ def test_offline_engine_reports_prompt_sized_tokens(tmp_path: Path, small_index:
 
 
 # ---------------------------------------------------------------------------- guidance
-def test_guidance_after_an_extension_steers_the_next_search() -> None:
-    from zocrates_nb.agents.offline import OfflineEngine
-    from zocrates_nb.agents.prompts import continuation_prompt, search_input
-
-    goal = "How does Raft elect a leader?"
-    hit = {
-        "chunk_id": "c1", "item_key": RAFT, "title": "Understandable Consensus with Raft",
-        "section": "1 Design", "section_id": "s1", "text": "Raft elects a leader with "
-        "randomized election timeouts and a candidate requests votes from the servers.",
-        "rank": 1,
-    }  # fmt: skip
-    first = ModelRequest(parts=[UserPromptPart(search_input(goal, [], [], "library", [], 3,
-                                                            7500))])  # fmt: skip
-    done = [
-        first,
-        ModelResponse(parts=[ToolCallPart("search_corpus", {"query": goal, "limit": 8}, "a")]),
-        ModelRequest(parts=[ToolReturnPart("search_corpus", {"results": [hit]}, "a")]),
-    ]
-    guidance = "focus on log snapshots"
-    resumed = [
-        *done,
-        ModelRequest(parts=[UserPromptPart(continuation_prompt(
-            goal, 1, 2, 8, 1, 11250, 20, ["log compaction"], guidance))]),
-    ]  # fmt: skip
-    planner = OfflineEngine.shared().search.function
-    assert planner is not None
-    without = planner(done, _info())
-    steered = planner(resumed, _info())
-    call_ = steered.parts[0]
-    assert isinstance(call_, ToolCallPart) and call_.tool_name == "search_corpus"
-    assert guidance in call_.args_as_dict()["query"]
-    assert guidance not in str(without.parts[0])
+def test_guidance_naming_an_unopened_paper_opens_it_first(
+    tmp_path: Path, small_index: Any
+) -> None:
+    """A one-call search pauses with what it could not read; guidance naming another paper
+    makes the next pass open that paper before anything else, and the card never lists a
+    paper both as covered and as missing."""
+    app = App.open(tmp_path, index=small_index)
+    events = run(app.ask("How does Raft elect a leader?", budget=1))
+    cp = terminal(events)
+    assert cp.type == "checkpoint"
+    covered = {e.title for e in app.turn(cp.turn_id).evidence}
+    assert not [m for m in cp.missing_aspects if any(t in m for t in covered)]
+    assert cp.calls_used == cp.budget  # it asks for more room only with no call left
+    guidance = "Look in the Growing Tomatoes in Small Gardens paper for how plants are chosen"
+    resumed = run(app.resume(cp.session_id, cp.interrupt_id, "extend_budget", guidance))
+    assert terminal(resumed).type in ("final", "checkpoint")
+    searched = [e.label for e in resumed if getattr(e, "phase", "") in ("search", "read", "toc")]
+    assert "Growing Tomatoes in Small Gardens" in searched[0], searched
 
 
 def test_offline_compaction_fires_on_tokens_and_keeps_the_answers(
@@ -300,3 +362,49 @@ def test_offline_compaction_fires_on_tokens_and_keeps_the_answers(
                                  session_id=sid)))  # fmt: skip
     assert "How does Raft elect a leader?" in final.answer and "election" in final.answer
     assert not final.evidence  # from the history, not a search
+
+
+def test_a_forty_turn_session_still_knows_the_first_question(tmp_path: Path, small_index: Any
+                                                             ) -> None:  # fmt: skip
+    """Compaction folds the old turns into a summary that keeps every one of them (shorter),
+    and "what was my first question?" is answered from the session's own record."""
+    app = App.open(
+        tmp_path,
+        index=small_index,
+        sessions__compaction__min_turns=4,
+        sessions__compaction__token_floor=2_000,
+        sessions__compaction__keep_last=2,
+    )
+    sid = app.new_session()
+    topics = ["Raft elect a leader", "BM25 weight a query term", "tomato seedlings grow",
+              "an assembler use k-mers"]  # fmt: skip
+    asked = [f"Question {i + 1}: how does {topics[i % 4]}?" for i in range(40)]
+    for q in asked:
+        assert terminal(run(app.ask(q, session_id=sid, budget=1, hitl=False))).type == "final"
+    info = app.store.get_state(sid).compaction
+    assert info is not None and info.times >= 2
+    lines = [ln for ln in info.summary.splitlines() if ln.startswith("- Asked:")]
+    assert len(lines) == info.compacted_turns and "Question 1:" in lines[0]
+    final = terminal(run(app.ask("What was my first question?", session_id=sid)))
+    assert asked[0] in final.answer and not final.evidence
+    final = terminal(run(app.ask("What was my 2nd question?", session_id=sid)))
+    assert final.type == "final"
+
+
+# ---------------------------------------------------------------------------- checkpoints
+def test_a_search_asks_for_more_room_only_with_no_call_left() -> None:
+    from zocrates_nb.agents.pipeline import checkpoint_gaps, should_checkpoint
+    from zocrates_nb.config import RetrievalSettings
+    from zocrates_nb.retrieval import CompletionReport, Evidence, RunState
+
+    st = RunState.new(RetrievalSettings(budget=10, word_ceiling=7500))
+    st.report = CompletionReport(summary="s", gaps=['"Dynamo: Amazon\'s Highly Available '
+                                                    'Key-value Store": not opened yet', "fencing"])
+    st.tool_count, st.words = 6, 7000  # near the ceiling, calls left
+    assert not should_checkpoint(st, hitl=True)
+    st.tool_count = 10
+    assert should_checkpoint(st, hitl=True)
+    st.evidence = [Evidence(chunk_id="d:1", item_key="DYN", attachment_key="d",
+                            title="Dynamo: Amazon's Highly Available Key-value Store")]
+    _, missing = checkpoint_gaps(st)
+    assert missing == ["fencing"]  # never both covered and missing

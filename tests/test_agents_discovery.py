@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents_helpers import call, scripted
+from agents_helpers import call, scripted, user_prompts
 from conftest import corpus_path
 from online_fixtures import FixtureServer, Reply
 from pydantic_ai import ModelResponse
@@ -31,7 +31,6 @@ from zocrates_nb.agents.discovery import (
 )
 from zocrates_nb.agents.offline.coordinator import coordinator_compute
 from zocrates_nb.agents.offline.discovery import key_phrases, wants_discovery
-from zocrates_nb.agents.offline.messages import user_prompts
 from zocrates_nb.agents.role_spec import role_spec
 from zocrates_nb.app import App
 from zocrates_nb.config import Settings, load_settings
@@ -144,10 +143,13 @@ def _tools(*names: str) -> AgentInfo:
 def test_the_offline_coordinator_calls_the_tool_each_kind_asks_for() -> None:
     from pydantic_ai.messages import ModelRequest, ToolCallPart, UserPromptPart
 
+    from zocrates_nb.agents.offline import CoordinatorBrief, briefed
+
     info = _tools("search_library", "search_online_literature")
     for message, tool in [(DISCOVERY[0], "search_online_literature"),
                           (LIBRARY[0], "search_library")]:  # fmt: skip
-        out = coordinator_compute([ModelRequest(parts=[UserPromptPart(message)])], info)
+        with briefed(CoordinatorBrief(message)):
+            out = coordinator_compute([ModelRequest(parts=[UserPromptPart(message)])], info)
         part = out.parts[0]
         assert isinstance(part, ToolCallPart) and part.tool_name == tool
 
@@ -220,7 +222,7 @@ def test_the_offline_recommender_leaves_out_papers_unrelated_to_the_question() -
     comes close to the question (title or abstract, by meaning) and leaves the rest out."""
     from pydantic_ai.messages import ModelRequest, ToolCallPart, UserPromptPart
 
-    from zocrates_nb.agents.offline import OfflineEngine
+    from zocrates_nb.agents.offline import OfflineEngine, RecommendBrief, briefed
     from zocrates_nb.agents.prompts import online_synthesis_prompt
 
     pool = [
@@ -236,7 +238,8 @@ def test_the_offline_recommender_leaves_out_papers_unrelated_to_the_question() -
     messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(prompt)])]
     engine = OfflineEngine.shared()
     recommender = engine.online_synthesizer.function  # type: ignore[attr-defined]
-    reply = recommender(messages, _tools("final_result"))
+    with briefed(RecommendBrief(question, question, 10, tuple(pool))):
+        reply = recommender(messages, _tools("final_result"))
     part = reply.parts[0]
     assert isinstance(part, ToolCallPart)
     picks = part.args_as_dict()["recommendations"]

@@ -12,6 +12,7 @@ from agents_helpers import (
     GARDEN,
     RAFT,
     Recorder,
+    prompt_evidence,
     run,
     search_then,
     terminal,
@@ -23,7 +24,6 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
 from zocrates_nb.agents import citations as cit
-from zocrates_nb.agents.offline import parse_evidence
 from zocrates_nb.app import App
 from zocrates_nb.text import split_sentences
 
@@ -31,7 +31,7 @@ from zocrates_nb.text import split_sentences
 def evidence_of(messages: list[ModelMessage]) -> dict[str, tuple[int, str]]:
     """Title → (index, first sentence) of the first chunk of each paper in the prompt."""
     out: dict[str, tuple[int, str]] = {}
-    for ch in parse_evidence(user_prompts(messages)[-1]):
+    for ch in prompt_evidence(user_prompts(messages)[-1]):
         sents = [s for s in split_sentences(ch.text) if len(s.split()) >= 6]
         if sents and ch.title not in out:
             out[ch.title] = (ch.index, sents[0])
@@ -138,7 +138,7 @@ def test_verifier_errors_fail_open(tmp_path: Path, small_index: Any) -> None:
 
 
 def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce() -> None:
-    from zocrates_nb.agents.offline import EvidenceChunk, OfflineEngine, OfflineSynthesizer
+    from zocrates_nb.agents.offline.quotes import EvidenceChunk, QuoteScorer
 
     chunk = EvidenceChunk(
         index=1, title="Attention", authors="Vaswani et al.", year="2017", section="5.3",
@@ -149,8 +149,7 @@ def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce(
             "steps, and decreasing it thereafter. We used warmup_steps = 4000."
         ),
     )  # fmt: skip
-    synth = OfflineSynthesizer(OfflineEngine.shared(None).emb)
-    quotes = [c.text for c in synth.candidates([chunk])]
+    quotes = [c.text for c in QuoteScorer.candidates([chunk])]
     assert quotes == [
         "This corresponds to increasing the learning rate linearly for the first warmup steps, "
         "and decreasing it thereafter. We used warmup_steps = 4000."
@@ -167,6 +166,6 @@ def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce(
     ],
 )
 def test_a_quantity_is_a_number_not_a_year_or_a_pointer(sentence: str, states: bool) -> None:
-    from zocrates_nb.agents.offline.writer import states_quantity
+    from zocrates_nb.agents.offline.quotes import states_quantity
 
     assert states_quantity(sentence) is states

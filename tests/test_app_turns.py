@@ -172,13 +172,14 @@ def test_cancel_ends_the_turn_cleanly(tmp_path: Path, small: tuple[Path, Any]) -
 
 
 def test_offline_coordinator_banter_and_follow_up_rewrite() -> None:
-    from zocrates_nb.agents.offline import standalone_goal
+    from zocrates_nb.agents.offline import PastTurn, standalone_goal
 
     goal = "How does Raft elect a leader?"
-    assert standalone_goal("Why?", goal).startswith("Why? (Follow-up to the earlier question")
-    assert goal in standalone_goal("and what about its log?", goal)
+    turns = [PastTurn(goal, goal, "Raft uses randomized timeouts.")]
+    assert standalone_goal("Why?", turns) == f"Why? — regarding: {goal}"
+    assert standalone_goal("and what about its log?", turns) == "and what about Raft's log?"
     new = "What is the boiling point of tungsten at sea level?"
-    assert standalone_goal(new, goal) == new
+    assert standalone_goal(new, turns) == new
 
 
 def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path, Any]) -> None:

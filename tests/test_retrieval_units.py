@@ -315,3 +315,6 @@ def test_continuations_join_their_passage_best_candidate_first_within_the_budget
     assert join_adjacent(top + rest, 2, budget=size + one - 1)[0].chunk_ids == ["D:0005"]
     assert join_adjacent(top + rest, 2, words_left=300)[0].chunk_ids == ["D:0005", "D:0004"]
     assert join_adjacent(top + rest, 2, words_left=299)[0].chunk_ids == ["D:0005"]
+    # In a run, continuations at most double the words asked for (the other searches of the run,
+    # each part of a compound question, keep their share): chunks of 100 words, 2 returned.
+    assert len(join_adjacent(top + rest, 2, words_left=10_000)[0].chunk_ids) == 3

@@ -1,5 +1,5 @@
 """The chat panel's Python side for the notebook experience (issue 12), spoken to through its comm
-as the front end would: models loading in the background with a "Loading models…" step, plain
+as the front end would: the first turn loading the models as a step of its own, plain
 refusals (a checkpoint waits, a question too long), paused sessions marked, rename and delete,
 each turn's scope by name, the empty screen's library line, Zotero links on sources, and
 `chat()` returning a panel that gives its session's evidence and audit frames.
@@ -10,42 +10,47 @@ links), real session store.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from pathlib import Path
 from typing import Any
 
+import agents_helpers
 import pytest
 from test_widget_protocol import BROAD, FACTUAL, TIMEOUT, ended, kinds, panel, run
 
 from zocrates_nb.app import App
 from zocrates_nb.errors import UsageError
-from zocrates_nb.widget import MAX_PROMPT_CHARS, PAUSED_HINT, WarmUp, chat, start_warm_up
+from zocrates_nb.widget import MAX_PROMPT_CHARS, PAUSED_HINT, chat, start_warm_up
 from zocrates_nb.widget_comm import recording_comms, send_from_front_end
 
 
-def test_a_question_asked_while_models_load_waits_with_a_loading_step(app: App) -> None:
-    widget, comm = panel(app, warm_up=False)
-    loading = WarmUp(stage="the reranker")  # a load still under way (released below)
-    widget._warmup = loading
+def test_the_first_answer_loads_the_models_as_a_step_counted_in_its_seconds(
+    sample_home: Path,
+) -> None:
+    """Models still loading when the question comes: the turn starts at once, its first step
+    says the models load (each part named), and the seconds the answer shows include it; the
+    next question loads nothing."""
+    with App.open(sample_home) as fresh:  # a kernel just started: no model of this App loaded
+        widget, comm = panel(fresh, warm_up=False)
 
-    async def scenario() -> None:
-        send_from_front_end(widget, {"kind": "ask", "prompt": FACTUAL})
-        await comm.wait_for(lambda c: c.events("step"), 30)
-        # While the models load nothing else happens: no turn, no busy flag.
-        await asyncio.sleep(0.3)
-        assert comm.messages("turn_started") == [] and comm.updates("busy") == []
-        loading.done.set()
-        await comm.wait_for(ended, TIMEOUT)
-        await widget.wait()
+        async def scenario() -> None:
+            send_from_front_end(widget, {"kind": "ask", "prompt": FACTUAL})
+            await comm.wait_for(ended, TIMEOUT)
+            await widget.wait()
 
-    run(scenario())
-    first = comm.events("step")[0]
-    assert first["phase"] == "loading" and first["turn_id"] == ""
-    assert first["label"] == "Loading models: the reranker…"
-    order = kinds(comm)
-    assert order[0] == "event:step" and order[1:3] == ["turn_started", "busy=True"]
-    assert order[-2:] == ["event:final", "busy=False"]
+        run(scenario())
+        steps = comm.events("step")
+        assert steps[0]["phase"] == "loading" and steps[0]["turn_id"]  # a step of the turn
+        assert "Loading the offline engine…" in [s["label"] for s in steps]
+        order = kinds(comm)
+        assert order[:2] == ["turn_started", "busy=True"]
+        final = comm.events("final")[-1]
+        record = fresh.turn(final["turn_id"])
+        loading = sum(s.seconds or 0 for s in record.steps if s.phase == "loading")
+        assert record.steps[0].phase == "loading" and loading > 0
+        assert final["seconds"] >= loading and record.timings["loading"] > 0
+        again = agents_helpers.terminal(agents_helpers.run(fresh.ask(FACTUAL)))
+        assert not [s for s in fresh.turn(again.turn_id).steps if s.phase == "loading"]
 
 
 def test_the_warm_up_loads_the_models_once_per_app_and_names_each_stage(sample_home: Path) -> None:

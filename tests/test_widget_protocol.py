@@ -282,6 +282,17 @@ def test_a_scoped_question_searches_only_the_picked_paper(app: App) -> None:
     assert {s["item_key"] for s in final["other_sources"]} <= {key}
     assert app.turn(final["turn_id"]).scope.items == [key]
 
+    async def whole_library() -> None:  # "Search the whole library": once, the chips kept
+        send_from_front_end(widget, {"kind": "ask", "prompt": "What is a fencing token?",
+                                     "whole_library": True})  # fmt: skip
+        await comm.wait_for(lambda c: len(c.events("final")) == 2, TIMEOUT)
+        await widget.wait()
+
+    run(whole_library())
+    again = comm.events("final")[1]
+    assert app.turn(again["turn_id"]).scope.kind == "library"
+    assert widget.scope["mode"] == "items" and widget.scope["items"][0]["key"] == key
+
 
 def test_new_session_and_bad_session_ids(app: App) -> None:
     widget, comm = panel(app)

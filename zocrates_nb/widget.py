@@ -190,7 +190,7 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
             self.session_id = session_id
         self.refresh_staged()
         # Load the models while the researcher types the first question (PROTOCOL.md: a turn
-        # that must wait for them shows a "Loading models…" step).
+        # that must still wait for them shows it as a "loading" step of its own).
         self._warmup = start_warm_up(app) if warm_up and indexed else None
         self.on_msg(self._on_msg)
 
@@ -320,7 +320,8 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
         if refusal:
             self._send_event(ErrorEvent(session_id=self.session_id, message=refusal))
             return
-        scope = self.scope or LIBRARY_SCOPE
+        # "Search the whole library" asks once over everything; the panel's scope stays set.
+        scope = LIBRARY_SCOPE if msg.get("whole_library") is True else self.scope or LIBRARY_SCOPE
         options = AskOptions.of(
             self.options,
             items=[str(i["key"]) for i in scope.get("items") or []] or None,
@@ -513,7 +514,6 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
         self._live = live
         events: AsyncIterator[Event] | None = None
         try:
-            await self._wait_for_models(session_id, live)
             events = stream(session_id, cancel)
             async for event in events:
                 if cancel.is_set() and isinstance(event, ErrorEvent):
@@ -550,21 +550,6 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
                 if resume and cancel.is_set() and session_id == self.session_id:
                     # A stopped resume leaves the checkpoint waiting: show its card live again.
                     self.send(self.history_message(session_id))
-
-    async def _wait_for_models(self, session_id: str, live: LiveTurn) -> None:
-        """A question asked while the models still load: say so, one step per model, and
-        start the turn once they are in (the turn would otherwise load them a second time)."""
-        warm = self._warmup
-        shown = None
-        while warm is not None and not warm.done.is_set():
-            if warm.stage != shown:
-                shown = warm.stage
-                step = Step(session_id=session_id, turn_id="", phase="loading",
-                            label=f"Loading models: {shown}…" if shown else "Loading models…",
-                            detail={"stage": shown})
-                live.apply(step)
-                self._send_event(step)
-            await asyncio.sleep(0.05)
 
     def _send_event(self, event: Event) -> None:
         payload = event.model_dump(mode="json")
@@ -614,7 +599,7 @@ class WarmUp:
     """The models of one App loading in a background thread (once per App and process)."""
 
     done: threading.Event = field(default_factory=threading.Event)
-    stage: str = ""  # what is loading now, for the "Loading models: …" step
+    stage: str = ""  # what is loading now
     seconds: float = 0.0
 
 

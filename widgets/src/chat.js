@@ -387,7 +387,9 @@ class ChatView {
     return this.turnOrder.find((turn) => turn.status === "checkpoint") ?? null;
   }
 
-  ask() {
+  /** Send the question in the box; `wholeLibrary`: this once over the whole library, whatever
+   * the chips say (they stay as they are). */
+  ask({ wholeLibrary = false } = {}) {
     const prompt = this.input.value.trim();
     if (!prompt || this.isBusy()) return;
     if (!this.connected) {
@@ -411,12 +413,13 @@ class ChatView {
       this.win.setTimeout(() => paused.checkpointCard?.el.classList.remove("zc-attention"), 1600);
       return;
     }
-    if (!this.send({ kind: "ask", prompt })) return;
+    if (!this.send(wholeLibrary ? { kind: "ask", prompt, whole_library: true } : { kind: "ask", prompt })) return;
     this.pausedHint.hidden = true;
     this.input.value = "";
     this.autosize();
     this.updateCounter();
-    const turn = new TurnView(this, { prompt, scope: this.scopePicker.scope() });
+    const scope = wholeLibrary ? { mode: "library", items: [], collections: [] } : this.scopePicker.scope();
+    const turn = new TurnView(this, { prompt, scope });
     this.pendingTurn = turn;
     this.addTurnElement(turn);
     this.awaiting = true;

@@ -265,15 +265,12 @@ export class TurnView {
     this.widenEl?.remove();
     this.widenEl = null;
     if (final.widen_scope) {
-      const wide = final.widen_scope;
-      const label = wide.mode === "library" || (!wide.items?.length && !wide.collections?.length)
-        ? "Search the whole library" : "Search the wider scope";
       this.widenEl = this.h("button", {
         type: "button",
         class: "zc-action zc-widen",
         "data-testid": "widen-scope",
-        text: label,
-        onclick: () => this.widen(wide),
+        text: "Search the whole library",
+        onclick: () => this.widen(),
       });
       this.actionsEl.append(this.widenEl);
     }
@@ -318,12 +315,12 @@ export class TurnView {
     this.chat.updateBusy();
   }
 
-  /** "Search …": the same question again under the wider scope the answer points to. */
-  widen(scope) {
+  /** "Search the whole library": the same question once over the whole library; the scope
+   * chips stay as the researcher set them. */
+  widen() {
     if (this.chat.isBusy()) return;
-    this.chat.scopePicker.set(scope);
     this.chat.input.value = this.prompt;
-    this.chat.ask();
+    this.chat.ask({ wholeLibrary: true });
   }
 
   showStopped() {

@@ -116,7 +116,7 @@ test("a scope Python refuses (reported through `error`) falls back to the trait"
   assert.deepEqual(chips(w), ["library:Whole library"]);
 });
 
-test("an answer pointing elsewhere in the library offers to ask again under the wider scope", (t) => {
+test("an answer pointing elsewhere in the library asks once over the whole library, chips kept", (t) => {
   const w = mount(t);
   w.ask("How does Raft elect a leader?");
   w.model.py.send({ kind: "turn_started", turn_id: "t1", prompt: "How does Raft elect a leader?" });
@@ -127,10 +127,13 @@ test("an answer pointing elsewhere in the library offers to ask again under the 
   }));
   const button = w.byId("widen-scope");
   assert.equal(button.textContent, "Search the whole library");
+  const before = chips(w);
   w.click(button);
-  const scopes = w.model.sentOf("set_scope");
-  assert.equal(scopes.at(-1).scope.mode, "library");
+  assert.deepEqual(w.model.sentOf("set_scope"), [], "the panel's scope is not changed");
+  assert.deepEqual(chips(w), before, "the chips stay as the researcher set them");
   const asks = w.model.sentOf("ask");
   assert.equal(asks.length, 2);
   assert.equal(asks[1].prompt, "How does Raft elect a leader?");
+  assert.equal(asks[1].whole_library, true);
+  assert.equal(asks[0].whole_library, undefined);
 });

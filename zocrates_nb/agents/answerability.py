@@ -10,39 +10,60 @@
   are named (with a scope that would include them). A library-wide search that costs the
   researcher's budget nothing; no text from outside the scope enters the answer.
 
-Both engines go through here; the offline roles read the parts from their prompts.
+Both engines go through here; the offline roles get the parts in their briefs. Passages are
+judged by their stored window vectors (`retrieval.vectors`): the check of the wider library
+embeds nothing but the question.
 """
 
 from __future__ import annotations
 
-import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from zocrates_nb.agents.parts import Part, catalogue_of, decompose
-from zocrates_nb.index import Index, SearchFilter
+from zocrates_nb.agents.catalogue import Catalogue
+from zocrates_nb.agents.parts import Part, catalogue_of, core_goal, decompose
+from zocrates_nb.index import Index
 from zocrates_nb.retrieval.state import Evidence
-from zocrates_nb.text import split_sentences, strip_reference_markers
+from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.turn import Scope, Source
 
-# Best-sentence similarity a passage outside the scope needs to be named, and by how much it
-# must beat the scope's own best passage (calibrated on the dev sets' selection, collection
-# and scope-mismatch questions: answerable scopes sit within ~0.05 of the library's best).
-ELSEWHERE_FLOOR = 0.45
-ELSEWHERE_MARGIN = 0.08
+# How much better a paper outside the scope must stand in the library-wide search than the
+# scope's best paper to be named (each paper scored by its passages among the top 20: rank
+# weight × (0.5 + stored-window cosine)), and the least it must score. Calibrated on the dev
+# sets' scoped questions: scopes that answer stand at 1.1× the best outside paper or better;
+# scopes that do not, at a 30th of it or less.
+ELSEWHERE_RATIO = 2.0
+ELSEWHERE_FLOOR = 0.5
+WIDE_DEPTH = 20
 MAX_ELSEWHERE = 3
 PART_PASSAGES = 3  # per part, guaranteed a place in the synthesizer's evidence
 
 
+_CATALOGUES: dict[tuple[str, str], Catalogue] = {}
+_CATALOGUES_LOCK = threading.Lock()
+
+
+def catalogue_for(index: Index) -> Catalogue | None:
+    """The library's names, built once per index generation (None: the catalogue is
+    unreadable, and questions are decomposed by their own names)."""
+    try:
+        key = (str(index.home), index.catalog.generation() or "")
+        with _CATALOGUES_LOCK:
+            got = _CATALOGUES.get(key)
+        if got is None:
+            got = catalogue_of(index.items())
+            with _CATALOGUES_LOCK:
+                _CATALOGUES.clear()  # one library's names at a time
+                _CATALOGUES[key] = got
+        return got
+    except Exception:
+        return None
+
+
 def question_parts(index: Index, goal: str) -> list[Part]:
     """The parts of the goal (none when it asks one thing)."""
-    try:
-        catalogue = catalogue_of(index.items())
-    except Exception:  # an unreadable catalogue: decompose by the question's own names
-        catalogue = None
-    return decompose(goal, catalogue)
+    return decompose(goal, catalogue_for(index))
 
 
 def cover_parts(
@@ -81,93 +102,68 @@ class Elsewhere:
     note: str = ""
 
 
-def best_sentence_similarity(index: Index, query: str, texts: Sequence[str]) -> list[float]:
-    """Per passage, 0.4 × whole-passage + 0.6 × best-sentence cosine similarity to `query`."""
-    if not texts:
-        return []
-    sents: list[str] = []
-    owner: list[int] = []
-    for i, t in enumerate(texts):
-        for s in split_sentences(strip_reference_markers(t)):
-            if len(s.split()) >= 5:
-                sents.append(s)
-                owner.append(i)
-    vecs = np.asarray(index.embedder.embed([query, *(t[:1500] for t in texts), *sents]))
-    vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-9)
-    q = vecs[0]
-    whole = vecs[1 : 1 + len(texts)] @ q
-    top = [-1.0] * len(texts)
-    for i, v in zip(owner, vecs[1 + len(texts) :] @ q, strict=True):
-        top[i] = max(top[i], float(v))
-    return [
-        0.4 * float(w) + 0.6 * t if t > -1 else float(w) for w, t in zip(whole, top, strict=True)
-    ]
-
-
 def elsewhere(
     index: Index,
     goal: str,
     parts: Sequence[Part],
     scope: Scope,
     allowed: Sequence[str],
-    where: str,
+    vectors: PassageVectors | None = None,
 ) -> Elsewhere:
-    """Papers outside a narrower scope that bear on what the scope does not answer."""
+    """Papers outside a narrower scope that answer what the scope does not: in the
+    library-wide search for the question (or each part), a paper outside the scope that
+    stands clearly above every paper inside it."""
     if scope.kind == "library" or not allowed:
         return Elsewhere()
+    vectors = vectors or PassageVectors(index)
     inside = set(allowed)
-    queries = [p.text for p in parts] or [re.sub(r"\s*\(Follow-up.*$", "", goal, flags=re.S)]
-    found: dict[str, tuple[float, Source]] = {}
+    queries = [p.text for p in parts] or [core_goal(goal) or goal]
+    found: dict[str, tuple[float, str]] = {}  # item key → (paper score, its best section)
     for q in queries:
-        own = index.search(q, SearchFilter(item_keys=list(allowed)), limit=8, merge_twins=False)
-        wide = [
-            h for h in index.search(q, None, limit=16, merge_twins=False)
-            if h.chunk.item_key not in inside
-        ]
-        if not wide:
+        hits = index.search(q, None, limit=WIDE_DEPTH, merge_twins=False)
+        sims = vectors.chunk_similarity(q, [h.chunk.chunk_id for h in hits])
+        score: dict[str, float] = {}
+        section: dict[str, tuple[float, str]] = {}
+        for rank, (h, s) in enumerate(zip(hits, sims, strict=True), 1):
+            key = h.chunk.item_key
+            score[key] = score.get(key, 0.0) + (0.5 + (s or 0.0)) / (2 + rank)
+            if s is not None and s > section.get(key, (-1.0, ""))[0]:
+                section[key] = (s, h.chunk.section)
+        best_in = max((v for k, v in score.items() if k in inside), default=0.0)
+        outside = sorted(((v, k) for k, v in score.items() if k not in inside), reverse=True)
+        if not outside:
             continue
-        sims = best_sentence_similarity(
-            index, q, [h.chunk.text for h in own] + [h.chunk.text for h in wide]
-        )
-        best_in = max(sims[: len(own)], default=0.0)
-        for h, s in zip(wide, sims[len(own) :], strict=True):
-            if s < ELSEWHERE_FLOOR or s < best_in + ELSEWHERE_MARGIN:
-                continue
-            c = h.chunk
-            if c.item_key not in found or found[c.item_key][0] < s:
-                item = index.item(c.item_key)
-                src = Source(
-                    item_key=c.item_key,
-                    title=c.title or (item.title if item else ""),
-                    authors=list(item.authors if item else []),
-                    year=item.year if item else None,
-                )
-                found[c.item_key] = (s, src)
+        top = outside[0][0]
+        for v, key in outside[:MAX_ELSEWHERE]:
+            if v < ELSEWHERE_FLOOR or v < ELSEWHERE_RATIO * best_in or v < 0.6 * top:
+                break
+            if key not in found or found[key][0] < v:
+                found[key] = (v, section.get(key, (0.0, ""))[1])
     if not found:
         return Elsewhere()
-    ranked = sorted(found.values(), key=lambda x: x[0], reverse=True)
-    top = ranked[0][0]
-    sources = [src for s, src in ranked if s >= top - 0.06][:MAX_ELSEWHERE]
-    widen = (
-        Scope(items=[*scope.items, *(s.item_key for s in sources)])
-        if scope.kind == "selection" and not scope.collections
-        else Scope()
-    )
-    names = ", ".join(f"*{s.title}*" for s in sources)
-    verb = "discusses" if len(sources) == 1 else "discuss"
-    note = (
-        f"**Elsewhere in your library:** {where} may not answer this; {names} in your library "
-        f"{verb} it more directly — widen the scope to search "
-        + ("it." if len(sources) == 1 else "them.")
-    )
-    return Elsewhere(sources=sources, widen=widen, note=note)
+    chosen = sorted(found.items(), key=lambda kv: kv[1][0], reverse=True)[:MAX_ELSEWHERE]
+    sources: list[Source] = []
+    lines: list[str] = []
+    for key, (_, sec) in chosen:
+        item = index.item(key)
+        src = Source(
+            item_key=key,
+            title=item.title if item else key,
+            authors=list(item.authors if item else []),
+            year=item.year if item else None,
+        )
+        sources.append(src)
+        lines.append(f"*{src.title}*" + (f", which covers it in § {sec}" if sec else ""))
+    note = f"**Elsewhere in your library:** {'; '.join(lines)}."
+    # "Search the whole library": the same question once over everything, the scope kept.
+    return Elsewhere(sources=sources, widen=Scope(), note=note)
 
 
 __all__ = [
     "ELSEWHERE_FLOOR",
-    "ELSEWHERE_MARGIN",
+    "ELSEWHERE_RATIO",
     "Elsewhere",
-    "best_sentence_similarity",
+    "catalogue_for",
     "cover_parts",
     "elsewhere",
     "question_parts",

@@ -20,6 +20,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, T
 
 from zocrates_nb.agents.discovery import ONLINE_TOOL, DiscoveryOutcome, discover_papers
 from zocrates_nb.agents.model_output import bound_history
+from zocrates_nb.agents.offline.brief import CoordinatorBrief, PastTurn
 from zocrates_nb.agents.pipeline import Outcome, SearchPipeline
 from zocrates_nb.agents.prompts import COORDINATOR_INSTRUCTION, coordinator_context
 from zocrates_nb.agents.runtime import TurnContext
@@ -92,6 +93,22 @@ coordinator_agent: Agent[CoordinatorDeps, Outcome | DiscoveryOutcome | str] = Ag
 def _selection(ctx: RunContext[CoordinatorDeps]) -> str:
     t = ctx.deps.turn
     return coordinator_context(t.active_items, t.collections, ctx.deps.profile)
+
+
+def coordinator_brief(turn: TurnContext, message: str) -> CoordinatorBrief:
+    """What the offline coordinator plays from: the message and every earlier answered turn as
+    the session recorded it (compaction shortens the model's history, never this)."""
+    earlier = [
+        PastTurn(
+            question=t.prompt,
+            goal=t.search_goal,
+            answer=t.answer,
+            papers=tuple(s.title for s in t.cited_sources),
+        )
+        for t in turn.store.turns(turn.session_id)
+        if t.turn_id != turn.turn_id and t.status == "answered"
+    ]
+    return CoordinatorBrief(message=message, turns=tuple(earlier), scope_kind=turn.scope.kind)
 
 
 def record_answer(messages: list[ModelMessage], answer: str) -> list[ModelMessage]:

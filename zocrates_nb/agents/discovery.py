@@ -33,6 +33,7 @@ from pydantic_ai import (
 )
 from pydantic_ai.usage import UsageLimits
 
+from zocrates_nb.agents.offline.brief import OnlineSearchBrief, RecommendBrief, briefed
 from zocrates_nb.agents.offline.discovery import key_phrases
 from zocrates_nb.agents.prompts import (
     ONLINE_SEARCH_INSTRUCTION,
@@ -185,6 +186,7 @@ async def run_online_search(turn: TurnContext, rm: RoleModel, request: str) -> O
         turn.phase("discover", role="online_search"),
         role_call(rm),
         capture_run_messages() as captured,
+        briefed(OnlineSearchBrief(request=request)),
     ):
         try:
             result = await online_search_agent.run(
@@ -304,7 +306,12 @@ async def recommend(
               candidates=len(fresh))  # fmt: skip
     shown = fresh[:SHOWN_CANDIDATES]
     prompt = online_synthesis_prompt(turn.user_query, request, shown, held, MAX_RECOMMENDATIONS)
-    with turn.phase("recommend", role="online_synthesizer"), role_call(rm, turn) as call:
+    brief = RecommendBrief(turn.user_query, request, MAX_RECOMMENDATIONS, tuple(shown))
+    with (
+        turn.phase("recommend", role="online_synthesizer"),
+        role_call(rm, turn) as call,
+        briefed(brief),
+    ):
         result = await online_synthesizer_agent.run(
             prompt, model=rm.model, model_settings=rm.settings or None, run_id=call.run_id
         )

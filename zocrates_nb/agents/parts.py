@@ -22,60 +22,16 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from zocrates_nb.text import STOPWORDS, entities, stem
-
-# Words that start an instruction or a question: never a name, whatever their case.
-IMPERATIVES = frozenset(
-    [
-        "compare",
-        "contrast",
-        "explain",
-        "describe",
-        "summarize",
-        "summarise",
-        "list",
-        "give",
-        "name",
-        "show",
-        "tell",
-        "discuss",
-        "outline",
-        "define",
-        "identify",
-        "evaluate",
-        "analyze",
-        "analyse",
-        "state",
-        "find",
-        "consider",
-        "note",
-        "assume",
-        "suppose",
-        "please",
-        "what",
-        "how",
-        "why",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "does",
-        "do",
-        "did",
-        "is",
-        "are",
-        "was",
-        "were",
-        "can",
-        "could",
-        "would",
-        "should",
-        "according",
-        "regarding",
-    ]
+from zocrates_nb.agents.catalogue import (
+    Catalogue,
+    CatalogueItem,
+    Mention,
+    catalogue_of,
+    resolve_names,
+    tokens,
 )
+from zocrates_nb.text import stem
+
 # Between two coordinated names only these may stand ("Dynamo and chain replication",
 # "MapReduce, Bigtable and GFS", "in Bigtable and in Spanner", "Raft with Zab").
 _CONNECTIVES = frozenset(
@@ -101,74 +57,26 @@ _CONNECTIVES = frozenset(
         "papers",
     ]
 )
-_TITLE_SPLIT_RE = re.compile(r"\s*(?::|—|–|\s-\s)\s*")
-_TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
-_LEADING_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "for",
-        "in",
-        "on",
-        "at",
-        "to",
-        "with",
-        "by",
-        "from",
-        "using",
-        "via",
-        "and",
-        "or",
-        "as",
-        "is",
-        "are",
-        "towards",
-        "toward",
-        "into",
-        "over",
-        "under",
-        "about",
-        "through",
-    ]
-)
-_WH_START = frozenset(
-    ["how", "what", "why", "which", "who", "when", "where", "is", "are", "can", "do", "does"]
-)
-# Clause boundaries inside a sentence: ", and which …", "; how …", " with what …".
+# Clause boundaries inside a sentence: ", and which …", "; how …", " with what …", ", and say
+# how …".
 _CLAUSE_RE = re.compile(
     r"(?:,\s*(?:and|but|while|whereas)\s+|;\s*(?:and\s+)?|\s+and\s+|\s+with\s+)"
     r"(?=(?:(?:to|in|on|for|by|at|from|of)\s+)?(?:what|which|how|why|when|where|who|whom|"
-    r"whose|does|do|did|is|are)\b)",
+    r"whose|does|do|did|is|are|say|explain|describe|tell|state|note|compare|contrast|give|"
+    r"list|show|discuss)\b)",
     re.I,
 )
 _FOLLOW_UP_RE = re.compile(r"\s*\(Follow-up to the earlier question:.*$", re.S)
+# Where a follow-up's goal notes the earlier goal it builds on ("why? — regarding: How does Raft
+# elect a leader?"): the question's own words are before it.
+REGARDING = " — regarding: "
 
 
-@dataclass(frozen=True)
-class CatalogueItem:
-    key: str
-    title: str
-    authors: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class _Name:
-    tokens: tuple[str, ...]  # stemmed, lower case
-    key: str
-    strict_case: bool  # a single plain word: only its capitalised spelling names the item
-    acronym: bool = False
-
-
-@dataclass
-class Mention:
-    """A named thing in the question: where it is, how it is written, which items it names."""
-
-    start: int  # token positions [start, end)
-    end: int
-    surface: str
-    keys: tuple[str, ...] = ()  # library items it names (empty: a name the catalogue lacks)
+def core_goal(goal: str) -> str:
+    """A goal without the note of what it refers to (a rewrite never nests; parts, headings
+    and aspects come from the question's own words)."""
+    goal = goal.split(REGARDING, 1)[0]
+    return " ".join(_FOLLOW_UP_RE.sub("", goal).split())
 
 
 @dataclass
@@ -179,166 +87,7 @@ class Part:
     subject: str = ""  # the named thing this part asks about ("" when the clause has none)
     items: list[str] = field(default_factory=list)  # library items the subject names
     titles: list[str] = field(default_factory=list)
-
-
-def _tokens(text: str) -> list[tuple[str, int, int]]:
-    return [(m.group(0), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
-
-
-def _stems(words: Iterable[str]) -> tuple[str, ...]:
-    return tuple(stem(w.lower()) for w in words)
-
-
-class Catalogue:
-    """The names by which a question may refer to the library's items."""
-
-    def __init__(self, items: Iterable[CatalogueItem]) -> None:
-        self.items = {it.key: it for it in items}
-        self.names: list[_Name] = []
-        surnames: dict[str, set[str]] = {}
-        for it in self.items.values():
-            for words in self._title_names(it.title):
-                plain = len(words) == 1 and not _distinctive(words[0])
-                self.names.append(_Name(_stems(words), it.key, strict_case=plain))
-            acro = _acronym(it.title)
-            if acro:
-                self.names.append(_Name(_stems([acro]), it.key, True, acronym=True))
-            for a in it.authors:
-                last = a.replace(",", " ").split()
-                if last:
-                    # "Last, First" or "First Last"
-                    name = a.split(",")[0].strip() if "," in a else last[-1]
-                    if len(name) >= 3:
-                        surnames.setdefault(name, set()).add(it.key)
-        for name, keys in surnames.items():
-            if len(keys) == 1:
-                self.names.append(_Name(_stems([name]), next(iter(keys)), strict_case=True))
-
-    @staticmethod
-    def _title_names(title: str) -> list[list[str]]:
-        """A title's head before a colon or dash, its leading phrase, the whole of a short
-        title, and the CamelCase words in it."""
-        out: list[list[str]] = []
-        pieces = _TITLE_SPLIT_RE.split(title.strip(), maxsplit=1)
-        if len(pieces) == 2:
-            head = [w for w, _, _ in _tokens(pieces[0])]
-            if 1 <= len(head) <= 6:
-                out.append(head)
-                joined = re.split(r"\s+and\s+", pieces[0])
-                if len(joined) > 1:
-                    out.extend([w for w, _, _ in _tokens(j)] for j in joined)
-        words = [w for w, _, _ in _tokens(title)]
-        while words and words[0].lower() in ("a", "an", "the"):
-            words = words[1:]
-        if words and 2 <= len(words) <= 4 and len(pieces) == 1:
-            out.append(words)
-        if words and words[0].lower() not in _WH_START and words[0].lower() not in _LEADING_STOP:
-            lead: list[str] = []
-            for w in words:
-                if w.lower() in _LEADING_STOP:
-                    break
-                lead.append(w)
-            if 2 <= len(lead) <= 5:
-                out.append(lead)
-        out.extend([w] for w in words if re.fullmatch(r"[A-Z][a-z]+[A-Z][A-Za-z]*", w))
-        # In a sentence-case title, a capitalised word inside it is a name ("The Chubby lock
-        # service…", "…using de Bruijn graphs", "What is a hidden Markov model?").
-        tail = [w for w, _, _ in _tokens(pieces[-1])][1:]
-        if tail and sum(w[:1].islower() for w in tail) >= 0.6 * len(tail):
-            out.extend([w] for w in tail if w[:1].isupper() and not (w.isupper() and len(w) <= 3))
-        unique: list[list[str]] = []
-        for n in out:
-            if n not in unique:
-                unique.append(n)
-        return unique
-
-    def mentions(self, text: str, context: str = "") -> list[Mention]:
-        """Library names and other named things in `text`, not overlapping (the longest
-        wins); a name two items share goes to the one no other mention in `context` claims."""
-        found = self._find(text)
-        around = self._find(context) if context and context != text else found
-        claimed = {k for m in around if len(m.keys) == 1 for k in m.keys}
-        return _disambiguate(found, claimed)
-
-    def _find(self, text: str) -> list[Mention]:
-        toks = _tokens(text)
-        low = _stems(w for w, _, _ in toks)
-        found: list[Mention] = []
-        taken: set[int] = set()
-        spans: dict[tuple[int, int], set[str]] = {}
-        for name in self.names:
-            n = len(name.tokens)
-            for i in range(len(toks) - n + 1):
-                if low[i : i + n] != name.tokens:
-                    continue
-                word = toks[i][0]
-                if name.acronym and not word.isupper():
-                    continue
-                if name.strict_case and not word[:1].isupper():
-                    continue
-                if n == 1 and word.lower() in IMPERATIVES | STOPWORDS:
-                    continue
-                spans.setdefault((i, i + n), set()).add(name.key)
-        for (i, j), keys in sorted(spans.items(), key=lambda kv: (kv[0][0] - kv[0][1], kv[0])):
-            if any(p in taken for p in range(i, j)):
-                continue
-            taken.update(range(i, j))
-            found.append(Mention(i, j, text[toks[i][1] : toks[j - 1][2]], tuple(sorted(keys))))
-        # Named things the catalogue does not know (runs of capitalised words, acronyms), and
-        # a capitalised first word coordinated with another name ("Raft and Paxos …").
-        names = {e for e in entities(text) if e.lower() not in IMPERATIVES}
-        for k, (w, _, end) in enumerate(toks[:-2]):
-            if (k == 0 or text[toks[k - 1][2] : toks[k][1]].strip() in (".", "?", "!")) and (
-                w[:1].isupper() and w.lower() not in IMPERATIVES | STOPWORDS
-            ):
-                after = text[end : toks[k + 1][1]]
-                nxt = toks[k + 2][0] if toks[k + 1][0] == "and" else toks[k + 1][0]
-                if (after.strip() == "," or toks[k + 1][0] == "and") and nxt[:1].isupper():
-                    names.add(w)
-
-        def named(word: str) -> bool:
-            return word in names or re.sub(r"['’]s$", "", word) in names
-
-        i = 0
-        while i < len(toks):
-            word = toks[i][0]
-            if i in taken or not named(word):
-                i += 1
-                continue
-            j = i + 1
-            while j < len(toks) and j not in taken and named(toks[j][0]):
-                if text[toks[j - 1][2] : toks[j][1]].strip(" -"):
-                    break  # punctuation between them: two names
-                j += 1
-            found.append(Mention(i, j, text[toks[i][1] : toks[j - 1][2]]))
-            taken.update(range(i, j))
-            i = j
-        found.sort(key=lambda m: m.start)
-        return found
-
-
-def _distinctive(word: str) -> bool:
-    """CamelCase, an acronym, or a word with a digit: unlikely to be an ordinary word."""
-    return bool(re.search(r"[a-z][A-Z]|[A-Z]{2}|\d", word))
-
-
-def _acronym(title: str) -> str:
-    words = [w for w, _, _ in _tokens(title) if w.lower() not in _LEADING_STOP]
-    if not 3 <= len(words) <= 6:
-        return ""
-    return "".join(w[0] for w in words).upper()
-
-
-def _disambiguate(mentions: list[Mention], claimed: set[str]) -> list[Mention]:
-    """A name two items share ("de Bruijn graphs") names the one no other mention claims."""
-    out = []
-    for m in mentions:
-        if len(m.keys) > 1:
-            rest = tuple(k for k in m.keys if k not in claimed)
-            if rest:
-                m = Mention(m.start, m.end, m.surface, rest)
-        out.append(m)
-    return out
+    heading: str = ""  # "Raft: electing a new leader after a failure" (never the question)
 
 
 # ------------------------------------------------------------------------------ decomposition
@@ -358,7 +107,7 @@ def _subject(m: Mention) -> tuple[str, ...]:
 
 def _without_modifiers(text: str, ms: list[Mention]) -> list[Mention]:
     """ "Amazon's Dynamo", "Google's Spanner": a name followed by another is its modifier."""
-    toks = _tokens(text)
+    toks = tokens(text)
     out = []
     for i, a in enumerate(ms):
         b = ms[i + 1] if i + 1 < len(ms) else None
@@ -372,7 +121,7 @@ def _without_modifiers(text: str, ms: list[Mention]) -> list[Mention]:
 
 def _group(text: str, ms: list[Mention]) -> list[Mention]:
     """The longest run of distinct things joined only by connectives (a comparison)."""
-    toks = _tokens(text)
+    toks = tokens(text)
     best: list[Mention] = []
     run: list[Mention] = []
     for m in ms:
@@ -390,7 +139,17 @@ def _group(text: str, ms: list[Mention]) -> list[Mention]:
     return best if len(best) >= 2 else []
 
 
+_ASKING_RE = re.compile(
+    r"^(?:(?:please|compare|contrast|say|explain|describe|tell(?: me)?|state|note|give|list|"
+    r"show|discuss|outline|summari[sz]e)\s+)+",
+    re.I,
+)
+
+
 def _clean(text: str) -> str:
+    text = _ASKING_RE.sub("", text.strip()) if re.match(r"^\w+\s+(how|what|which|why|when|"
+                                                         r"where|whether|if)\b", text.strip(),
+                                                         re.I) else text  # fmt: skip
     text = re.sub(r"(^|,\s*)(compare|contrast)\s+", r"\1", text, flags=re.I)
     text = re.sub(r"\b(both|respectively)\b\s*", "", text, flags=re.I)
     text = re.sub(r"\b(does|did|do|has|have|is|was) each\b", r"\1 it", text, flags=re.I)
@@ -399,64 +158,247 @@ def _clean(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+@dataclass
+class _Unit:
+    sentence: int
+    text: str
+    mentions: list[Mention]
+
+
 def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
-    """The parts of a comparison or compound question, or [] when it asks one thing."""
-    q = _FOLLOW_UP_RE.sub("", " ".join(question.split())).strip()
+    """The parts of a comparison or compound question, or [] when it asks one thing.
+
+    The question is cut into clauses ("Compare how Raft and Zab elect a leader", "say how
+    Chubby's fail-over differs"); a clause naming two or more things joined by connectives is
+    one part per thing, a clause naming a new thing is a part of its own, and a clause naming
+    nothing new belongs to the part(s) before it (or, before any part, to the first)."""
+    q = core_goal(question)
     cat = catalogue or Catalogue([])
-    sentences = _sentences(q)
-    # 1. A comparison: two or more things joined by connectives → one part per thing.
-    for si, sent in enumerate(sentences):
-        ms = _without_modifiers(sent, cat.mentions(sent, q))
-        group = _group(sent, ms)
-        if not group:
-            continue
-        toks = _tokens(sent)
-        lo, hi = toks[group[0].start][1], toks[group[-1].end - 1][2]
-        found: list[Part] = []
-        for m in group:
-            own = sent[:lo] + m.surface + sent[hi:]
-            rest = [s for k, s in enumerate(sentences) if k != si]
-            core = _clean(own)
-            if len(_tokens(core)) <= len(_tokens(m.surface)) + 1 and rest:
-                text = f"{m.surface}: " + " ".join(rest)  # "Compare Raft with Zab."
-            else:
-                text = " ".join([*(sentences[k] for k in range(si)), core, *sentences[si + 1 :]])
-            found.append(_part(_clean(text), m, cat))
-        return found
-    # 2. Clauses that each bring their own named thing.
-    clauses: list[tuple[str, list[Mention]]] = []
-    for sent in sentences:
-        for c in _clauses(sent):
-            clauses.append((c, _without_modifiers(c, cat.mentions(c, q))))
-    if len(clauses) < 2:
-        return []
-    seen: set[tuple[str, ...]] = set()
+    units = [
+        _Unit(si, c, _without_modifiers(c, cat.mentions(c, q)))
+        for si, sent in enumerate(_sentences(q))
+        for c in _clauses(sent)
+    ]
     parts: list[Part] = []
-    pending: list[str] = []  # clauses without a new thing join the part before them
-    for c, ms in clauses:
-        new = [m for m in ms if _subject(m) not in seen]
-        seen.update(_subject(m) for m in ms)
-        if new and (parts or not pending):
-            parts.append(_part(_clean(c), new[0], cat))
-        elif new:  # the first named clause: context sentences before it join it
-            parts.append(_part(_clean(" ".join([*pending, c])), new[0], cat))
+    last: list[Part] = []
+    pending: list[_Unit] = []
+    seen: set[tuple[str, ...]] = set()
+    own: dict[int, _Unit] = {}  # id(part) → the clause that names it
+    for u in units:
+        group = [m for m in _group(u.text, u.mentions) if _subject(m) not in seen]
+        new = [m for m in u.mentions if _subject(m) not in seen]
+        if len(group) >= 2:
+            toks = tokens(u.text)
+            lo, hi = toks[group[0].start][1], toks[group[-1].end - 1][2]
+            last = []
+            after = re.sub(r"^\s+papers?\b", "", u.text[hi:])  # "X and the Y paper both…"
+            for m in group:
+                text = u.text[:lo] + m.surface + after
+                if len(tokens(_clean(text))) <= len(tokens(m.surface)) + 1:
+                    text = ""  # "Compare Raft with Zab.": the rest of the question says what
+                part = _part(_join(pending, _Unit(u.sentence, text, [])), m, cat)
+                own[id(part)] = _Unit(u.sentence, text, [m])
+                last.append(part)
+            parts.extend(last)
             pending = []
-        elif parts:
-            parts[-1].text = _clean(f"{parts[-1].text.rstrip('?.')}, {_clean(c)}")
+        elif len(compared := _compared(u, seen)) >= 2:
+            last = []
+            for m in compared:
+                part = _part(_join(pending, u), m, cat)
+                own[id(part)] = u
+                last.append(part)
+            parts.extend(last)
+            pending = []
+        elif new:
+            part = _part(_join(pending, u), new[0], cat)
+            own[id(part)] = u
+            last = [part]
+            parts.append(part)
+            pending = []
+        elif last:
+            for part in last:
+                part.text = _append(part.text, u.text, same_sentence=u.sentence == _last_sentence(
+                    part, own, u))  # fmt: skip
         else:
-            pending.append(c)
-    return parts if len(parts) >= 2 else []
+            pending.append(u)
+        seen.update(_subject(m) for m in u.mentions)
+    if len(parts) < 2:
+        return []
+    rest = " ".join(u.text for u in pending)
+    for part in parts:
+        if rest:
+            part.text = _append(part.text, rest, same_sentence=False)
+        if not part.text.strip():
+            part.text = part.subject
+        part.text = part.text if part.text.endswith(("?", ".")) else part.text + "?"
+        clause = own.get(id(part))
+        titles = [it.title for it in cat.items.values()]
+        part.heading = heading(clause.text if clause and clause.text else q, part.subject, titles)
+    return parts
+
+
+_COMPARES_RE = re.compile(r"\b(compared?|differs?|versus|vs|unlike|whereas|than|relative to|"
+                          r"contrast)\b", re.I)  # fmt: skip
+
+
+def _compared(u: _Unit, seen: set[tuple[str, ...]]) -> list[Mention]:
+    """The library items one clause compares without joining them ("How does Bigtable's
+    tablet location compare with Spanner's directory placement?"), none already a part."""
+    if not _COMPARES_RE.search(u.text):
+        return []
+    out: list[Mention] = []
+    for m in u.mentions:
+        if m.keys and _subject(m) not in seen | {_subject(x) for x in out}:
+            out.append(m)
+    return out
+
+
+def _last_sentence(part: Part, own: dict[int, _Unit], u: _Unit) -> int:
+    o = own.get(id(part))
+    return o.sentence if o is not None else -1
+
+
+def _join(pending: list[_Unit], u: _Unit) -> str:
+    texts = [p.text for p in pending] + ([u.text] if u.text else [])
+    return _clean(" ".join(texts)) if texts else ""
+
+
+def _append(text: str, more: str, *, same_sentence: bool) -> str:
+    more = _clean(more)
+    if not text:
+        return more
+    if same_sentence:
+        return f"{text.rstrip('?.')}, {more[:1].lower()}{more[1:]}"
+    return f"{text.rstrip() if text.endswith(('?', '.')) else text.rstrip() + '?'} {more}"
+
+
+_PARTICLE_RE = re.compile(r"\b(de|van|von|der|den|di|du|la|le|da|del)\s+$", re.I)
 
 
 def _part(text: str, m: Mention, cat: Catalogue) -> Part:
     items = list(m.keys)
     titles = [cat.items[k].title for k in items if k in cat.items]
-    return Part(
-        text=text if text.endswith(("?", ".")) else text + "?",
-        subject=m.surface,
-        items=items,
-        titles=titles,
-    )
+    subject = m.surface
+    at = text.find(subject)
+    if at > 0 and (p := _PARTICLE_RE.search(text[:at])):
+        subject = f"{p.group(1)} {subject}"  # "de Bruijn", "van Renesse"
+    return Part(text=text, subject=subject, items=items, titles=titles)
+
+
+# ------------------------------------------------------------------------------ headings
+_AUX = r"(?:does|do|did|can|could|would|will|should|is|are|was|were|has|have|had)"
+_NOT_VERBS = frozenset(
+    ["and", "or", "with", "of", "in", "on", "for", "to", "from", "as", "is", "are", "was", "were",
+     "the", "a", "an", "its"]
+)  # fmt: skip
+_POSSESSED_END = (r"(?:compared?|differs?|with|and|versus|vs|in|on|is|are|does|do|than|"
+                  r"relative)\b")  # fmt: skip
+_DOUBLE_FINAL_RE = re.compile(r"[^aeiou]*[aeiou][bdgmnprt]")
+HEADING_WORDS = 12
+
+
+def gerund(verb: str) -> str:
+    """"elect" → "electing", "handle" → "handling", "run" → "running", "die" → "dying"."""
+    v = verb.lower()
+    if v in ("be", "see", "flee", "agree"):
+        return v + "ing"
+    if v.endswith("ie"):
+        return v[:-2] + "ying"
+    if v.endswith("e") and not v.endswith(("ee", "ye", "oe")) and len(v) > 2:
+        return v[:-1] + "ing"
+    if len(v) <= 4 and _DOUBLE_FINAL_RE.fullmatch(v):
+        return v + v[-1] + "ing"
+    return v + "ing"
+
+
+def third_person(verb: str) -> str:
+    """"use" → "uses", "apply" → "applies", "do" → "does"."""
+    v = verb.lower()
+    if v in ("be", "have"):
+        return {"be": "is", "have": "has"}[v]
+    if re.search(r"[^aeiou]y$", v):
+        return v[:-1] + "ies"
+    if v.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return v + "es"
+    return v + "s"
+
+
+def heading(clause: str, subject: str, titles: Iterable[str] = ()) -> str:
+    """A part's own short heading, its subject capitalised (see `_heading`). `titles`: the
+    library's titles, where a name that modifies a noun is written so ("de Bruijn graphs")."""
+    text = " ".join(_ASKING_RE.sub("", _clean(clause)).split()).rstrip(" ?.!")
+    m = re.search(rf"\b{re.escape(subject)}\s+([a-z][\w-]*)", text) if subject else None
+    if m and any(re.search(rf"\b{re.escape(subject)}\s+{re.escape(stem(m.group(1)))}", t, re.I)
+                 for t in titles):  # fmt: skip
+        # "de Bruijn graph assemblers": the name modifies a noun, as the library writes it.
+        plain = re.sub(rf"^(how|what|which|why|when|where)\s+{_AUX}\s+", r"\1 ", text, flags=re.I)
+        out = f"{subject}: {_clip(plain)}"
+    else:
+        out = _heading(text, subject)
+    return _capital(out) if out.startswith(subject) else out
+
+
+def _heading(text: str, subject: str) -> str:
+    """A part's own short heading: its subject and what is asked about it, never the whole
+    question ("How does Raft elect a new leader?" → "Raft: electing a new leader")."""
+    if not subject:
+        return _clip(text)
+    subj = re.escape(subject)
+    text = re.sub(r"\b(their|theirs)\b", "its", text)
+    m = re.search(r"\bdiffers?\s+(?:in|on|with respect to|regarding)\s+(.+)$", text, re.I)
+    if m and re.search(subj, text[: m.start()]):  # "how do X and Y differ in Z?": Z
+        return f"{subject}: {_clip(m.group(1))}"
+    m = re.match(rf"^{subj}\s+(?:papers?\s+)?([a-z]+)\s+(.*)$", text, re.I)
+    if m and m.group(1).lower() not in _NOT_VERBS:  # "X changes how a layer's weights are…"
+        verb = re.sub(r"(?<=[^s])s$", "", m.group(1).lower())
+        return f"{subject}: {_clip(gerund(verb) + ' ' + m.group(2))}"
+    m = re.search(rf"\b{subj}['’]s\s+((?:(?!{_POSSESSED_END})[\w-]+\s*){{1,5}})", text, re.I)
+    if m and re.search(r"\b(compared?|differs?|versus|vs|unlike|whereas|than)\b", text, re.I):
+        return f"{subject}: {_clip(m.group(1))}"  # "X's tablet location compared with Y's…"
+    mods = r"(?:(?:the|a|an|original|new|proposed)\s+){0,2}"
+    m = re.search(rf"(^|,\s*)how\s+(?:{_AUX}\s+)?{mods}{subj}\s+(\w+)\b(.*)$", text, re.I)
+    if m and not re.fullmatch(r"['’]s", m.group(2)):
+        before = text[: m.start()].strip(" ,")  # "When a replica fails, how does X keep…"
+        phrase = gerund(m.group(2)) + m.group(3) + (f", {before[:1].lower()}{before[1:]}"
+                                                    if before else "")  # fmt: skip
+        return f"{subject}: {_clip(phrase)}"
+    m = re.match(rf"^(why|when|where)\s+(?:{_AUX}\s+)?(?:the\s+)?{subj}\s+(\w+)\b(.*)$", text,
+                 re.I)  # fmt: skip
+    if m:
+        phrase = f"{m.group(1).lower()} it {third_person(m.group(2))}{m.group(3)}"
+        return f"{subject}: {_clip(phrase)}"
+    m = re.match(rf"^(what|which)\b(.*?)\s+{_AUX}\s+(?:the\s+)?{subj}\s+(\w+)\b(.*)$", text, re.I)
+    if m:
+        phrase = f"{m.group(1).lower()}{m.group(2)} it {third_person(m.group(3))}{m.group(4)}"
+        return f"{subject}: {_clip(phrase)}"
+    phrase = re.sub(rf"\b{subj}['’]s\b", "its", text)
+    phrase = re.sub(rf"\s*\b(?:of|in|for|by|from)\s+(?:the\s+)?{subj}\b", "", phrase)
+    # The subject standing alone becomes "it"; as the modifier of a noun ("de Bruijn graph
+    # assemblers") it stays as written.
+    phrase = re.sub(rf"\b(?:the\s+)?{subj}\b(?!\s+[a-z])", "it", phrase)
+    phrase = re.sub(rf"^(how|what|which|why|when|where)\s+{_AUX}\s+", r"\1 ", phrase, flags=re.I)
+    if not phrase.strip(" :,") or (len(phrase.split()) <= 3 and re.search(r"\bit\b", phrase)):
+        return subject  # "Compare Raft with Zab": the subject is the heading
+    return f"{subject}: {_clip(phrase)}"
+
+
+def _capital(subject: str) -> str:
+    return subject[:1].upper() + subject[1:]
+
+
+def _clip(text: str) -> str:
+    text = text.strip(" ,:;")
+    head, sep, _ = text.partition(", ")
+    if sep and len(head.split()) >= 3 and len(text.split()) > 8:
+        text = head  # "who assigns the timestamps, two systems that keep…": the first clause
+    words = text.split()
+    if len(words) > HEADING_WORDS:
+        cut = " ".join(words[:HEADING_WORDS])
+        comma = cut.rfind(",")
+        text = (cut[:comma] if comma > len(cut) // 2 else cut) + "…"
+    if text[:2].isupper() or re.match(r"^[A-Z][a-z]*[A-Z]", text):
+        return text  # an acronym or a name leads
+    return text[:1].lower() + text[1:]
 
 
 # ------------------------------------------------------------------------------ prompt form
@@ -479,53 +421,18 @@ def render_parts(parts: Sequence[Part], include_keys: bool) -> str:
     return "\n".join(lines)
 
 
-_PART_LINE_RE = re.compile(r"^(\d+)\.\s+(.+)$")
-
-
-def parse_parts(section: str) -> list[Part]:
-    """`render_parts`'s list read back (the offline roles see only their prompts)."""
-    parts: list[Part] = []
-    for line in section.splitlines():
-        m = _PART_LINE_RE.match(line.strip())
-        if m and not line.startswith(" "):
-            parts.append(Part(text=m.group(2).strip()))
-            continue
-        if not parts:
-            continue
-        s = line.strip()
-        if s.startswith("- about:"):
-            parts[-1].subject = s.removeprefix("- about:").strip()
-        elif s.startswith("- library papers named:"):
-            rest = s.removeprefix("- library papers named:")
-            parts[-1].items = re.findall(r"\[Key:\s*([A-Za-z0-9]+)\]", rest)
-            parts[-1].titles = re.findall(r'"([^"]+)"', rest)
-    return parts
-
-
-def catalogue_of(records: Iterable[object]) -> Catalogue:
-    """A catalogue from the index's item records (notes and attachments left out)."""
-    items = []
-    for r in records:
-        if getattr(r, "item_type", "") in ("note", "attachment"):
-            continue
-        items.append(
-            CatalogueItem(
-                str(getattr(r, "key", "")),
-                str(getattr(r, "title", "")),
-                tuple(getattr(r, "authors", ()) or ()),
-            )
-        )
-    return Catalogue(items)
-
-
 __all__ = [
     "PARTS_HEADING",
+    "REGARDING",
     "Catalogue",
     "CatalogueItem",
     "Mention",
     "Part",
     "catalogue_of",
+    "core_goal",
     "decompose",
-    "parse_parts",
+    "gerund",
+    "heading",
     "render_parts",
+    "resolve_names",
 ]

@@ -7,8 +7,8 @@
 3. Complete active coverage gate: 1–3 selected papers whose outlines are all cached → the
    outlines are injected and the agent reads sections directly.
 4. Checkpoint triggers: the agent asked for an extension (proactive), or it used its call budget
-   or 80 % of the word ceiling while its report lists gaps (reactive). No gaps, checkpoints off,
-   or two extensions already granted: straight to synthesis.
+   or its whole word ceiling while its report lists gaps (reactive; never while calls are left
+   and words fit). No gaps, checkpoints off, or two extensions already granted: synthesis.
 5. At a checkpoint the run state and the search agent's messages become a snapshot the session
    store keeps; resuming (in this process or another) continues from it with nothing lost.
 6–9. Rerank, synthesize, clean, verify citations, two tiers, audit record; continuity gives the
@@ -26,9 +26,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from zocrates_nb.agents import answerability
+from zocrates_nb.agents import answerability, briefing
 from zocrates_nb.agents import citations as cit
 from zocrates_nb.agents.model_errors import ModelCallError
+from zocrates_nb.agents.offline.brief import briefed
 from zocrates_nb.agents.parts import Part
 from zocrates_nb.agents.prompts import continuation_prompt, search_input
 from zocrates_nb.agents.runtime import TurnContext
@@ -38,12 +39,11 @@ from zocrates_nb.events import CheckpointEvent
 from zocrates_nb.retrieval import RunState, Toolkit, rerank_state
 from zocrates_nb.retrieval.rerank import filter_substantive, rerank_evidence
 from zocrates_nb.retrieval.state import MAX_EXTENSIONS, CompletionReport, Evidence
+from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.sessions.state import ActiveItem, AuditRecord, SessionState
 from zocrates_nb.turn import EvidenceRow, QuestionPart, Scope, Source
 
 log = logging.getLogger("zocrates_nb.agents")
-
-REACTIVE_WORD_SHARE = 0.8
 
 
 class PausedRun(BaseModel):
@@ -144,16 +144,16 @@ def interrupt_id(turn_id: str, extension: int) -> str:
 
 
 def should_checkpoint(state: RunState, hitl: bool) -> bool:
-    """The two triggers, with the smart skip and the two-extension cap."""
+    """The two triggers, with the smart skip and the two-extension cap. A search with calls
+    left only asks for more room when its evidence reached the word ceiling (near it, the
+    calls left still read what fits)."""
     if not hitl or state.extension_count >= MAX_EXTENSIONS:
         return False
     if state.extension_pending:
         return True
     report = state.report
     gaps = bool(report and report.gaps)
-    spent = (
-        state.tool_count >= state.budget or state.words >= REACTIVE_WORD_SHARE * state.word_ceiling
-    )
+    spent = state.tool_count >= state.budget or state.words >= state.word_ceiling
     return spent and gaps
 
 
@@ -172,20 +172,26 @@ def checkpoint_reason(state: RunState) -> tuple[str, str]:
 
 def checkpoint_gaps(state: RunState) -> tuple[str, list[str]]:
     """What a pause reports as covered and missing: the agent's extension request, else its
-    completion report."""
+    completion report. A paper the evidence already holds is covered: a gap naming it by its
+    title is left out (the card never lists one paper as both)."""
     req = state.extension_request if state.extension_pending else None
     report = state.report
     covered = (
         req.covered_summary if req and req.covered_summary else report.summary if report else ""
     )
     missing = req.missing_aspects if req and req.missing_aspects else report.gaps if report else []
-    return covered, list(missing)
+    titles = {e.title.casefold() for e in state.evidence if len(e.title) >= 8}
+    kept = [m for m in missing if not any(t in m.casefold() for t in titles)]
+    return covered, kept
 
 
 class SearchPipeline:
     def __init__(self, turn: TurnContext) -> None:
         self.turn = turn
         self.parts: list[Part] = []
+        # The run's stored passage vectors and query vectors: the offline roles, reranking and
+        # the check of the wider library judge passages by them, never embedding one twice.
+        self.vectors = PassageVectors(turn.index)
 
     # ------------------------------------------------------------------ start / resume
     def new_state(self, goal: str) -> RunState:
@@ -217,6 +223,7 @@ class SearchPipeline:
         if outlines:
             t.step("toc", f"Using the outlines of {len(outlines)} selected paper(s)")
         self.parts = await asyncio.to_thread(answerability.question_parts, t.index, goal)
+        injected = frozenset(it.key for it in t.active_items) if outlines else frozenset()
         if self.parts:
             t.step(
                 "parts",
@@ -234,7 +241,7 @@ class SearchPipeline:
             state.word_ceiling,
             self.parts,
         )
-        return await self._loop(state, [], prompt)
+        return await self._loop(state, [], prompt, injected=injected)
 
     async def resume(self, paused: PausedRun, action: str, guidance: str = "") -> Outcome:
         t = self.turn
@@ -262,7 +269,7 @@ class SearchPipeline:
                     missing,
                     guidance,
                 )
-                return await self._loop(state, history, prompt)
+                return await self._loop(state, history, prompt, guidance)
             t.step("checkpoint", "No extension left: answering with the evidence gathered")
         else:
             t.step("checkpoint", "Answering with the evidence gathered")
@@ -282,9 +289,22 @@ class SearchPipeline:
         return Outcome("answered", state.goal, answer=answer, report=report, state=state)
 
     # ------------------------------------------------------------------ the loop
-    async def _loop(self, state: RunState, history: list[ModelMessage], prompt: str) -> Outcome:
+    async def _loop(
+        self,
+        state: RunState,
+        history: list[ModelMessage],
+        prompt: str,
+        guidance: str = "",
+        injected: frozenset[str] = frozenset(),
+    ) -> Outcome:
         t = self.turn
-        messages = await run_search(t, state, history, prompt)
+        if not injected and t.active_items and history:  # resumed: the outlines came first
+            injected = frozenset(it.key for it in t.active_items)
+        brief = await asyncio.to_thread(
+            briefing.search_brief, t, state, self.vectors, self.parts, guidance, injected
+        )
+        with briefed(brief):
+            messages = await run_search(t, state, history, prompt)
         Toolkit(t.index, state).finish()  # the agent's report, or an automatic one
         if should_checkpoint(state, t.options.hitl):
             outcome = self._checkpoint(state, messages)
@@ -344,17 +364,21 @@ class SearchPipeline:
             method=t.reranker.method,
         )
         with t.phase("rerank"):
-            ranked = await asyncio.to_thread(rerank_state, state, t.reranker)
+            ranked = await asyncio.to_thread(rerank_state, state, t.reranker, self.vectors)
             ranked = await asyncio.to_thread(self.cover_parts, state, ranked, pool)
         prior = await asyncio.to_thread(self.prior_context)
+        wider = await asyncio.to_thread(self.elsewhere, state.goal)
+        brief = await asyncio.to_thread(
+            briefing.writer_brief, t, state, ranked, report, self.parts, wider, self.vectors
+        )
         try:
-            answer = await synthesize(
-                t, state.goal, ranked, state.evidence, report, prior, self.parts
-            )
+            with briefed(brief):
+                answer = await synthesize(
+                    t, state.goal, ranked, state.evidence, report, prior, self.parts
+                )
         except ModelCallError as e:
             await asyncio.to_thread(self.record_audit, state, report)
             raise AnswerFailed(e, state, ranked, report, self.parts) from e
-        wider = await asyncio.to_thread(self.elsewhere, state.goal)
         if wider.note:
             answer = dataclasses.replace(answer, text=f"{answer.text.rstrip()}\n\n{wider.note}")
         await asyncio.to_thread(self.record_audit, state, report)
@@ -380,7 +404,7 @@ class SearchPipeline:
         def rank(query: str, items: list[Evidence]) -> list[Evidence]:
             return rerank_evidence(
                 query, items, self.turn.reranker, max_chunks=answerability.PART_PASSAGES,
-                word_ceiling=state.word_ceiling,
+                word_ceiling=state.word_ceiling, vectors=self.vectors,
             )  # fmt: skip
 
         return answerability.cover_parts(
@@ -392,7 +416,7 @@ class SearchPipeline:
         t = self.turn
         try:
             return answerability.elsewhere(
-                t.index, goal, self.parts, t.scope, t.allowed_keys, self.where()
+                t.index, goal, self.parts, t.scope, t.allowed_keys, self.vectors
             )
         except Exception:  # an optional hint: the answer stands without it
             log.warning("the elsewhere check failed", exc_info=True)

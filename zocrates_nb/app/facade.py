@@ -212,6 +212,14 @@ class App:
             except Exception as e:
                 log.warning("could not load %s ahead of the first turn: %s", stage, e)
 
+    def models_ready(self) -> bool:
+        """Whether a turn would wait for nothing to load (the local embedding model is in
+        memory and the vector store open)."""
+        from zocrates_nb.index.embedder import loaded_models
+
+        index = self.library_index
+        return index.offline_model_name in loaded_models() and index.dense_open
+
     def roles(self, model: str | None = None) -> Roles:
         return resolve_roles(self.registry, self.engine, model, self.role_models)
 

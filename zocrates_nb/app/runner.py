@@ -31,10 +31,12 @@ from zocrates_nb.agents.coordinator import (
     SEARCH_TOOL,
     CoordinatorDeps,
     coordinator_agent,
+    coordinator_brief,
     record_answer,
 )
 from zocrates_nb.agents.discovery import MAX_RECOMMENDATIONS, DiscoveryOutcome
 from zocrates_nb.agents.model_guard import GuardedModel
+from zocrates_nb.agents.offline import briefed
 from zocrates_nb.agents.pipeline import (
     AnswerFailed,
     Outcome,
@@ -161,11 +163,17 @@ class TurnRunner:
             await asyncio.to_thread(self._save_scope, session_id, active, options)
             roles = await asyncio.to_thread(app.roles, options.model)
             turn = self._context(queue, result, roles, allowed, names, active)
+            await self._load_models(turn)
             history = await asyncio.to_thread(store.load_messages, session_id)
             state = await asyncio.to_thread(store.get_state, session_id)
             deps = CoordinatorDeps(turn=turn, profile=state.research_profile)
+            brief = await asyncio.to_thread(coordinator_brief, turn, prompt)
             rm = roles.coordinator
-            with turn.phase("coordinator", role="coordinator"), role_call(rm, turn) as call:
+            with (
+                turn.phase("coordinator", role="coordinator"),
+                role_call(rm, turn) as call,
+                briefed(brief),
+            ):
                 run = await coordinator_agent.run(
                     prompt,
                     message_history=history or None,
@@ -219,6 +227,21 @@ class TurnRunner:
         except Exception as e:
             message = describe_error(e, roles, doing="The turn")
             await self._fail(queue, result, turn, message, session_id=session_id)
+
+    async def _load_models(self, turn: TurnContext) -> None:
+        """The first turn after a start loads the models as a step of its own (timed in its
+        trail, counted in the seconds the answer shows), each part named as it starts; a
+        warm-up already under way is waited for, not repeated."""
+        if await asyncio.to_thread(self.app.models_ready):
+            return
+        loop = asyncio.get_running_loop()
+
+        def progress(stage: str) -> None:
+            loop.call_soon_threadsafe(turn.step, "loading", f"Loading {stage}…")
+
+        turn.step("loading", "Loading models (the first question after a start)")
+        with turn.phase("loading"):
+            await asyncio.to_thread(self.app.warm_up, progress)
 
     # ------------------------------------------------------------------ a resumed search
     async def resume(

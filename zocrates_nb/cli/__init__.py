@@ -48,6 +48,10 @@ def bench_command(args: argparse.Namespace) -> int:
         from zocrates_nb import bench_server
 
         result = bench_server.run(args)
+    elif args.what == "offline":
+        from zocrates_nb import bench_offline
+
+        result = bench_offline.run(args)
     else:
         result = bench_retrieval.run(args) if args.what in ("beir", "tokens") else bench.run(args)
     if args.json:
@@ -156,8 +160,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     be = sub.add_parser("bench", help="benchmarks")
     be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui", "scale",
-                                     "server"])
-    be.add_argument("dir", nargs="?", type=Path, help="beir: a BEIR dataset directory")
+                                     "server", "offline"])  # fmt: skip
+    be.add_argument("dir", nargs="?", type=Path,
+                    help="beir: a BEIR dataset directory; offline: a JSONL of questions "
+                         "({\"question\", \"kind\": single|compound}; default: built in)")
     be.add_argument("--split", default="test", help="beir: qrels split (default test)")
     be.add_argument("--queries-limit", type=int, help="beir: only the first N queries")
     be.add_argument("--no-rerank", action="store_true",
@@ -167,8 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--folder", type=Path)
     be.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     be.add_argument("--cold", action="store_true",
-                    help="ui: also time the first question of fresh processes, with and without "
-                         "the panel's background warm-up")
+                    help="ui, offline: also time the first question of fresh processes (ui: "
+                         "with and without the panel's background warm-up)")
     be.add_argument("--indexed", action="store_true",
                     help="ui, server: use --home as it is (already indexed; sessions are added "
                          "to it)")

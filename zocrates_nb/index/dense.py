@@ -169,6 +169,26 @@ class DenseStore:
                 return out
             offset += _BATCH
 
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, list[list[float]]]:
+        """The stored window vectors of these chunks, each chunk's in window order (its
+        `#n` suffix): what search compared the query with, for reuse instead of re-embedding."""
+        wanted = list(dict.fromkeys(chunk_ids))
+        found: dict[str, list[tuple[int, list[float]]]] = {}
+        for i in range(0, len(wanted), _BATCH):
+            got = self.collection.get(
+                where={"chunk_id": {"$in": wanted[i : i + _BATCH]}},
+                include=["embeddings", "metadatas"],
+            )
+            vecs = got.get("embeddings")
+            metas = got.get("metadatas") or [None] * len(got["ids"])
+            if vecs is None:
+                continue
+            for vid, vec, meta in zip(got["ids"], vecs, metas, strict=True):
+                n = vid.rsplit("#", 1)[1] if "#" in vid else "0"
+                order = int(n) if n.isdigit() else 0
+                found.setdefault(_owner(vid, meta), []).append((order, list(vec)))
+        return {k: [v for _, v in sorted(pairs, key=lambda p: p[0])] for k, pairs in found.items()}
+
     def query(
         self, embedding: Sequence[float], flt: SearchFilter, n: int
     ) -> list[tuple[str, float]]:

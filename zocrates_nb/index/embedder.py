@@ -12,9 +12,11 @@ collection is opened with this one and every add/query passes embeddings explici
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -40,6 +42,54 @@ REMOTE_PREFIX = "openai-compatible:"
 CACHE_SIZE = 20_000
 _VECTORS: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 _VECTORS_LOCK = threading.Lock()
+
+
+@dataclass
+class EmbeddingMeter:
+    """What one stretch of work (a turn, a benchmark question) sent to the local model: texts
+    and characters, and how many of those texts it had already sent once (a repeat is work the
+    vector cache should have saved)."""
+
+    texts: int = 0
+    chars: int = 0
+    repeats: int = 0
+    _seen: set[str] = field(default_factory=set, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def sent(self, text: str) -> bool:
+        """Whether this text went to the model inside the block."""
+        with self._lock:
+            return text in self._seen
+
+    def record(self, texts: list[str]) -> None:
+        with self._lock:
+            self.texts += len(texts)
+            self.chars += sum(len(t) for t in texts)
+            self.repeats += sum(t in self._seen for t in texts)
+            self._seen.update(texts)
+
+
+_METER: contextvars.ContextVar[EmbeddingMeter | None] = contextvars.ContextVar(
+    "zocrates_embedding_meter", default=None
+)
+
+
+@contextlib.contextmanager
+def embedding_meter() -> Iterator[EmbeddingMeter]:
+    """Count what the local model embeds inside the block (threads started from it included:
+    `asyncio.to_thread` carries the context along)."""
+    meter = EmbeddingMeter()
+    token = _METER.set(meter)
+    try:
+        yield meter
+    finally:
+        _METER.reset(token)
+
+
+def _metered(texts: list[str]) -> None:
+    meter = _METER.get()
+    if meter is not None:
+        meter.record(texts)
 
 
 class EmbeddingBackend(Protocol):
@@ -240,6 +290,7 @@ class Embedder:
     def _embed_new(self, texts: list[str], threads: int | None) -> list[list[float]]:
         import torch
 
+        _metered(texts)
         with _torch_threads(threads):
             if len(texts) > 1 and self.bf16:
                 with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -248,9 +299,23 @@ class Embedder:
 
     def embed_query(self, text: str) -> list[float]:
         """One query on one thread: for a dozen tokens, more threads only wait on each other
-        (5x slower on a busy 2-core machine)."""
+        (5x slower on a busy 2-core machine). A query this process embedded recently (the
+        goal searched again inside a paper, in the survey, in the check of the wider
+        library) comes from the shared cache."""
+        key = (self.name, text)
+        with _VECTORS_LOCK:
+            cached = _VECTORS.get(key)
+            if cached is not None:
+                _VECTORS.move_to_end(key)
+                return cached.tolist()
+        _metered([text])
         with _torch_threads(1):
-            return self._encode([text])[0]
+            vector = np.asarray(self._encode([text])[0], dtype=np.float32)
+        with _VECTORS_LOCK:
+            _VECTORS[key] = vector
+            while len(_VECTORS) > CACHE_SIZE:
+                _VECTORS.popitem(last=False)
+        return vector.tolist()
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         vectors = self.model.encode(

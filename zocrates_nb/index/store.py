@@ -141,6 +141,11 @@ class Index:
         return self._embedder
 
     @property
+    def dense_open(self) -> bool:
+        """Whether the vector store is open in this process (a first search opens it)."""
+        return self._dense is not None
+
+    @property
     def dense(self) -> DenseStore:
         """The vector store, reopened when another process wrote the index since: embedded
         Chroma keeps the vectors it loaded in memory and never sees another process's writes

@@ -42,7 +42,8 @@ def join_adjacent(
     """The first `limit` hits (best first), each with the later candidates that continue it.
 
     `words_left` is what the run may still read: a join never pushes a returned passage past
-    it (the returned passages come first, continuations only take what is spare)."""
+    it (the returned passages come first, continuations only take what is spare), and then
+    continuations never add more words than the returned passages hold."""
     top = hits[:limit]
     members: list[list[Chunk]] = [[h.chunk] for h in top]
     slot: dict[tuple[str, int], int] = {}
@@ -50,7 +51,10 @@ def join_adjacent(
         if (pos := _position(h.chunk)) is not None:
             slot[pos] = i
     used = sum(len(h.chunk.text) for h in top)
-    spare = None if words_left is None else words_left - sum(h.chunk.words for h in top)
+    own = sum(h.chunk.words for h in top)
+    # In a run, continuations at most double what was asked for: the rest of the run's words
+    # stay for its other searches (each part of a compound question gets its share).
+    spare = None if words_left is None else min(words_left - own, own)
     for cand in hits[limit:]:  # best remaining candidate first
         pos = _position(cand.chunk)
         if pos is None or pos in slot:

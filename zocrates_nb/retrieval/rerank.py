@@ -5,8 +5,11 @@
    synthesizer nothing to ground a claim on); if nothing is left, the original set is kept.
 2. Ordering against the search goal: a local sentence-transformers `CrossEncoder` when one is
    configured (`retrieval.rerank_model`) and loads offline; otherwise the named fallback
-   `FALLBACK_METHOD`, which needs no model beyond the index's own embedder. Any error keeps
-   retrieval order, and says so in the method recorded on every evidence item.
+   `FALLBACK_METHOD`, which needs no model beyond the index's own embedder. With the run's
+   `PassageVectors`, the fallback's bi-encoder cosine is the dense search's own: each passage's
+   best stored window, fetched by chunk id, so reranking embeds nothing but the goal (already
+   embedded by the search). Any error keeps retrieval order, and says so in the method
+   recorded on every evidence item.
 3. Cap to `max_rerank_chunks` and trim to the word ceiling.
 """
 
@@ -27,6 +30,8 @@ from zocrates_nb.text import split_sentences, terms
 
 if TYPE_CHECKING:
     from sentence_transformers import CrossEncoder
+
+    from zocrates_nb.retrieval.vectors import PassageVectors
 
 log = logging.getLogger(__name__)
 
@@ -191,39 +196,54 @@ def fallback_scores(
     heads: Sequence[str] | None = None,
     bm25_ranks: Sequence[int | None] | None = None,
     weights: FusionWeights | None = None,
+    stored: Sequence[float | None] | None = None,
 ) -> list[float]:
     """The named fallback: bi-encoder cosines (best window, best sentence) fused with BM25 (of
-    the goal over the candidates, and the index's BM25 rank) as a weighted sum of z-scores."""
+    the goal over the candidates, and the index's BM25 rank) as a weighted sum of z-scores.
+
+    `stored` holds each passage's best stored-window cosine (None where the index has no
+    vector): those passages are not embedded again, and the best-sentence signal, which would
+    embed every sentence of every candidate, gives its weight to the stored windows (a
+    window of the index is a few sentences: the finer signal is already in it)."""
     w = weights or FusionWeights()
     if not texts:
         return []
     heads = heads or [""] * len(texts)
+    have = list(stored) if stored is not None else [None] * len(texts)
+    with_sentences = stored is None
     pieces: list[str] = [query]
     owners: list[tuple[int, str]] = []
     for i, t in enumerate(texts):
-        for win in windows(t):
-            pieces.append(f"{heads[i]}\n{win}" if heads[i] else win)
-            owners.append((i, "passage"))
-        for sent in sentence_pieces(t):
-            pieces.append(sent)
-            owners.append((i, "sentence"))
-    vectors = embed(pieces)
-    q = vectors[0]
-    best: dict[str, list[float]] = {"passage": [-1.0] * len(texts), "sentence": [-1.0] * len(texts)}
-    for v, (i, kind) in zip(vectors[1:], owners, strict=True):
-        cos = sum(x * y for x, y in zip(q, v, strict=True))
-        if cos > best[kind][i]:
-            best[kind][i] = cos
+        if have[i] is None:
+            for win in windows(t):
+                pieces.append(f"{heads[i]}\n{win}" if heads[i] else win)
+                owners.append((i, "passage"))
+        if with_sentences:
+            for sent in sentence_pieces(t):
+                pieces.append(sent)
+                owners.append((i, "sentence"))
+    best: dict[str, list[float]] = {
+        "passage": [-1.0 if c is None else float(c) for c in have],
+        "sentence": [-1.0] * len(texts),
+    }
+    if owners:
+        vectors = embed(pieces)
+        q = vectors[0]
+        for v, (i, kind) in zip(vectors[1:], owners, strict=True):
+            cos = sum(x * y for x, y in zip(q, v, strict=True))
+            if cos > best[kind][i]:
+                best[kind][i] = cos
     best["sentence"] = [
         max(s, p) if s < -0.5 else s for s, p in zip(best["sentence"], best["passage"], strict=True)
     ]
     lexical = pool_bm25(query, [f"{h} {t}" for h, t in zip(heads, texts, strict=True)])
     ranks = bm25_ranks or [None] * len(texts)
     log_ranks = [None if r is None else -math.log(r) for r in ranks]
+    passage_weight = w.passage if with_sentences else w.passage + w.sentence
     parts = (
         (w.lexical, _z(lexical)),
-        (w.passage, _z(best["passage"])),
-        (w.sentence, _z(best["sentence"])),
+        (passage_weight, _z(best["passage"])),
+        (w.sentence if with_sentences else 0.0, _z(best["sentence"])),
         (w.bm25_rank, _z(log_ranks)),
     )
     return [sum(weight * zs[i] for weight, zs in parts) for i in range(len(texts))]
@@ -269,9 +289,11 @@ class Reranker:
         prior_ranks: Sequence[int] | None = None,
         heads: Sequence[str] | None = None,
         bm25_ranks: Sequence[int | None] | None = None,
+        stored: Sequence[float | None] | None = None,
     ) -> Ranked:
         """Order `texts` against `query`; `prior_ranks` (retrieval order) breaks ties and is
-        the order kept when reranking fails."""
+        the order kept when reranking fails; `stored`: each text's best stored-window cosine
+        (the fallback then embeds nothing it holds)."""
         prior = list(prior_ranks) if prior_ranks is not None else list(range(1, len(texts) + 1))
         method = self.method
         try:
@@ -293,6 +315,7 @@ class Reranker:
                     heads=heads,
                     bm25_ranks=bm25_ranks,
                     weights=self.weights,
+                    stored=stored,
                 )
             else:
                 scores = [-float(r) for r in prior]
@@ -352,15 +375,23 @@ def rerank_evidence(
     *,
     max_chunks: int,
     word_ceiling: int,
+    vectors: PassageVectors | None = None,
 ) -> list[Evidence]:
-    """Filter, order against the goal, cap and trim; each item records the method used."""
+    """Filter, order against the goal, cap and trim; each item records the method used.
+    `vectors`: the run's stored passage vectors (the fallback's cosines come from them)."""
     pool = filter_substantive(items)
     if not pool:
         return []
     prior = _prior_ranks(pool)
     heads = [" — ".join(p for p in (e.title, e.section) if p) for e in pool]
     bm25 = [e.ranks.get("bm25") for e in pool]
-    ranked = reranker.rank(goal, [e.text for e in pool], prior, heads, bm25)
+    stored = None
+    if vectors is not None and reranker.method.startswith(FALLBACK_METHOD):
+        try:
+            stored = vectors.similarity(goal, pool)
+        except Exception as e:  # no stored vectors to reuse: the fallback embeds as before
+            log.warning("stored passage vectors unavailable: %s", _short(e))
+    ranked = reranker.rank(goal, [e.text for e in pool], prior, heads, bm25, stored)
     ordered = [
         pool[i].model_copy(
             update={"rerank_method": ranked.method, "rerank_score": round(ranked.scores[i], 6)}
@@ -370,7 +401,9 @@ def rerank_evidence(
     return trim_to_words(ordered[:max_chunks], word_ceiling)
 
 
-def rerank_state(state: RunState, reranker: Reranker) -> list[Evidence]:
+def rerank_state(
+    state: RunState, reranker: Reranker, vectors: PassageVectors | None = None
+) -> list[Evidence]:
     """The evidence of a run as the synthesizer gets it (uses the run's own ceilings)."""
     return rerank_evidence(
         state.goal,
@@ -378,6 +411,7 @@ def rerank_state(state: RunState, reranker: Reranker) -> list[Evidence]:
         reranker,
         max_chunks=state.max_rerank_chunks,
         word_ceiling=state.word_ceiling,
+        vectors=vectors,
     )
 
 

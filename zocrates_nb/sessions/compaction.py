@@ -163,25 +163,59 @@ def render_transcript(messages: Sequence[ModelMessage]) -> str:
 
 def offline_summarize(previous: str, transcript: str) -> str:
     """An extractive summary for the offline engine (no language model): one line per question
-    with the gist of its answer (the assistant's reply, or the answer a search returned),
-    appended to the previous summary, oldest lines dropped beyond OFFLINE_SUMMARY_CHARS."""
-    bullets = [b for b in previous.splitlines() if b.strip()]
+    with the gist of its answer (the assistant's reply, or the answer a search returned), the
+    previous summary's lines first. Every question keeps its line: beyond
+    OFFLINE_SUMMARY_CHARS the older lines grow shorter (their answers first), none is dropped,
+    so "what was my first question?" is answered right however long the conversation."""
+    turns = [_parse_line(b) for b in previous.splitlines() if b.strip().startswith("- Asked:")]
     question: str | None = None
     for kind, body in _transcript_blocks(transcript):
         if kind == "user":
             if question is not None:
-                bullets.append(f"- Asked: {question}")
-            question = _clip(body, 200)
+                turns.append((question, ""))
+            question = " ".join(body.split())
         elif kind in ("assistant", "answer") and question is not None:
             gist = answer_gist(body, OFFLINE_ANSWER_CHARS)
             if gist:
-                bullets.append(f"- Asked: {question} — answered: {gist}")
+                turns.append((question, gist))
                 question = None
     if question is not None:
-        bullets.append(f"- Asked: {question}")
-    while len("\n".join(bullets)) > OFFLINE_SUMMARY_CHARS and len(bullets) > 1:
-        bullets.pop(0)
-    return "\n".join(bullets)
+        turns.append((question, ""))
+    return _fit(turns, OFFLINE_SUMMARY_CHARS)
+
+
+_LINE_RE = re.compile(r"^\s*-\s*Asked:\s*(.+?)(?:\s+—\s+answered:\s*(.*))?$")
+# How far an older line shrinks, step by step: (question chars, answer chars).
+_SHORTER = ((200, OFFLINE_ANSWER_CHARS), (200, 160), (160, 60), (120, 0), (60, 0))
+_KEEP_FULL = 4  # the latest lines keep their full form
+
+
+def _parse_line(line: str) -> tuple[str, str]:
+    m = _LINE_RE.match(line)
+    return (m.group(1).strip(), (m.group(2) or "").strip()) if m else (line.strip(" -"), "")
+
+
+def _line(question: str, answer: str, q_chars: int, a_chars: int) -> str:
+    out = f"- Asked: {_clip(question, q_chars)}"
+    gist = _first_sentences(answer, a_chars) if answer and a_chars else ""
+    return out + (f" — answered: {gist}" if gist else "")
+
+
+def _fit(turns: list[tuple[str, str]], cap: int) -> str:
+    """Every turn's line, the older ones shortened (oldest first) until the whole fits."""
+    level = [0] * len(turns)
+
+    def text() -> str:
+        return "\n".join(
+            _line(q, a, *_SHORTER[lv]) for (q, a), lv in zip(turns, level, strict=True)
+        )
+
+    for step in range(1, len(_SHORTER)):
+        for i in range(max(len(turns) - _KEEP_FULL, 0)):
+            if len(text()) <= cap:
+                return text()
+            level[i] = step
+    return text()
 
 
 _BLOCK_RE = re.compile(

@@ -1,22 +1,30 @@
 """The offline coordinator: greetings and questions about itself answered by rule, questions
-about the conversation answered from its history (and its compacted summary), requests for
-papers beyond the library routed to `search_online_literature`, everything else to
-`search_library`, a follow-up rewritten to stand alone with the goal it refers to."""
+about the conversation answered from its history, requests for papers beyond the library routed
+to `search_online_literature`, everything else to `search_library`.
+
+It plays from its `CoordinatorBrief` (the message, every earlier turn as the session recorded
+it). A message is a follow-up only when it refers back: a pronoun with nothing of its own to
+stand for ("what about its limits?"), a reference ("that paper", "the second one", "my first
+question"), or a continuation ("and in Zab?"). Then its goal names what it refers to, once;
+anything else is a new question and searches the whole scope in its own words. A question asked
+again (the panel's "Regenerate") searches the goal it had the first time.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from pydantic_ai import ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
+from pydantic_ai import ModelResponse
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
+from zocrates_nb.agents.offline.brief import CoordinatorBrief, PastTurn, brief_of
+from zocrates_nb.agents.offline.conversation import conversation_answer, is_about_conversation
 from zocrates_nb.agents.offline.discovery import wants_discovery
-from zocrates_nb.agents.offline.messages import text_response, tool_call, user_prompts
-from zocrates_nb.sessions.compaction import answer_gist, summary_of
-from zocrates_nb.text import terms, words
+from zocrates_nb.agents.offline.messages import text_response, tool_call
+from zocrates_nb.agents.parts import REGARDING, core_goal
+from zocrates_nb.text import entities
 
 _GREETING_RE = re.compile(
     r"^(hi|hello|hey|hiya|howdy|greetings|good (morning|afternoon|evening|day)|yo|"
@@ -32,14 +40,37 @@ _META_RE = re.compile(
     r"what('s| is) (this|your) (tool|assistant))\b",
     re.I,
 )
-_FOLLOWUP_RE = re.compile(
-    r"^(and|but|also|so|then|what about|how about|why( not)?|how come|tell me more|more on|"
+# A message that continues the one before ("and in Zab?", "what about its limits?", "why?").
+_CONTINUES_RE = re.compile(
+    r"^(and|but|also|so|then|what about|how about|why( not)?\b|how come|tell me more|more on|"
     r"elaborate|explain (that|this|it|more|further)|go on|continue|what else|any other|"
-    r"is that|are they|does it|do they|can it|could you expand)\b",
+    r"could you expand|can you expand|same (question )?for)\b",
     re.I,
 )
-_ANAPHORA_RE = re.compile(
-    r"\b(it|its|they|them|their|this|that|these|those|he|she|his|her)\b", re.I
+# A pronoun standing for something said earlier ("its", "they"): "it" in "is it true that…"
+# or "that" joining a clause ("the paper that introduced …") stands for nothing.
+_PRONOUN_RE = re.compile(r"\b(its|they|them|their|theirs|he|she|his|her)\b|\bit\b(?!\s+(is|was)\s+"
+                         r"(true|possible|known|said|often|common)\b)", re.I)  # fmt: skip
+_REFERENCE_NOUNS = (
+    r"(paper|papers|one|ones|article|study|studies|system|systems|approach|method|result|"
+    r"results|idea|algorithm|protocol|answer|question|section|passage|quote|model|work|author|"
+    r"authors|point|claim|part|technique|design|finding|findings)"
+)
+_REFERENCE_RE = re.compile(
+    rf"\b(that|those|the (same|above|previous|earlier|last|latter|former))\s+{_REFERENCE_NOUNS}\b|"
+    rf"\bthe (first|second|third|fourth|fifth|last|other) {_REFERENCE_NOUNS}\b|"
+    r"\b(that|this|these|those)\s*[?.!]?\s*$|^\s*(why|how|really|is that so)\s*[?!.]*\s*$|"
+    r"\b(earlier|previous|last|above) (question|answer|turn|reply)\b|"
+    r"\b(you (just )?(said|mentioned|quoted|cited))\b",
+    re.I,
+)
+# A selection is "this paper" / "these papers": they name the scope, not an earlier turn.
+_SCOPE_REFERENCE_RE = re.compile(r"\b(this|these|the selected) (paper|papers|item|items)\b", re.I)
+_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4}
+_TURN_REF_RE = re.compile(
+    r"\b(?:my|the|your)\s+(first|second|third|fourth|fifth|last|previous|earlier|latest)\s+"
+    r"(question|query|answer|reply)\b",
+    re.I,
 )
 
 SELF_DESCRIPTION = (
@@ -50,62 +81,24 @@ SELF_DESCRIPTION = (
     "answer by quoting the sentences of your papers that best match your question, without a "
     "language model. Configure a model (see `zocrates-nb doctor`) for written answers."
 )
+_OFFLINE_NOTE = "\n\n_(Embedded offline engine, no language model.)_"
 
 
-_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4}
-_TURN_REF_RE = re.compile(
-    r"\b(?:my|the|your)\s+(first|second|third|fourth|fifth|last|previous|earlier|latest)\s+"
-    r"(question|query|answer|reply)\b",
-    re.I,
-)
-# Questions about the conversation itself, not about the library.
-_CONVERSATION_RE = re.compile(
-    r"\bwhat (was|were|is|did) (my|i|you)\b.*\b(ask|asked|question|questions|answer|answered|"
-    r"say|said|reply|replied)\b|\bwhat have (we|i) (discussed|talked about|asked)\b|"
-    r"\b(summari[sz]e|recap|repeat|remind me of)\b.*\b(conversation|chat|discussion|question|"
-    r"answer)\b|\bwhat did (you|we) (say|answer|find|conclude)\b|"
-    r"\bhow many questions (have|did) i\b",
-    re.I,
-)
+def refers_back(message: str, scope_kind: str = "library") -> bool:
+    """Whether a message leans on an earlier turn to be understood."""
+    msg = " ".join(message.split())
+    if _TURN_REF_RE.search(msg) or _CONTINUES_RE.search(msg):
+        return True
+    if scope_kind == "selection":
+        msg = _SCOPE_REFERENCE_RE.sub(" ", msg)
+    if _REFERENCE_RE.search(msg):
+        return True
+    return bool(_PRONOUN_RE.search(msg)) and not _names_its_subject(msg)
 
 
-_ANSWER_TOOLS = ("search_library", "search_online_literature")
-
-
-@dataclass
-class PastTurn:
-    question: str
-    answer: str = ""
-    goal: str = ""
-
-
-def past_turns(messages: Sequence[ModelMessage]) -> list[PastTurn]:
-    """The conversation's earlier turns (the compacted ones from the summary's "Asked: … —
-    answered: …" lines first), the current prompt excluded."""
-    turns: list[PastTurn] = []
-    for line in summary_of(messages).splitlines():
-        asked = re.match(r"^\s*-\s*Asked:\s*(.+?)(?:\s+—\s+answered:\s*(.*))?$", line)
-        if asked:
-            turns.append(PastTurn(asked.group(1).strip(), (asked.group(2) or "").strip()))
-    for m in messages:
-        if isinstance(m, ModelRequest):
-            for p in m.parts:
-                if isinstance(p, UserPromptPart) and isinstance(p.content, str):
-                    turns.append(PastTurn(" ".join(p.content.split())))
-                elif (
-                    isinstance(p, ToolReturnPart)
-                    and p.tool_name in _ANSWER_TOOLS
-                    and isinstance(p.content, str)
-                    and turns
-                ):
-                    turns[-1].answer = turns[-1].answer or p.content
-        elif turns:
-            for rp in m.parts:
-                if isinstance(rp, TextPart) and rp.content.strip() and not turns[-1].answer:
-                    turns[-1].answer = rp.content
-                elif isinstance(rp, ToolCallPart) and rp.tool_name in _ANSWER_TOOLS:
-                    turns[-1].goal = str(rp.args_as_dict().get("request", ""))
-    return turns[:-1]  # the last prompt is the current message
+def _names_its_subject(msg: str) -> bool:
+    """A message that names what its pronoun stands for ("How does Spanner use its clocks?")."""
+    return bool([e for e in entities(msg) if e.lower() not in ("i", "what", "how", "why")])
 
 
 def referred_turn(message: str, turns: Sequence[PastTurn]) -> PastTurn | None:
@@ -120,80 +113,102 @@ def referred_turn(message: str, turns: Sequence[PastTurn]) -> PastTurn | None:
     return turns[i] if i < len(turns) else None
 
 
-def conversation_answer(message: str, turns: Sequence[PastTurn]) -> str:
-    """An answer to a question about the conversation itself, from its history."""
-    note = "\n\n_(Answered from this conversation's history; embedded offline engine.)_"
-    if not turns:
-        return "This is the first question of our conversation: nothing was asked before it." + note
-    turn = referred_turn(message, turns)
-    chosen = [turn] if turn is not None else list(turns)
-    lines = []
-    for t in chosen:
-        n = next((i for i, x in enumerate(turns) if x is t), 0) + 1
-        gist = answer_gist(t.answer, 400) if t.answer else ""
-        line = f"{n}. You asked: “{t.question}”"
-        line += f"\n   The answer: {gist}" if gist else "\n   (It has no recorded answer.)"
-        lines.append(line)
-    head = (
-        "Here is that turn of our conversation:"
-        if turn is not None
-        else f"So far you have asked {len(turns)} question(s) in this conversation:"
-    )
-    return head + "\n\n" + "\n".join(lines) + note
-
-
-def _previous_goal(messages: Sequence[ModelMessage], message: str = "") -> str:
-    """The goal a follow-up builds on: the turn it names, else the latest search."""
-    turns = past_turns(messages)
-    turn = referred_turn(message, turns)
-    if turn is not None:
-        return turn.goal or turn.question
-    for t in reversed(turns):
-        if t.goal:
-            return t.goal
-    return ""
-
-
-def standalone_goal(message: str, previous_goal: str) -> str:
-    """Rewrite a follow-up so it stands alone, noting what the previous turn was about."""
+def standalone_goal(message: str, turns: Sequence[PastTurn], scope_kind: str = "library") -> str:
+    """The goal to search for: the message itself, unless it refers back; then the message
+    with what it refers to named in it ("its" → "Raft's", "the second one" → that paper's
+    title), or, when there is nothing to name, with the earlier goal noted once."""
     msg = " ".join(message.split())
-    if not previous_goal:
+    again = [t for t in turns if t.goal and " ".join(t.question.split()) == msg]
+    if again:  # asked again: the goal it had the first time
+        return again[0].goal
+    if not refers_back(msg, scope_kind):
         return msg
-    n_words = len(words(msg))
-    content = terms(msg)
-    follow = bool(_FOLLOWUP_RE.search(msg)) or (n_words <= 12 and bool(_ANAPHORA_RE.search(msg)))
-    follow = follow or bool(_TURN_REF_RE.search(msg))
-    if not follow and len(content) >= 3:
+    turn = referred_turn(msg, turns)
+    searched = [t for t in turns if t.goal]
+    if turn is None or not turn.goal:
+        turn = searched[-1] if searched else None
+    if turn is None:
         return msg
-    if not follow and n_words > 6:
-        return msg
-    return f"{msg.rstrip('?. ')}? (Follow-up to the earlier question: {previous_goal.rstrip()})"
+    base = core_goal(turn.goal)
+    named = _name_the_papers(msg, turn) or _name_the_subject(msg, base)
+    if named is not None:
+        return named
+    return f"{msg.rstrip()}{REGARDING}{base}" if base and base != msg else msg
+
+
+_PAPER_REF_RE = re.compile(
+    r"\b(that|this|the) (paper|article|study)\b|\bthe (first|second|third|fourth|fifth|last) "
+    r"(one|paper|article|study)\b|\b(those|these|both) (papers|articles|studies)\b",
+    re.I,
+)
+
+
+def _name_the_papers(msg: str, turn: PastTurn) -> str | None:
+    """"What does the second one say about X?" → the second paper the answer cited."""
+    if not turn.papers:
+        return None
+    m = _PAPER_REF_RE.search(msg)
+    if m is None:
+        return None
+    ordinal = (m.group(3) or "").lower()
+    if m.group(5):
+        chosen = list(turn.papers)
+    elif ordinal == "last":
+        chosen = [turn.papers[-1]]
+    elif ordinal:
+        i = _ORDINALS[ordinal]
+        if i >= len(turn.papers):
+            return None
+        chosen = [turn.papers[i]]
+    else:
+        chosen = [turn.papers[0]]
+    names = " and ".join(f"“{t}”" for t in chosen)
+    return msg[: m.start()] + names + msg[m.end() :]
+
+
+def _name_the_subject(msg: str, base: str) -> str | None:
+    """"What about its log compaction?" after a Raft question → "… Raft's log compaction?"."""
+    subjects = [e for e in entities(base) if e.lower() not in ("i", "what", "how", "why")]
+    if not subjects or not _PRONOUN_RE.search(msg):
+        return None
+    who = " and ".join(dict.fromkeys(subjects[:3]))
+    out, n = re.subn(r"\b(its|their)\b", f"{who}'s", msg, flags=re.I)
+    out, m = re.subn(r"\b(it|they|them)\b(?!\s+(is|was)\s+(true|possible|known))", who, out,
+                     flags=re.I)  # fmt: skip
+    return out if n + m else None
 
 
 def coordinator_compute(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    prompts = user_prompts(messages)
-    message = prompts[-1].strip() if prompts else ""
+    brief = brief_of(CoordinatorBrief)
+    message = brief.message.strip()
     if not message or _GREETING_RE.match(message) or _META_RE.search(message):
         if re.match(r"^(thanks?|thank you|thx|cheers)", message, re.I):
-            return text_response(
-                "You're welcome! Ask me anything else about your papers.\n\n"
-                "_(Embedded offline engine, no language model.)_"
-            )
+            return text_response("You're welcome! Ask me anything else about your papers."
+                                 + _OFFLINE_NOTE)  # fmt: skip
         if re.match(r"^(bye|goodbye|see you)", message, re.I):
-            return text_response(
-                "Goodbye! Your conversation is saved; come back to it any time.\n\n"
-                "_(Embedded offline engine, no language model.)_"
-            )
+            return text_response("Goodbye! Your conversation is saved; come back to it any time."
+                                 + _OFFLINE_NOTE)  # fmt: skip
         return text_response(SELF_DESCRIPTION)
-    if _CONVERSATION_RE.search(message):
-        return text_response(conversation_answer(message, past_turns(messages)))
+    if is_about_conversation(message):
+        return text_response(conversation_answer(message, brief.turns))
     tool_names = {t.name for t in (*info.output_tools, *info.function_tools)}
     if "search_online_literature" in tool_names and wants_discovery(message):
         return tool_call("search_online_literature", {"request": " ".join(message.split())})
-    goal = standalone_goal(message, _previous_goal(messages, message))
     if "search_library" not in tool_names:
         return text_response(
             "I can only answer from your library, and searching it is not available "
             "right now. _(Embedded offline engine, no language model.)_"
         )
+    goal = standalone_goal(message, brief.turns, brief.scope_kind)
     return tool_call("search_library", {"request": goal})
+
+
+__all__ = [
+    "REGARDING",
+    "SELF_DESCRIPTION",
+    "coordinator_compute",
+    "core_goal",
+    "referred_turn",
+    "refers_back",
+    "standalone_goal",
+]

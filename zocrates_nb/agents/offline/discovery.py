@@ -12,14 +12,10 @@ from pydantic_ai import ModelResponse
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
+from zocrates_nb.agents.offline.brief import OnlineSearchBrief, RecommendBrief, brief_of
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
-from zocrates_nb.agents.offline.messages import (
-    exchanges,
-    result_dict,
-    sections_of,
-    tool_call,
-    user_prompts,
-)
+from zocrates_nb.agents.offline.messages import exchanges, result_dict, tool_call
+from zocrates_nb.agents.parts import core_goal
 from zocrates_nb.text import split_sentences
 
 # ---------------------------------------------------------------------------- routing
@@ -110,7 +106,7 @@ def key_phrases(request: str) -> str:
     text = " ".join(request.split())
     if ident := identifier(text):
         return ident
-    text = re.sub(r"\(follow-up to the earlier question:.*\)$", "", text, flags=re.I).strip()
+    text = core_goal(text)
     text = text.rstrip("?.! ")
     for _ in range(3):
         before = text
@@ -125,8 +121,7 @@ def key_phrases(request: str) -> str:
 # ---------------------------------------------------------------------------- the roles
 def online_search_compute(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """One query of the request's key phrases, then stop."""
-    prompts = user_prompts(messages)
-    request = sections_of(prompts[0]).get("Request", prompts[0]) if prompts else ""
+    request = brief_of(OnlineSearchBrief).request
     done = [e for e in exchanges(messages) if e.tool == "search_scholarly_sources"]
     if not done:
         return tool_call("search_scholarly_sources", {"query": key_phrases(request)})
@@ -138,7 +133,6 @@ def online_search_compute(messages: list[ModelMessage], info: AgentInfo) -> Mode
 # How close (cosine, all-MiniLM-L6-v2) a paper's title or abstract must come to the question to
 # be recommended offline: unrelated papers score about 0.0–0.25, papers on the topic 0.4 and up.
 RELEVANCE_FLOOR = 0.35
-_CANDIDATE = re.compile(r'<candidate id="([^"]+)"[^>]*>\n(.*?)\n</candidate>', re.S)
 
 
 class OfflineRecommender:
@@ -150,29 +144,25 @@ class OfflineRecommender:
         self.emb = emb
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompts = user_prompts(messages)
-        sections = sections_of(prompts[-1]) if prompts else {}
-        question = sections.get("User Query", "") or sections.get("Request", "")
-        limit = int(m.group(1)) if (m := re.search(r"(\d+)", sections.get("Limit", ""))) else 10
+        brief = brief_of(RecommendBrief)
+        question = brief.question or brief.request
         topic = key_phrases(question) or question
         picks: list[dict[str, str]] = []
-        for cid, body in _CANDIDATE.findall(sections.get("Candidates", "")):
-            if len(picks) >= limit:
+        for c in brief.candidates:
+            if len(picks) >= brief.limit:
                 break
-            field = {k: v for k, _, v in (ln.partition(": ") for ln in body.splitlines())}
-            abstract = field.get("Abstract", "")
-            why, relevance = self.best_sentence(topic, field.get("Title", ""), abstract)
+            why, relevance = self.best_sentence(topic, c.title, c.abstract)
             # Sources answer every query with something: a paper whose title and abstract
             # say nothing close to the question is not recommended (the answer counts it).
             if relevance >= RELEVANCE_FLOOR:
-                picks.append({"id": cid, "why": why})
+                picks.append({"id": c.id, "why": why})
         name = info.output_tools[0].name if info.output_tools else "final_result"
         return tool_call(name, {"recommendations": picks})
 
     def best_sentence(self, question: str, title: str, abstract: str) -> tuple[str, float]:
         """The abstract's sentence closest to the question, and how close the paper comes
         (its title or best sentence: cosine with the bundled embedding model)."""
-        sentences = [] if abstract == "(none)" else split_sentences(abstract)
+        sentences = split_sentences(abstract) if abstract.strip() else []
         sentences = [s for s in sentences if len(s.split()) >= 4][:40]
         texts = [t for t in (title, *sentences) if t]
         if not texts:

@@ -1,29 +1,17 @@
-"""Reading and writing the messages an offline role is sent: the user prompts, their `# Heading`
-sections, tool calls paired with their results; and the responses it answers with.
+"""The messages an offline role reads and writes: its tool calls paired with their results (what
+its tools returned it, as the typed dicts they returned), and the responses it answers with.
 
-The offline roles keep no state between steps: everything they know is re-read from here."""
+What a role is told comes from its brief (`brief`), never from its prompt's prose."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
-
-
-def user_prompts(messages: Sequence[ModelMessage]) -> list[str]:
-    """The text prompts of the conversation, oldest first."""
-    out: list[str] = []
-    for m in messages:
-        if isinstance(m, ModelRequest):
-            for p in m.parts:
-                if isinstance(p, UserPromptPart) and isinstance(p.content, str):
-                    out.append(p.content)
-    return out
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
 
 @dataclass
@@ -55,15 +43,6 @@ def exchanges(messages: Sequence[ModelMessage]) -> list[Exchange]:
     for cid in order:
         call = calls[cid]
         out.append(Exchange(call.tool_name, call.args_as_dict(), results.get(cid), where[cid]))
-    return out
-
-
-def sections_of(prompt: str) -> dict[str, str]:
-    """`# Heading` blocks of a prompt → {heading: body}."""
-    out: dict[str, str] = {}
-    parts = re.split(r"^# (.+)$", prompt, flags=re.M)
-    for i in range(1, len(parts) - 1, 2):
-        out[parts[i].strip()] = parts[i + 1].strip()
     return out
 
 

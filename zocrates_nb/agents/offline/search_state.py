@@ -1,8 +1,12 @@
-"""What the offline search planner knows, rebuilt from the messages at each step: the outlines
-and passages the tools returned, what was searched and read, and the budgets left.
+"""What the offline search planner knows at a step: what it was told (its `SearchBrief`: goal,
+scope, the run's live budgets, the question's parts, the researcher's guidance) and what its
+tools returned (the passages of each search, the outlines it opened, the sections it read).
 
-The planner keeps no state of its own, so a run resumes anywhere (after a checkpoint, in
-another process) from its messages alone."""
+Outlines are the papers' typed tables of contents, read from the index; the tool results are
+the typed dicts the tools returned. Nothing is parsed out of a prompt, and the planner keeps no
+state of its own: a run resumes anywhere (after a checkpoint, in another process) from its run
+state and its messages.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +15,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
+from pydantic_ai.messages import ModelMessage
 
-from zocrates_nb.agents.offline.messages import (
-    Exchange,
-    exchanges,
-    refused,
-    result_dict,
-    sections_of,
-    user_prompts,
-)
-from zocrates_nb.agents.parts import PARTS_HEADING, Part, parse_parts
+from zocrates_nb.agents.offline.brief import SearchBrief
+from zocrates_nb.agents.offline.messages import exchanges, refused, result_dict
+from zocrates_nb.agents.parts import REGARDING, Part, core_goal
+from zocrates_nb.retrieval.assets import section_heading, section_words
+from zocrates_nb.retrieval.state import Evidence
+from zocrates_nb.retrieval.tools import Toolkit
+from zocrates_nb.retrieval.vectors import PassageVectors
+from zocrates_nb.text import terms
+
+_RETRIEVAL = ("search_corpus", "get_document_toc", "read_document")
 
 
 @dataclass
@@ -40,35 +45,10 @@ class Outline:
     entries: list[OutlineEntry] = field(default_factory=list)
 
 
-_OUTLINE_HEADER_RE = re.compile(
-    r"^###\s*\[Key:\s*([^,\]]+)(?:,\s*Parent Key:\s*([^\]]+))?\]\s*\"?(.*?)\"?\s*$", re.M
-)
-_OUTLINE_LINE_RE = re.compile(r"^(\s*)- \[([a-z]+\d*)\]\s*(.*?)\s*(?:\(~(\d+) words\))?\s*$")
-
-
-def parse_outlines(text: str) -> list[Outline]:
-    """The outlines in a tool result or prompt (as `retrieval.outline` renders them)."""
-    out: list[Outline] = []
-    cur: Outline | None = None
-    for line in text.splitlines():
-        m = _OUTLINE_HEADER_RE.match(line)
-        if m:
-            doc, parent = m.group(1).strip(), (m.group(2) or m.group(1)).strip()
-            cur = Outline(doc, parent, m.group(3).strip())
-            out.append(cur)
-            continue
-        if cur is None:
-            continue
-        lm = _OUTLINE_LINE_RE.match(line)
-        if lm and re.fullmatch(r"s\d+|abstract", lm.group(2)):
-            cur.entries.append(
-                OutlineEntry(lm.group(2), lm.group(3), int(lm.group(4) or 0), len(lm.group(1)) // 2)
-            )
-    return out
-
-
 @dataclass
 class Passage:
+    """One passage a search returned, remembering the query that found it."""
+
     chunk_id: str
     item_key: str
     doc_key: str
@@ -79,21 +59,29 @@ class Passage:
     text: str
     rank: int
     query: str
+    evidence: Evidence  # as the run state holds it (line range and all), for its vectors
 
 
-def passages_of(result: Any, query: str) -> list[Passage]:
-    """The passages a `search_corpus` result holds, each remembering the query that found it."""
-    d = result_dict(result)
-    rows = d.get("results") or d.get("hits") or d.get("chunks") or []
+def passages_of(result: Any, query: str, held: dict[str, Evidence]) -> list[Passage]:
+    """The passages of a `search_corpus` result (the run state's record of each, when it
+    still holds one: a section read since replaces its passages)."""
+    rows = result_dict(result).get("results") or []
     out = []
     for i, r in enumerate(rows, 1):
         if not isinstance(r, dict):
             continue
+        cid = str(r.get("chunk_id", ""))
+        item = str(r.get("item_key", ""))
+        doc = str(r.get("attachment_key") or item)
+        ev = held.get(cid) or Evidence(
+            chunk_id=cid, item_key=item, attachment_key=doc, text=str(r.get("text", "")),
+            chunk_type=str(r.get("chunk_type", "body")),
+        )  # fmt: skip
         out.append(
             Passage(
-                chunk_id=str(r.get("chunk_id", "")),
-                item_key=str(r.get("item_key", "")),
-                doc_key=str(r.get("attachment_key") or r.get("doc_key") or r.get("item_key", "")),
+                chunk_id=cid,
+                item_key=item,
+                doc_key=doc,
                 title=str(r.get("title", "")),
                 section=str(r.get("section", "")),
                 section_id=str(r.get("section_id", "")),
@@ -101,6 +89,7 @@ def passages_of(result: Any, query: str) -> list[Passage]:
                 text=str(r.get("text", "")),
                 rank=int(r.get("rank") or i),
                 query=query,
+                evidence=ev,
             )
         )
     return out
@@ -108,133 +97,140 @@ def passages_of(result: Any, query: str) -> list[Passage]:
 
 @dataclass
 class SearchPlanState:
-    """What the messages so far say about the run (rebuilt from them at each step)."""
+    """The run as the planner sees it at one step."""
 
-    goal: str
+    goal: str  # the goal as searched (a follow-up's note included)
     scope: str  # library | selection | collection
     active_keys: list[str]
     budget: int
     ceiling: int
-    outlines: dict[str, Outline]  # by doc key and by parent key
-    injected: set[str]
+    used: int
+    words: int
+    brief: SearchBrief
+    outlines: dict[str, Outline] = field(default_factory=dict)  # by doc key and parent key
+    injected: set[str] = field(default_factory=set)
     guidance: str = ""
-    parts: list[Part] = field(default_factory=list)  # a compound question's parts
+    parts: list[Part] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     survey: list[Passage] = field(default_factory=list)
     searched_queries: set[tuple[str, str, str]] = field(default_factory=set)  # (q, type, key)
     toc_fetched: set[str] = field(default_factory=set)
     read: dict[str, set[str]] = field(default_factory=dict)  # key → asset ids read
-    read_now: set[str] = field(default_factory=set)  # keys read since the latest prompt
+    read_now: set[str] = field(default_factory=set)  # keys read in this pass
     read_sections: set[tuple[str, str]] = field(default_factory=set)  # (doc key, asset id)
     read_words: int = 0
-    used: int = 0
-    exhausted: bool = False
+
+    @property
+    def question(self) -> str:
+        """The question's own words (what headings and aspects are matched with), or, for a
+        follow-up that says little by itself ("Why?"), with the earlier question it builds on."""
+        own = core_goal(self.goal)
+        if len(terms(own)) >= 2:
+            return own
+        return " ".join(self.goal.replace(REGARDING, " ").split())
+
+    @property
+    def exhausted(self) -> bool:
+        return self.used >= self.budget or self.words >= self.ceiling
+
+    @property
+    def vectors(self) -> PassageVectors:
+        return self.brief.vectors
 
 
-def read_plan_state(messages: Sequence[ModelMessage]) -> SearchPlanState:
-    """The run as the messages tell it: goal, scope, budgets and guidance from the prompts;
-    passages, outlines and reads from the tool results."""
-    prompts = user_prompts(messages)
-    first = prompts[0] if prompts else ""
-    secs = sections_of(first)
-    goal = secs.get("Target Search Goal", "").strip() or first.strip()
-    scope_text = secs.get("Scope", "").lower()
-    scope = "library"
-    if "selected" in scope_text or "active" in scope_text:
-        scope = "selection"
-    elif "collection" in scope_text:
-        scope = "collection"
-    context = secs.get("Context: Active Items Selected in Zotero", "")
-    active = re.findall(r"\[Key:\s*([A-Za-z0-9]+)\]", context)
-    budget = 10
-    ceiling = 7500
-    guidance = ""
-    for p in prompts:
-        m = re.search(r"(\d+) retrieval tool calls", p)
-        if m:
-            budget = int(m.group(1))
-        m = re.search(r"([\d,]+) words of evidence", p)
-        if m:
-            ceiling = int(m.group(1).replace(",", ""))
-        g = sections_of(p).get("Researcher's Guidance")
-        if g:
-            guidance = g.split("\n(Follow this guidance", 1)[0].strip()
-    outlines: dict[str, Outline] = {}
-    injected: set[str] = set()
-    for o in parse_outlines(first):
-        outlines[o.doc_key] = outlines[o.parent_key] = o
-        injected |= {o.doc_key, o.parent_key}
+def _outline(brief: SearchBrief, key: str) -> Outline | None:
+    """A paper's outline from its typed table of contents (None: not readable in this run)."""
+    toolkit = Toolkit(brief.index, brief.state)
+    doc = toolkit.resolve_document(key)
+    if isinstance(doc, dict):
+        return None
+    try:
+        toc = toolkit.bundle(doc.doc_key).toc
+    except Exception:  # a broken bundle: the paper is searched, not read
+        return None
+    top = min((s.level for s in toc.sections if s.id != "s0"), default=1)
+    entries = [
+        OutlineEntry(s.id, section_heading(s), section_words(toc, s), max(s.level - top, 0))
+        for s in toc.sections
+        if s.id != "s0"
+    ]
+    return Outline(doc.doc_key, doc.parent_key, doc.title, entries)
+
+
+def _add_outline(st: SearchPlanState, key: str) -> None:
+    if key in st.outlines:
+        return
+    o = _outline(st.brief, key)
+    if o is not None:
+        for k in (key, o.doc_key, o.parent_key):
+            st.outlines[k] = o
+
+
+def read_plan_state(brief: SearchBrief, messages: Sequence[ModelMessage]) -> SearchPlanState:
+    """The run as its brief and its tool results tell it."""
+    run = brief.state
     st = SearchPlanState(
-        goal=goal,
-        scope=scope,
-        active_keys=active,
-        budget=budget,
-        ceiling=ceiling,
-        outlines=outlines,
-        injected=injected,
-        guidance=guidance,
-        parts=parse_parts(secs.get(PARTS_HEADING, "")),
+        goal=run.goal,
+        scope=run.scope.kind,
+        active_keys=list(run.active_keys),
+        budget=run.budget,
+        ceiling=run.word_ceiling,
+        used=run.tool_count,
+        words=run.words,
+        brief=brief,
+        injected=set(brief.injected),
+        guidance=brief.guidance,
+        parts=list(brief.parts),
     )
-    # Only refusals and notices since the latest prompt count: an extension lifts them.
-    last_prompt = max(
-        (
-            i
-            for i, m in enumerate(messages)
-            if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
-        ),
-        default=0,
-    )
+    for key in brief.injected:
+        _add_outline(st, key)
+    for i, entry in enumerate(run.tool_log):
+        _note_attempt(st, entry.get("tool", ""), entry.get("args") or {}, i >= brief.pass_start)
+    held = {e.chunk_id: e for e in run.evidence}
     for ex in exchanges(messages):
-        if ex.tool not in ("search_corpus", "get_document_toc", "read_document"):
+        if ex.tool not in _RETRIEVAL or refused(ex.result):
             continue
-        _note_attempt(st, ex)
-        current = ex.position > last_prompt
-        if refused(ex.result):
-            if current and result_dict(ex.result).get("status") == "budget_exhausted":
-                st.exhausted = True
-            continue
-        st.used += 1
         d = result_dict(ex.result)
-        notice = str(d.get("notice", "")).lower()
-        if current and ("exhausted" in notice or "ceiling reached" in notice):
-            st.exhausted = True
         if ex.tool == "search_corpus":
-            q = str(ex.args.get("query", ""))
-            ps = passages_of(ex.result, q)
+            ps = passages_of(ex.result, str(ex.args.get("query", "")), held)
             if ex.args.get("chunk_type") == "frontmatter":
                 st.survey.extend(ps)
             else:
                 st.passages.extend(p for p in ps if p.chunk_type != "frontmatter")
-        elif ex.tool == "get_document_toc":
-            for o in parse_outlines(str(d.get("outline") or "")):
-                outlines[o.doc_key] = outlines[o.parent_key] = o
-                key = str(ex.args.get("item_key", ""))
-                if key:
-                    outlines[key] = o
+        elif ex.tool == "get_document_toc" and d.get("status") == "success":
+            _add_outline(st, str(ex.args.get("item_key", "")))
         elif ex.tool == "read_document":
-            if current:
-                st.read_now.add(str(ex.args.get("item_key", "")))
             doc = str(d.get("doc_key") or d.get("item_key") or "")
             for a in d.get("assets") or []:
                 if isinstance(a, dict):
                     st.read_words += int(a.get("words") or len(str(a.get("text", "")).split()))
                     st.read_sections.add((doc, str(a.get("asset_id", ""))))
-    if st.used >= budget:
-        st.exhausted = True
     return st
 
 
-def _note_attempt(st: SearchPlanState, ex: Exchange) -> None:
-    """What was tried (even when refused): the planner never asks twice."""
-    if ex.tool == "search_corpus":
-        key = ex.args.get("item_key")
+def _note_attempt(st: SearchPlanState, tool: str, args: dict[str, Any], this_pass: bool) -> None:
+    """What was tried (refused calls too): the planner never asks twice."""
+    if tool == "search_corpus":
+        key = args.get("item_key")
         st.searched_queries.add(
-            (str(ex.args.get("query", "")), str(ex.args.get("chunk_type") or ""), str(key))
+            (str(args.get("query", "")), str(args.get("chunk_type") or ""), str(key))
         )
-    elif ex.tool == "get_document_toc":
-        st.toc_fetched.add(str(ex.args.get("item_key", "")))
-    elif ex.tool == "read_document":
-        key = str(ex.args.get("item_key", ""))
-        ids = ex.args.get("asset_id", "")
+    elif tool == "get_document_toc":
+        st.toc_fetched.add(str(args.get("item_key", "")))
+    elif tool == "read_document":
+        key = str(args.get("item_key", ""))
+        ids = args.get("asset_id") or ""
         id_list = ids if isinstance(ids, list) else re.findall(r"[a-z]+\d*", str(ids).lower())
         st.read.setdefault(key, set()).update(str(i) for i in id_list)
+        if this_pass:
+            st.read_now.add(key)
+
+
+__all__ = [
+    "Outline",
+    "OutlineEntry",
+    "Passage",
+    "SearchPlanState",
+    "passages_of",
+    "read_plan_state",
+]

@@ -17,15 +17,29 @@ from zocrates_nb.text import (
 )
 
 
+def _loose(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", text.lower())
+
+
+def is_quote(claim: str, passage: str) -> bool:
+    """Whether the claim is the passage's own words (spacing, punctuation, hyphenation, case
+    and reference markers aside): the offline writer only quotes, so its claims are checked
+    by reading, never by the embedding model."""
+    c = _loose(strip_reference_markers(claim))
+    if len(c) < 20:
+        return False
+    return c in _loose(strip_reference_markers(clean_passage(passage)))
+
+
 def offline_support(emb: SentenceEmbeddings, claim: str, passage: str) -> float:
     """Probability-like support of `claim` by `passage`: 1.0 for a quote, else the best
     sentence similarity mapped through a logistic calibrated on MiniLM cosines."""
-    c = re.sub(r"\s+", " ", strip_reference_markers(claim)).strip(" .-*_")
-    c = re.sub(r"_\(§[^)]*\)_", "", c).strip()
+    c = re.sub(r"_?\(§[^)]*\)_?", "", claim)  # the writer's section tag is not the claim
+    c = re.sub(r"\s+", " ", strip_reference_markers(c)).strip(" .-*_")
     if not c:
         return 0.0
     flat = re.sub(r"\s+", " ", strip_reference_markers(clean_passage(passage))).lower()
-    if c.lower().rstrip(".") in flat:
+    if c.lower().rstrip(".") in flat or is_quote(c, passage):
         return 1.0
     sents = [s for s in split_sentences(passage) if len(s.split()) >= 4] or [passage[:2000]]
     # Windows of two sentences catch claims that merge adjacent sentences.

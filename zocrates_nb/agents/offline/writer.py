@@ -1,33 +1,39 @@
-"""The offline synthesizer: an extractive writer. It answers with the evidence sentences that
-best answer the question (embedding similarity + lexical overlap, MMR for diversity), grouped by
-paper and cited `[n]`, or says plainly that the library holds no evidence."""
+"""The offline synthesizer: an extractive writer. It answers from its `WriterBrief` (the
+question, the evidence as ranked, the question's parts, the search's gaps) with the evidence
+sentences that best answer the question, grouped by paper and cited `[n]`, or says plainly that
+the scope holds no evidence.
+
+A question (or a part of one) that names a paper quotes that paper first; another paper's
+quotes come after, under a line saying they are from other papers. A part's own heading ("Raft:
+electing a new leader") stands as its own paragraph, and within a paper the passage from the
+section whose heading names what is asked comes first.
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from pydantic_ai import ModelResponse
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
+from zocrates_nb.agents.offline.brief import WriterBrief, brief_of
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
-from zocrates_nb.agents.offline.messages import sections_of, text_response, user_prompts
-from zocrates_nb.agents.offline.search import aspect, bare_heading
-from zocrates_nb.agents.parts import PARTS_HEADING, Part, parse_parts
-from zocrates_nb.text import (
-    STOPWORDS,
-    TermStats,
-    clean_passage,
-    entities,
-    mentions,
-    split_sentences,
-    strip_reference_markers,
-    terms,
+from zocrates_nb.agents.offline.messages import text_response
+from zocrates_nb.agents.offline.quotes import (
+    FOCUS_WORDS,
+    HARD_FLOOR,
+    NAMES_ASPECT,
+    PART_FOCUS_WORDS,
+    Candidate,
+    EvidenceChunk,
+    QuoteScorer,
+    Unit,
+    chunks_of,
 )
+from zocrates_nb.agents.parts import REGARDING, Part, core_goal
+from zocrates_nb.text import STOPWORDS, entities, mentions, terms
 
 NO_LM_NOTE = (
     "_Answered by the embedded offline engine, without a language model: the sentences above "
@@ -36,95 +42,49 @@ NO_LM_NOTE = (
 # Calibrated on the development questions (scripts/eval_answers.py): the best evidence sentence
 # of an answerable question scores well above this; off-topic questions stay below it.
 RELEVANCE_FLOOR = 0.45
-HARD_FLOOR = 0.30
-MAX_ANSWER_SENTENCES = 8
-MAX_ANSWER_WORDS = 230
+# When a paper outside a narrower scope answers clearly better, the scope's own best sentence
+# must score this to be quoted as the answer (else: "Not in the selected papers").
+SCOPE_ANSWERS = 0.6
+OTHER_PAPERS = "_From other papers in your library:_"
+_COMPARING_RE = re.compile(
+    r"\b(differs?|different(ly)?|difference|compared?|compares|contrasts?|versus|vs\.?|"
+    r"unlike|similar(ly)?)\b", re.I)  # fmt: skip
+# A name of two or more capitalised words ("Amazon Aurora", "Segregated Witness"), not opening
+# the sentence: what the question is about, and it is either in the evidence or not.
+_NAME_RE = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][\w-]+(?:\s+[A-Z][\w-]+)+)")
 
 
-@dataclass
-class EvidenceChunk:
-    index: int
-    title: str
-    authors: str
-    year: str
-    section: str
-    text: str
+def part_query(part: Part) -> str:
+    """What a part asks of its own paper: the thing itself ("how Chubby's fail-over differs"
+    is answered by how its fail-over works, not by sentences about differences)."""
+    query = " ".join(_COMPARING_RE.sub(" ", part.text).split())
+    return query if len(query.split()) >= 3 else part.text
 
 
-_QUANTITY_RE = re.compile(
-    r"\bhow (many|much|long|large|big|small|often|fast|deep|wide)\b|"
-    r"\b(rate|percentage|percent|proportion|fraction|ratio|size|number|amount|count|value|"
-    r"dimension(ality)?|threshold|length|duration|depth|width)s?\b",
-    re.I,
-)
-# A number that states something: not a year, nor a pointer to a section, figure or table.
-_QUANTITY_IN_TEXT_RE = re.compile(r"(?<![\w.])(?!(?:1[89]|20)\d\d[a-z]?\b)\d[\d,.]*(\s?%|\b)", re.I)
-_POINTER_RE = re.compile(
-    r"\b(section|sec\.|table|figure|fig\.|eq\.|equation|appendix|§)\s*[A-Z]?\d[\d.]*", re.I
-)
+def asked(brief: WriterBrief) -> str:
+    """What the answer answers: the goal's own words, or, for a follow-up that says little by
+    itself ("Why?"), the goal with the earlier question it builds on."""
+    own = core_goal(brief.goal) or core_goal(brief.question)
+    if len(terms(own)) >= 2:
+        return own
+    return " ".join(brief.goal.replace(REGARDING, " ").split()) or own
 
 
-def states_quantity(sentence: str) -> bool:
-    return bool(_QUANTITY_IN_TEXT_RE.search(_POINTER_RE.sub(" ", sentence)))
-
-
-def _attach_short(sentences: Sequence[str]) -> list[str]:
-    """Short sentences ride with the one before: "We used warmup_steps = 4000." is too short to
-    quote alone, yet it is often the fact asked for."""
-    out: list[str] = []
-    for sent in sentences:
-        if out and len(sent.split()) < 6 and re.search(r"[.!]$", sent):
-            out[-1] = f"{out[-1]} {sent}"
-        else:
-            out.append(sent)
-    return out
-
-
-def _text_of(el: ET.Element) -> str:
-    parts = [el.text or ""]
-    for child in el:
-        if child.tag != "table_csv":
-            parts.append(_text_of(child))
-        parts.append(child.tail or "")
-    return "".join(parts)
-
-
-def parse_evidence(prompt: str) -> list[EvidenceChunk]:
-    m = re.search(r"<retrieved_evidence>.*?</retrieved_evidence>", prompt, re.S)
-    if not m:
+def named_phrases(question: str) -> list[str]:
+    """Multi-word names in a question ("How does Amazon Aurora's storage…" → Amazon Aurora);
+    none in a question written in title case, where every word is capitalised."""
+    words = re.findall(r"[A-Za-z][\w-]*", question)
+    if sum(w[0].isupper() for w in words) > 0.5 * max(len(words), 1):
         return []
-    try:
-        root = ET.fromstring(m.group(0))
-    except ET.ParseError:
-        return []
-    out = []
-    for el in root.iter("chunk"):
-        text_parts = [_text_of(el)]
-        out.append(
-            EvidenceChunk(
-                index=int(el.get("index", "0") or 0),
-                title=el.get("title", ""),
-                authors=el.get("authors", ""),
-                year=el.get("year", ""),
-                section=el.get("section", ""),
-                text="".join(text_parts).strip(),
-            )
-        )
-    return out
+    return [m.group(1) for m in _NAME_RE.finditer(question)]
 
 
-@dataclass
-class Candidate:
-    chunk: EvidenceChunk
-    order: int  # position of the sentence within its chunk
-    text: str
-    score: float = 0.0
-    paragraph: int = 0  # paragraph of the chunk the sentence is in
-    heading: float = 0.0  # how well its section's heading names the question's aspect
+def _flat(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
 
 
 class OfflineSynthesizer:
-    """The synthesizer's `FunctionModel` function: the answer to the prompt's question, quoted."""
+    """The synthesizer's `FunctionModel` function: the answer to its brief's question, quoted."""
 
     def __init__(
         self, emb: SentenceEmbeddings, lexicon: Callable[[str], bool] | None = None
@@ -134,6 +94,10 @@ class OfflineSynthesizer:
         # never mentions ("tungsten", "Kademlia") has no evidence, however close a sentence looks.
         self.lexicon = lexicon
 
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return text_response(self.answer(brief_of(WriterBrief)))
+
+    # ------------------------------------------------------------------ deciding
     def unknown_words(self, question: str) -> tuple[list[str], int]:
         """Content words of the question that the library never uses, and how many there are."""
         ws = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]+", question)]
@@ -142,10 +106,15 @@ class OfflineSynthesizer:
             return [], len(ws)
         return [w for w in ws if not self.lexicon(w)], len(ws)
 
-    def off_topic(self, question: str, top: float, missing: list[str], named: list[str]) -> bool:
-        """The calibrated decision that the library holds no evidence on the question."""
+    def off_topic(
+        self, question: str, top: float, missing: list[str], named: list[str], evidence: str = ""
+    ) -> bool:
+        """The calibrated decision that the evidence holds nothing on the question."""
         if top < HARD_FLOOR:
             return True
+        flat = _flat(evidence)
+        if evidence and any(_flat(p) not in flat for p in named_phrases(question)):
+            return True  # the name it asks about ("Segregated Witness") is not in the evidence
         if named and len(missing) * 2 > len(named):
             return True
         # A name the library never uses ("Amazon Aurora", "RoBERTa") is what the question is
@@ -160,338 +129,192 @@ class OfflineSynthesizer:
             return True
         return share >= 0.15 and top < RELEVANCE_FLOOR
 
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompts = user_prompts(messages)
-        prompt = prompts[-1] if prompts else ""
-        return text_response(self.answer(prompt))
-
-    def candidates(self, chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
-        """Quotable sentences of the evidence, with their paragraph and position."""
-        out: list[Candidate] = []
-        seen: set[str] = set()
-        for ch in chunks:
-            order = 0
-            text = clean_passage(strip_reference_markers(ch.text))
-            for para_no, para in enumerate(re.split(r"\n\s*\n", text)):
-                for sent in _attach_short(split_sentences(para)):
-                    sent = re.sub(r"\s+", " ", sent).strip()
-                    order += 1
-                    key = sent.lower()
-                    if key in seen or not is_prose(sent):
-                        continue
-                    seen.add(key)
-                    out.append(Candidate(ch, order, sent, paragraph=para_no))
-        return out
-
-    def score(self, question: str, cands: list[Candidate]) -> None:
-        if not cands:
-            return
-        dense = self.emb.similarity(question, [c.text for c in cands])
-        doc_terms = [terms(c.text) for c in cands]
-        stats = TermStats(doc_terms)
-        q_terms = terms(question)
-        n_chunks = max(c.chunk.index for c in cands)
-        # "How many…", "what rate…": the sentence that states a number is the answer; a
-        # sentence that only talks about the topic is not.
-        wants_number = bool(_QUANTITY_RE.search(question))
-        # A section whose heading names the question's aspect ("Leader election" for "how does
-        # Raft elect a leader?") is where the answer is stated; its sentences come first.
-        heads = sorted({c.chunk.section for c in cands if c.chunk.section})
-        sims = self.emb.similarity(aspect(question), [bare_heading(h) for h in heads])
-        fit = dict(zip(heads, sims, strict=True))
-        for c, d, t in zip(cands, dense, doc_terms, strict=True):
-            lex = stats.overlap(q_terms, t)
-            prior = 0.03 * (1 - (c.chunk.index - 1) / max(n_chunks, 1))
-            states = 0.05 if wants_number and states_quantity(c.text) else 0.0
-            heading = 0.3 * max(float(fit.get(c.chunk.section, 0.0)) - 0.45, 0.0)
-            c.heading = heading
-            c.score = 0.72 * float(d) + 0.28 * lex + prior + states + heading
-
-    def units(self, question: str, cands: list[Candidate]) -> list[tuple[list[Candidate], float]]:
-        """Answer units: single sentences, and passages of up to four consecutive sentences of
-        one paragraph. An answer often spans a few sentences ("… is deleted. However, it is only
-        renamed … for three days …"), and a passage's embedding sees what each sentence alone
-        does not."""
-        if not cands:
-            return []
-        top = max(c.score for c in cands)
-        units: list[tuple[list[Candidate], float]] = [([c], c.score) for c in cands]
-        groups: dict[tuple[int, int], list[Candidate]] = {}
-        for c in cands:
-            groups.setdefault((c.chunk.index, c.paragraph), []).append(c)
-        runs: list[list[Candidate]] = []
-        for seq in groups.values():
-            seq.sort(key=lambda c: c.order)
-            if max(c.score for c in seq) < 0.55 * top:
-                continue
-            start = 0
-            while start < len(seq):
-                run: list[Candidate] = []
-                words = 0
-                for c in seq[start:]:
-                    n = len(c.text.split())
-                    if run and (len(run) >= 4 or words + n > 110 or c.order - run[-1].order > 1):
-                        break
-                    run.append(c)
-                    words += n
-                if len(run) > 1:
-                    runs.append(run)
-                start += max(len(run) - 1, 1)  # overlap by one sentence
-        if runs:
-            texts = [" ".join(c.text for c in run) for run in runs]
-            dense = self.emb.similarity(question, texts)
-            stats = TermStats([terms(c.text) for c in cands])
-            q_terms = terms(question)
-            for run, d, t in zip(runs, dense, texts, strict=True):
-                lex = stats.overlap(q_terms, terms(t))
-                best = max(c.score for c in run)
-                score = 0.55 * float(d) + 0.2 * lex + 0.25 * best - 0.015 * (len(run) - 1)
-                score += 0.75 * run[0].heading
-                units.append((run, score))
-        return units
-
-    def select(
-        self,
-        question: str,
-        cands: list[Candidate],
-        max_sentences: int = MAX_ANSWER_SENTENCES,
-        max_words: int = MAX_ANSWER_WORDS,
-    ) -> list[tuple[list[Candidate], float]]:
-        """Greedy MMR over answer units (no sentence twice), at most `max_sentences`
-        sentences, making room for a second paper when it is nearly as relevant."""
-        units = self.units(question, cands)
-        if not units:
-            return []
-        top = max(u[1] for u in units)
-        pool = [u for u in units if u[1] >= max(HARD_FLOOR, 0.62 * top)]
-        pool.sort(key=lambda u: u[1], reverse=True)
-        pool = pool[:60]
-        vecs = self.emb.embed([" ".join(c.text for c in u[0]) for u in pool])
-        chosen: list[int] = []
-        used: set[int] = set()
-        n_sent = 0
-        lam = 0.75
-        words = 0
-        while n_sent < max_sentences and words < max_words:
-            best_i, best_v = -1, -1e9
-            titles = {pool[j][0][0].chunk.title for j in chosen}
-            for i, (run, score) in enumerate(pool):
-                if i in chosen or any(id(c) in used for c in run):
-                    continue
-                if n_sent + len(run) > max_sentences + 1:
-                    continue
-                red = max((float(vecs[i] @ vecs[j]) for j in chosen), default=0.0)
-                if red > 0.9:  # near-duplicate content adds nothing
-                    continue
-                v = lam * score - (1 - lam) * red
-                if chosen and score >= 0.85 * top and run[0].chunk.title not in titles:
-                    v += 0.03  # cross-paper questions: the other paper gets a turn
-                if v > best_v:
-                    best_i, best_v = i, v
-            if best_i < 0:
-                break
-            if len(chosen) >= 2 and pool[best_i][1] < 0.75 * top:
-                break  # beyond the core of the answer, only strong material
-            run = pool[best_i][0]
-            if len(run) == 1:
-                # The sentence's own passage, when nearly as relevant, says it with its context.
-                wider = [
-                    j
-                    for j, (r, sc) in enumerate(pool)
-                    if len(r) > 1
-                    and run[0] in r
-                    and sc >= 0.85 * pool[best_i][1]
-                    and j not in chosen
-                    and not any(id(c) in used for c in r)
-                    and n_sent + len(r) <= max_sentences + 1
-                ]
-                if wider:
-                    best_i = max(wider, key=lambda j: pool[j][1])
-            chosen.append(best_i)
-            used.update(id(c) for c in pool[best_i][0])
-            n_sent += len(pool[best_i][0])
-            words += sum(len(c.text.split()) for c in pool[best_i][0])
-        picked = [pool[i] for i in chosen]
-        floor = [u for u in units if u[1] >= HARD_FLOOR]
-        return picked + self.cover_entities(question, floor, picked, used)
-
-    def cover_entities(
-        self,
-        question: str,
-        pool: list[tuple[list[Candidate], float]],
-        picked: list[tuple[list[Candidate], float]],
-        used: set[int],
-    ) -> list[tuple[list[Candidate], float]]:
-        """For a question naming several things ("Dynamo and Spanner"), the best passage about
-        each named thing the answer does not cover yet, when the evidence has one."""
-        extra: list[tuple[list[Candidate], float]] = []
-        ents = entities(question.split("(Follow-up", 1)[0])
-        if len(ents) < 2:
-            return extra
-
-        def covers(units: list[tuple[list[Candidate], float]], ent: str) -> bool:
-            return any(
-                mentions(u[0][0].chunk.title + " " + " ".join(c.text for c in u[0]), ent)
-                for u in units
-            )
-
-        for ent in ents:
-            if covers(picked + extra, ent):
-                continue
-            about = [
-                u
-                for u in pool
-                if not any(id(c) in used for c in u[0])
-                and (mentions(u[0][0].chunk.title, ent) or any(mentions(c.text, ent) for c in u[0]))
-            ]
-            if about:
-                best = max(about, key=lambda u: u[1])
-                extra.append(best)
-                used.update(id(c) for c in best[0])
-        return extra
-
-    def answer(self, prompt: str) -> str:
-        secs = sections_of(prompt)
-        question = secs.get("Search Goal") or secs.get("User Query") or prompt[:500]
-        user_query = secs.get("User Query", question)
-        gaps = (
-            re.findall(r"^- (.+)$", secs.get("Search Report", "").split("Gaps:", 1)[-1], re.M)
-            if "Gaps:" in secs.get("Search Report", "")
-            else []
-        )
-        chunks = parse_evidence(prompt)
-        parts = parse_parts(secs.get(PARTS_HEADING, ""))
-        if len(parts) >= 2:
-            return self.answer_parts(question, parts, chunks, gaps)
-        cands = self.candidates(chunks)
-        self.score(question, cands)
+    # ------------------------------------------------------------------ answering
+    def answer(self, brief: WriterBrief) -> str:
+        chunks = chunks_of(brief.evidence)
+        scorer = QuoteScorer(self.emb, brief.vectors)
+        question = asked(brief)
+        if len(brief.parts) >= 2:
+            return self.answer_parts(brief, scorer, chunks)
+        cands = scorer.candidates(chunks)
+        mine = scorer.focus(question, cands, FOCUS_WORDS)
+        scorer.prefetch([(question, mine)])
+        scorer.score(question, mine)
         everything = " ".join(f"{c.title} {c.section} {c.text}" for c in chunks)
-        ents = entities(user_query + " " + question.split("(Follow-up", 1)[0])
+        ents = entities(f"{core_goal(brief.question)} {question}")
         missing = [e for e in ents if not mentions(everything, e)]
-        top = max((c.score for c in cands), default=0.0)
-        if not cands or self.off_topic(question.split("(Follow-up", 1)[0], top, missing, ents):
-            about = f" (nothing in it mentions {', '.join(missing)})" if missing else ""
-            return (
-                "The library holds no evidence on this question: none of the passages found "
-                f"addresses it{about}, so there is nothing I can cite.\n\n"
-                "_Answered by the embedded offline engine, without a language model._"
-            )
-        picked = self.select(question, cands)
+        top = max((c.score for c in mine), default=0.0)
+        if not mine or self.off_topic(question, top, missing, ents, everything) or (
+            brief.elsewhere and top < SCOPE_ANSWERS
+        ):
+            return self.no_evidence(brief, missing)
+        named = self.named_items(brief, chunks)
         lines = ["What the papers in your library say, in their own words:", ""]
-        lines += self.quote_groups(picked)
+        lines += self.attributed(scorer, question, mine, named, max_sentences=8, max_words=230)
         if missing:
-            lines.append(f"The evidence does not mention: {', '.join(missing)}.")
-            lines.append("")
-        real_gaps = [g for g in gaps if not g.startswith("passages not yet")]
+            lines += [f"The evidence does not mention: {', '.join(missing)}.", ""]
+        real_gaps = [g for g in brief.gaps if not g.startswith("passages not yet")]
         if real_gaps:
-            lines.append("Not covered by the evidence gathered: " + "; ".join(real_gaps) + ".")
-            lines.append("")
-        lines.append(NO_LM_NOTE)
-        return "\n".join(lines)
-
-    def answer_parts(
-        self, question: str, parts: Sequence[Part], chunks: list[EvidenceChunk], gaps: list[str]
-    ) -> str:
-        """A compound question: a short quoted paragraph per part that has evidence (from the
-        passages about that part), and the parts without evidence named at the end."""
-        cands = self.candidates(chunks)
-        lines = ["What the papers in your library say about each part, in their own words:", ""]
-        uncovered: list[str] = []
-        used: set[str] = set()
-        for i, part in enumerate(parts, 1):
-            mine = [c for c in cands if c.chunk.title in part.titles] if part.titles else []
-            mine = [dataclasses.replace(c) for c in (mine or cands)]
-            self.score(part.text, mine)
-            text = " ".join(f"{c.chunk.title} {c.chunk.section} {c.text}" for c in mine)
-            named = entities(part.subject or part.text)
-            missing = [e for e in named if not mentions(text, e)]
-            top = max((c.score for c in mine), default=0.0)
-            if not mine or self.off_topic(part.text, top, missing, named):
-                uncovered.append(part.text)
-                continue
-            mine = [c for c in mine if c.text not in used]
-            picked = self.select(part.text, mine, max_sentences=3, max_words=110)
-            used.update(c.text for run, _ in picked for c in run)
-            lines.append(f"**{i}. {part.text}**")
-            lines += self.quote_groups(picked)
-        if len(uncovered) == len(parts):
-            return self.no_evidence(question, [])
-        if uncovered:
-            lines.append("Not covered by the library: " + "; ".join(uncovered))
-            lines.append("")
-        real_gaps = [
-            g for g in gaps
-            if not g.startswith(("passages not yet", "nothing found about:", "no passage"))
-        ]  # fmt: skip
-        if real_gaps:
-            lines.append("Not covered by the evidence gathered: " + "; ".join(real_gaps) + ".")
-            lines.append("")
+            lines += ["Not covered by the evidence gathered: " + "; ".join(real_gaps) + ".", ""]
         lines.append(NO_LM_NOTE)
         return "\n".join(lines)
 
     @staticmethod
-    def no_evidence(question: str, missing: list[str]) -> str:
+    def named_items(brief: WriterBrief, chunks: Sequence[EvidenceChunk]) -> list[str]:
+        """The papers the question names (by their titles' names), among those with evidence."""
+        have = {c.item_key for c in chunks}
+        return [k for k in brief.named if k in have]
+
+    def attributed(
+        self,
+        scorer: QuoteScorer,
+        question: str,
+        cands: list[Candidate],
+        named: Sequence[str],
+        **limits: int,
+    ) -> list[str]:
+        """Quotes, the named papers' first; another paper's only under a line saying so."""
+        if not named:
+            return quote_groups(scorer.select(question, cands, **limits))
+        own = [c for c in cands if c.chunk.item_key in named]
+        rest = [c for c in cands if c.chunk.item_key not in named]
+        picked = scorer.select(question, own, **limits) if own else []
+        lines = quote_groups(picked)
+        best_own = max((u[1] for u in picked), default=0.0)
+        if rest:
+            extra = scorer.select(question, rest, max_sentences=2, max_words=80)
+            # Another paper earns a place when the named one says little (or nothing) on it.
+            extra = [u for u in extra if u[1] >= max(HARD_FLOOR, best_own - 0.05)][:1]
+            if extra:
+                lines += [OTHER_PAPERS, "", *quote_groups(extra)]
+        return lines
+
+    def answer_parts(
+        self, brief: WriterBrief, scorer: QuoteScorer, chunks: list[EvidenceChunk]
+    ) -> str:
+        """A compound question: a short quoted paragraph per part that has evidence (from the
+        paper the part names), and the parts without evidence named at the end."""
+        cands = scorer.candidates(chunks)
+        # Every part's sentences embedded in one call (the parts below read them from the cache).
+        scorer.prefetch([
+            (q, scorer.focus(q, self.part_pool(part, cands), PART_FOCUS_WORDS))
+            for part in brief.parts for q in [part_query(part)]
+        ])  # fmt: skip
+        lines = ["What the papers in your library say about each part, in their own words:", ""]
+        uncovered: list[str] = []
+        used: set[str] = set()
+        for part in brief.parts:
+            head = part.heading or part.text
+            pool = [c for c in cands if c.text not in used]
+            body, quoted = self.part_quotes(scorer, part, pool, bool(brief.elsewhere))
+            if not body:
+                uncovered.append(head)
+                continue
+            used |= quoted
+            lines += [f"**{head}**", "", *body]
+        if len(uncovered) == len(brief.parts):
+            return self.no_evidence(brief, [])
+        if uncovered:
+            lines += ["Not covered by the library: " + "; ".join(uncovered) + ".", ""]
+        real_gaps = [
+            g for g in brief.gaps
+            if not g.startswith(("passages not yet", "nothing found about", "no passage"))
+        ]  # fmt: skip
+        if real_gaps:
+            lines += ["Not covered by the evidence gathered: " + "; ".join(real_gaps) + ".", ""]
+        lines.append(NO_LM_NOTE)
+        return "\n".join(lines)
+
+    def part_quotes(
+        self, scorer: QuoteScorer, part: Part, pool: list[Candidate], elsewhere: bool = False
+    ) -> tuple[list[str], set[str]]:
+        """A part's quoted lines and the sentences they quote: from the paper the part names
+        when it holds any; from other papers under a line saying so when it holds none."""
+        own = self.part_pool(part, pool, own_only=True)
+        picked = self.quotes_for(scorer, part, own or pool, elsewhere)
+        if not picked:
+            return [], set()
+        quoted = {c.text for run, _ in picked for c in run}
+        if part.items and not own:
+            names = " and ".join(f"*{t}*" for t in part.titles) or "The paper it names"
+            note = (f"_{names} has nothing on this in the evidence gathered; "
+                    "from other papers in your library:_")  # fmt: skip
+            return [note, "", *quote_groups(picked)], quoted
+        return quote_groups(picked), quoted
+
+    @staticmethod
+    def part_pool(part: Part, cands: list[Candidate], own_only: bool = False
+                  ) -> list[Candidate]:  # fmt: skip
+        """A part's candidates: those of the papers it names (all, when it names none)."""
+        own = [c for c in cands if c.chunk.item_key in part.items] if part.items else []
+        return own if own or own_only else cands
+
+    def quotes_for(
+        self, scorer: QuoteScorer, part: Part, cands: list[Candidate], elsewhere: bool = False
+    ) -> list[Unit]:
+        """The part's quotes, or none when its evidence does not answer it."""
+        query = part_query(part)
+        mine = scorer.focus(query, cands, PART_FOCUS_WORDS)
+        scorer.score(query, mine)
+        text = " ".join(f"{c.chunk.title} {c.chunk.section} {c.text}" for c in mine)
+        named = entities(part.subject or part.text)
+        missing = [e for e in named if not mentions(text, e)]
+        top = max((c.score for c in mine), default=0.0)
+        if not mine or self.off_topic(part.text, top, missing, named, text):
+            return []
+        if elsewhere and top < SCOPE_ANSWERS:
+            return []
+        picked = scorer.select(query, mine, max_sentences=3, max_words=110)
+        return [u for u in picked if u[1] >= HARD_FLOOR]
+
+    def no_evidence(self, brief: WriterBrief, missing: list[str]) -> str:
         about = f" (nothing in it mentions {', '.join(missing)})" if missing else ""
+        if brief.scope_label:
+            return (
+                f"Not in {brief.scope_label}. None of the passages found there addresses this "
+                f"question{about}, so there is nothing I can cite from them.\n\n"
+                "_Answered by the embedded offline engine, without a language model._"
+            )
         return (
             "The library holds no evidence on this question: none of the passages found "
             f"addresses it{about}, so there is nothing I can cite.\n\n"
             "_Answered by the embedded offline engine, without a language model._"
         )
 
-    @staticmethod
-    def quote_groups(picked: list[tuple[list[Candidate], float]]) -> list[str]:
-        """Quotes grouped by paper (papers in order of their best passage), in reading order,
-        each a bullet with its citation."""
-        lines: list[str] = []
-        groups: dict[str, list[tuple[list[Candidate], float]]] = {}
-        for run, score in sorted(picked, key=lambda u: u[1], reverse=True):
-            groups.setdefault(run[0].chunk.title, []).append((run, score))
-        for title, runs in groups.items():
-            ch = runs[0][0][0].chunk
-            who = ", ".join(x for x in (ch.authors, ch.year if ch.year != "n.d." else "") if x)
-            lines.append(f"**{title}**" + (f" ({who})" if who else ""))
-            # The passages that state the answer first (best first), not in reading order.
-            for run, _ in runs:
-                sents = []
-                for c in run:
-                    # Quoted paper text is text: a stray backtick must not open a code span.
-                    t = c.text.rstrip().replace("`", "\\`")
-                    sents.append(t if t[-1:] in ".!?" else t + ".")
-                first = run[0].chunk
-                section = f" _(§ {first.section})_" if first.section else ""
-                lines.append(f"- {' '.join(sents)} [{first.index}]{section}")
-            lines.append("")
-        return lines
+
+def _order(runs: list[Unit]) -> list[Unit]:
+    """Within a paper: the passage from the section whose heading names what is asked first,
+    then the rest best first."""
+    best_heading = max((u[0][0].heading for u in runs), default=0.0)
+    if best_heading < NAMES_ASPECT:
+        return sorted(runs, key=lambda u: -u[1])
+    return sorted(runs, key=lambda u: (0 if u[0][0].heading >= best_heading - 0.02 else 1,
+                                       -u[1]))  # fmt: skip
 
 
-_FILLER_RE = re.compile(
-    r"(as follows[.:]?$|^(in|the) (this|next|following|remainder of this) (section|paper)|"
-    r"^(table|figure|fig\.)\s*\d+\s*[:.]|\*\*|^this paper is organi[sz]ed)",
-    re.I,
-)
+def quote_groups(picked: list[Unit]) -> list[str]:
+    """Quotes grouped by paper (papers in order of their best passage), each a bullet with its
+    citation; the paper's line and its bullets are separate Markdown blocks."""
+    lines: list[str] = []
+    groups: dict[str, list[Unit]] = {}
+    for run, score in sorted(picked, key=lambda u: u[1], reverse=True):
+        groups.setdefault(run[0].chunk.title, []).append((run, score))
+    for title, runs in groups.items():
+        ch = runs[0][0][0].chunk
+        who = ", ".join(x for x in (ch.authors, ch.year if ch.year != "n.d." else "") if x)
+        lines.append(f"*{title}*" + (f" ({who})" if who else ""))
+        lines.append("")
+        for run, _ in _order(runs):
+            sents = []
+            for c in run:
+                # Quoted paper text is text: a stray backtick must not open a code span.
+                t = c.text.rstrip().replace("`", "\\`")
+                sents.append(t if t[-1:] in ".!?" else t + ".")
+            first = run[0].chunk
+            section = f" _(§ {first.section})_" if first.section else ""
+            lines.append(f"- {' '.join(sents)} [{first.index}]{section}")
+        lines.append("")
+    return lines
 
 
-def is_prose(sentence: str) -> bool:
-    """A sentence worth quoting: enough words, mostly letters, not a caption stub, a formula,
-    a rhetorical question or a signpost ("The paper is organized as follows.")."""
-    # A sentence ending in "?" asks, one ending in ":" introduces what follows (a formula, a
-    # list) and says nothing quoted alone.
-    if sentence.rstrip().endswith(("?", ":")) or _FILLER_RE.search(sentence.strip()):
-        return False
-    ws = sentence.split()
-    if len(ws) < 6 or len(ws) > 90:
-        return False
-    letters = sum(c.isalpha() for c in sentence)
-    if letters < 0.6 * len(sentence.replace(" ", "")):
-        return False
-    alpha_words = [w for w in ws if re.fullmatch(r"[A-Za-z][A-Za-z'’-]*[,.;:]?", w)]
-    if len(alpha_words) < 0.6 * len(ws):
-        return False
-    # A sentence cut at a page or column break ends on a function word ("… rare; this.").
-    last = ws[-1].rstrip(".!?:;,\"')”’").lower()
-    return last not in _DANGLING and not sentence[:1].islower()
-
-
-_DANGLING_TEXT = """a an the this that these those of to in on for with by and or but as at from
-its their our which whose is are was were be"""
-_DANGLING = frozenset(_DANGLING_TEXT.split())
+__all__ = ["NO_LM_NOTE", "OTHER_PAPERS", "OfflineSynthesizer", "quote_groups"]

@@ -1,0 +1,100 @@
+"""The embedded offline engine on the real corpus library, as a researcher asks it (issue 21):
+a comparison of six named systems answered part by part from each system's own paper, the first
+quote from the section whose heading names what is asked, and a turn that embeds nothing the
+index already holds and nothing twice. Speed lives in `zocrates-nb bench offline`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agents_helpers import run, terminal
+
+from zocrates_nb.app import App
+from zocrates_nb.index.embedder import embedding_meter
+from zocrates_nb.index.passages import dense_texts
+
+pytestmark = pytest.mark.corpus
+
+TITLES = {
+    "Raft": "In Search of an Understandable Consensus Algorithm",
+    "Paxos": ("Paxos Made Simple", "Paxos Made Moderately Complex"),
+    "Zab": "Zab: High-performance broadcast for primary-backup systems",
+    "Chubby": "The Chubby lock service for loosely-coupled distributed systems",
+    "Dynamo": "Dynamo: Amazon's Highly Available Key-value Store",
+    "Spanner": "Spanner: Google's Globally-Distributed Database",
+}
+
+
+@pytest.fixture(scope="module")
+def corpus_app(corpus_index: Any) -> Iterator[App]:
+    app = App.open(corpus_index.home, index=corpus_index.index)
+    yield app
+    app.store.close()
+
+
+def sections(answer: str) -> dict[str, list[str]]:
+    """The answer's parts: each bold heading line and the lines under it."""
+    out: dict[str, list[str]] = {}
+    current = ""
+    for line in answer.splitlines():
+        m = re.fullmatch(r"\*\*(.+)\*\*", line.strip())
+        if m:
+            current = m.group(1)
+            out[current] = []
+        elif current:
+            out[current].append(line)
+    return out
+
+
+def test_a_six_system_comparison_quotes_each_named_paper_under_its_own_heading(
+    corpus_app: App,
+) -> None:
+    question = ("How do Raft, Paxos, Zab, Chubby, Dynamo and Spanner handle the failure of a "
+                "leader or coordinator?")  # fmt: skip
+    final = terminal(run(corpus_app.ask(question, hitl=False)))
+    assert final.type == "final"
+    record = corpus_app.turn(final.turn_id)
+    assert [p.subject for p in record.parts] == list(TITLES)
+    parts = sections(final.answer)
+    assert len(parts) == 6
+    lines = final.answer.splitlines()
+    for heading, body in parts.items():
+        subject = heading.split(":", 1)[0]
+        assert subject in TITLES and question not in heading and len(heading) < 80
+        at = lines.index(f"**{heading}**")
+        assert lines[at - 1] == "" and lines[at + 1] == ""  # a Markdown block of its own
+        papers = [ln for ln in body if re.fullmatch(r"\*[^*].*\* \(.*\)", ln.strip())]
+        own = TITLES[subject] if isinstance(TITLES[subject], tuple) else (TITLES[subject],)
+        # The paper the part names is quoted first; another only under a line saying so.
+        assert papers and papers[0].strip("*").split("*")[0] in own, (heading, papers)
+        for other in papers[1:]:
+            if other.strip("*").split("*")[0] not in own:
+                assert "other papers" in "\n".join(body[: body.index(other)])
+    cited = {s.title for s in final.cited_sources}
+    assert {t for t in TITLES.values() if isinstance(t, str)} <= cited
+
+
+def test_the_first_quote_states_the_answer_from_the_section_that_names_it(
+    corpus_app: App,
+) -> None:
+    final = terminal(run(corpus_app.ask(
+        "How does Raft elect a new leader after the old one fails?", hitl=False)))  # fmt: skip
+    first = next(ln for ln in final.answer.splitlines() if ln.startswith("- "))
+    assert "_(§ 5.2 Leader election)_" in first, final.answer
+
+
+def test_a_turn_embeds_no_stored_vector_and_nothing_twice(corpus_app: App) -> None:
+    question = "How does Dynamo reconcile conflicting versions of an object?"
+    with embedding_meter() as meter:
+        final = terminal(run(corpus_app.ask(question, hitl=False)))
+    assert final.type == "final" and final.cited_sources
+    assert meter.repeats == 0  # nothing embedded twice in one turn
+    record = corpus_app.turn(final.turn_id)
+    chunks = corpus_app.library_index.chunks([e.chunk_id for e in record.evidence])
+    assert chunks  # passages the search returned, with their vectors in the index
+    stored = [t for c in chunks for t in dense_texts(c)]
+    assert not [t for t in stored if meter.sent(t)]  # the index's own vectors were reused
+    assert not [c.text for c in chunks if meter.sent(c.text)]

@@ -1,0 +1,77 @@
+"""What the search pipeline hands the embedded offline roles: their typed briefs (the run state,
+the question's parts, the researcher's guidance, the ranked evidence, what the scope is called),
+built from the turn. A configured model reads its prompt instead and ignores them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from zocrates_nb.agents import answerability
+from zocrates_nb.agents.offline.brief import SearchBrief, WriterBrief
+from zocrates_nb.agents.parts import Part, core_goal, resolve_names
+from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.retrieval.state import CompletionReport, Evidence, RunState
+from zocrates_nb.retrieval.vectors import PassageVectors
+
+
+def scope_label(turn: TurnContext) -> str:
+    """What a narrower scope is called in an answer ("" for the whole library)."""
+    if turn.scope.kind == "selection":
+        return "the selected paper" if len(turn.active_items) == 1 else "the selected papers"
+    if turn.scope.kind == "collection":
+        names = ", ".join(f"“{c}”" for c in turn.collections)
+        return f"the collection{'s' if len(turn.collections) > 1 else ''} {names}"
+    return ""
+
+
+def search_brief(
+    turn: TurnContext,
+    state: RunState,
+    vectors: PassageVectors,
+    parts: Sequence[Part],
+    guidance: str = "",
+    injected: frozenset[str] = frozenset(),
+) -> SearchBrief:
+    """One pass of the search: the live run state and what the pipeline knows beside it."""
+    return SearchBrief(
+        state=state,
+        index=turn.index,
+        vectors=vectors,
+        parts=tuple(parts),
+        guidance=" ".join(guidance.split()),
+        injected=injected,
+        pass_start=len(state.tool_log),
+        catalogue=answerability.catalogue_for(turn.index),
+    )
+
+
+def writer_brief(
+    turn: TurnContext,
+    state: RunState,
+    ranked: list[Evidence],
+    report: CompletionReport,
+    parts: Sequence[Part],
+    wider: answerability.Elsewhere,
+    vectors: PassageVectors,
+) -> WriterBrief:
+    """What the offline writer answers from: the evidence as ranked ([1] first), the papers
+    the question names, the scope's name and the papers elsewhere that answer it better."""
+    named: list[str] = []
+    if len(parts) < 2:
+        catalogue = answerability.catalogue_for(turn.index)
+        for keys in resolve_names(core_goal(state.goal), catalogue) if catalogue else []:
+            named.extend(k for k in keys if k not in named)
+    return WriterBrief(
+        question=turn.user_query,
+        goal=state.goal,
+        evidence=tuple(ranked),
+        parts=tuple(parts),
+        gaps=tuple(report.gaps),
+        named=tuple(named),
+        scope_label=scope_label(turn),
+        elsewhere=tuple(src.title for src in wider.sources),
+        vectors=vectors,
+    )
+
+
+__all__ = ["scope_label", "search_brief", "writer_brief"]

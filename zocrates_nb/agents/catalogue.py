@@ -1,0 +1,413 @@
+"""The names by which a question refers to the library's items: a title's head before its colon,
+its leading phrase, the whole of a short title, its acronym, a CamelCase word in it, a
+capitalised word of a sentence-case title, an author's surname, and the names an item's
+abstract gives what it presents ("Raft", "the Transformer"), which resolve to the item whose
+abstract uses them most.
+
+`Catalogue.mentions` finds them (and other named things the catalogue does not know) in a
+question, the longest first; `resolve_names` gives the items each mention names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from zocrates_nb.text import STOPWORDS, entities, stem
+
+# Words that start an instruction or a question: never a name, whatever their case.
+IMPERATIVES = frozenset(
+    [
+        "compare",
+        "contrast",
+        "explain",
+        "describe",
+        "summarize",
+        "summarise",
+        "list",
+        "give",
+        "name",
+        "show",
+        "tell",
+        "discuss",
+        "outline",
+        "define",
+        "identify",
+        "evaluate",
+        "analyze",
+        "analyse",
+        "state",
+        "find",
+        "consider",
+        "note",
+        "assume",
+        "suppose",
+        "please",
+        "what",
+        "how",
+        "why",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "does",
+        "do",
+        "did",
+        "is",
+        "are",
+        "was",
+        "were",
+        "can",
+        "could",
+        "would",
+        "should",
+        "according",
+        "regarding",
+    ]
+)
+_TITLE_SPLIT_RE = re.compile(r"\s*(?::|—|–|\s-\s)\s*")
+_TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
+_LEADING_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "for",
+        "in",
+        "on",
+        "at",
+        "to",
+        "with",
+        "by",
+        "from",
+        "using",
+        "via",
+        "and",
+        "or",
+        "as",
+        "is",
+        "are",
+        "towards",
+        "toward",
+        "into",
+        "over",
+        "under",
+        "about",
+        "through",
+    ]
+)
+_WH_START = frozenset(
+    ["how", "what", "why", "which", "who", "when", "where", "is", "are", "can", "do", "does"]
+)
+@dataclass(frozen=True)
+class CatalogueItem:
+    key: str
+    title: str
+    authors: tuple[str, ...] = ()
+    abstract: str = ""
+
+
+@dataclass(frozen=True)
+class _Name:
+    tokens: tuple[str, ...]  # stemmed, lower case
+    key: str
+    strict_case: bool  # a single plain word: only its capitalised spelling names the item
+    acronym: bool = False
+
+
+@dataclass
+class Mention:
+    """A named thing in the question: where it is, how it is written, which items it names."""
+
+    start: int  # token positions [start, end)
+    end: int
+    surface: str
+    keys: tuple[str, ...] = ()  # library items it names (empty: a name the catalogue lacks)
+
+
+def tokens(text: str) -> list[tuple[str, int, int]]:
+    return [(m.group(0), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]
+
+
+def _stems(words: Iterable[str]) -> tuple[str, ...]:
+    return tuple(stem(w.lower()) for w in words)
+
+
+class Catalogue:
+    """The names by which a question may refer to the library's items."""
+
+    def __init__(self, items: Iterable[CatalogueItem]) -> None:
+        self.items = {it.key: it for it in items}
+        self.names: list[_Name] = []
+        surnames: dict[str, set[str]] = {}
+        for it in self.items.values():
+            for words in self._title_names(it.title):
+                plain = len(words) == 1 and not _distinctive(words[0])
+                self.names.append(_Name(_stems(words), it.key, strict_case=plain))
+            acro = _acronym(it.title)
+            if acro:
+                self.names.append(_Name(_stems([acro]), it.key, True, acronym=True))
+            for a in it.authors:
+                last = a.replace(",", " ").split()
+                if last:
+                    # "Last, First" or "First Last"
+                    name = a.split(",")[0].strip() if "," in a else last[-1]
+                    if len(name) >= 3:
+                        surnames.setdefault(name, set()).add(it.key)
+        for name, keys in surnames.items():
+            if len(keys) == 1:
+                self.names.append(_Name(_stems([name]), next(iter(keys)), strict_case=True))
+        # Names an item's abstract uses for what it presents ("Raft is a consensus algorithm…
+        # Raft separates…", "a new architecture, the Transformer"): capitalised words written
+        # mid-sentence and never in lower case. The first word of a title that its abstract
+        # names so ("Paxos" of "Paxos Made Simple") is a name of the title, unless the
+        # abstracts of two other items use it too ("Google").
+        found = {it.key: _abstract_names(it) for it in self.items.values()}
+        users: dict[str, set[str]] = {}
+        for key, names in found.items():
+            for word in names:
+                users.setdefault(stem(word.lower()), set()).add(key)
+        self.abstract_names: dict[str, dict[str, int]] = {}  # stem → {key: count}
+        for it in self.items.values():
+            first = _first_word(it.title)
+            for word, n in found[it.key].items():
+                st = stem(word.lower())
+                titled = {k for k, x in self.items.items() if _first_word(x.title) == word}
+                if word == first and len(users[st] - titled) < 2:
+                    self.names.append(_Name(_stems([word]), it.key, strict_case=True))
+                elif word != first:
+                    self.abstract_names.setdefault(st, {})[it.key] = n
+
+    @staticmethod
+    def _title_names(title: str) -> list[list[str]]:
+        """A title's head before a colon or dash, its leading phrase, the whole of a short
+        title, and the CamelCase words in it."""
+        out: list[list[str]] = []
+        pieces = _TITLE_SPLIT_RE.split(title.strip(), maxsplit=1)
+        if len(pieces) == 2:
+            head = [w for w, _, _ in tokens(pieces[0])]
+            if 1 <= len(head) <= 6:
+                out.append(head)
+                joined = re.split(r"\s+and\s+", pieces[0])
+                if len(joined) > 1:
+                    out.extend([w for w, _, _ in tokens(j)] for j in joined)
+        words = [w for w, _, _ in tokens(title)]
+        while words and words[0].lower() in ("a", "an", "the"):
+            words = words[1:]
+        if words and 2 <= len(words) <= 4 and len(pieces) == 1:
+            out.append(words)
+        if words and words[0].lower() not in _WH_START and words[0].lower() not in _LEADING_STOP:
+            lead: list[str] = []
+            for w in words:
+                if w.lower() in _LEADING_STOP:
+                    break
+                lead.append(w)
+            if 2 <= len(lead) <= 5:
+                out.append(lead)
+        out.extend([w] for w in words if re.fullmatch(r"[A-Z][a-z]+[A-Z][A-Za-z]*", w))
+        # In a sentence-case title, a capitalised word inside it is a name ("The Chubby lock
+        # service…", "…using de Bruijn graphs", "What is a hidden Markov model?").
+        tail = [w for w, _, _ in tokens(pieces[-1])][1:]
+        if tail and sum(w[:1].islower() for w in tail) >= 0.6 * len(tail):
+            out.extend([w] for w in tail if w[:1].isupper() and not (w.isupper() and len(w) <= 3))
+        unique: list[list[str]] = []
+        for n in out:
+            if n not in unique:
+                unique.append(n)
+        return unique
+
+    def _by_abstract(self, stemmed: str) -> tuple[str, ...]:
+        """The items an abstract-only name stands for: the one whose abstract uses it most,
+        when it clearly does (twice the next), else the two that use it most."""
+        counts = self.abstract_names.get(stemmed)
+        if not counts:
+            return ()
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        top = ranked[0][1]
+        if len(ranked) == 1 or top >= 2 * ranked[1][1]:
+            return (ranked[0][0],)
+        return tuple(sorted(k for k, n in ranked[:2] if 2 * n >= top))
+
+    def mentions(self, text: str, context: str = "") -> list[Mention]:
+        """Library names and other named things in `text`, not overlapping (the longest
+        wins); a name two items share goes to the one no other mention in `context` claims."""
+        found = self._find(text)
+        around = self._find(context) if context and context != text else found
+        claimed = {k for m in around if len(m.keys) == 1 for k in m.keys}
+        return _disambiguate(found, claimed)
+
+    def _find(self, text: str) -> list[Mention]:
+        toks = tokens(text)
+        low = _stems(w for w, _, _ in toks)
+        found: list[Mention] = []
+        taken: set[int] = set()
+        spans: dict[tuple[int, int], set[str]] = {}
+        for name in self.names:
+            n = len(name.tokens)
+            for i in range(len(toks) - n + 1):
+                if low[i : i + n] != name.tokens:
+                    continue
+                word = toks[i][0]
+                if name.acronym and not word.isupper():
+                    continue
+                if name.strict_case and not word[:1].isupper():
+                    continue
+                if n == 1 and word.lower() in IMPERATIVES | STOPWORDS:
+                    continue
+                spans.setdefault((i, i + n), set()).add(name.key)
+        for (i, j), keys in sorted(spans.items(), key=lambda kv: (kv[0][0] - kv[0][1], kv[0])):
+            if any(p in taken for p in range(i, j)):
+                continue
+            taken.update(range(i, j))
+            found.append(Mention(i, j, text[toks[i][1] : toks[j - 1][2]], tuple(sorted(keys))))
+        # A capitalised word only an abstract uses: the item that uses it most, clearly (not
+        # the word opening the question: any word is capitalised there).
+        for k, (w, _, _) in enumerate(toks):
+            if k in taken or not w[:1].isupper() or w.lower() in IMPERATIVES | STOPWORDS:
+                continue
+            if k == 0 or text[toks[k - 1][2] : toks[k][1]].strip() in (".", "?", "!"):
+                continue
+            if _in_name_run(text, toks, k):
+                continue  # "Amazon Aurora": part of a longer name, not Dynamo's "Amazon"
+            by_abstract = self._by_abstract(low[k])
+            if by_abstract:
+                taken.add(k)
+                found.append(Mention(k, k + 1, w, by_abstract))
+        # Named things the catalogue does not know (runs of capitalised words, acronyms), and
+        # a capitalised first word coordinated with another name ("Raft and Paxos …").
+        names = {e for e in entities(text) if e.lower() not in IMPERATIVES}
+        for k, (w, _, end) in enumerate(toks[:-2]):
+            if (k == 0 or text[toks[k - 1][2] : toks[k][1]].strip() in (".", "?", "!")) and (
+                w[:1].isupper() and w.lower() not in IMPERATIVES | STOPWORDS
+            ):
+                after = text[end : toks[k + 1][1]]
+                nxt = toks[k + 2][0] if toks[k + 1][0] == "and" else toks[k + 1][0]
+                if (after.strip() == "," or toks[k + 1][0] == "and") and nxt[:1].isupper():
+                    names.add(w)
+
+        def named(word: str) -> bool:
+            return word in names or re.sub(r"['’]s$", "", word) in names
+
+        i = 0
+        while i < len(toks):
+            word = toks[i][0]
+            if i in taken or not named(word):
+                i += 1
+                continue
+            j = i + 1
+            while j < len(toks) and j not in taken and named(toks[j][0]):
+                if text[toks[j - 1][2] : toks[j][1]].strip(" -"):
+                    break  # punctuation between them: two names
+                j += 1
+            found.append(Mention(i, j, text[toks[i][1] : toks[j - 1][2]]))
+            taken.update(range(i, j))
+            i = j
+        found.sort(key=lambda m: m.start)
+        return found
+
+
+def _distinctive(word: str) -> bool:
+    """CamelCase, an acronym, or a word with a digit: unlikely to be an ordinary word."""
+    return bool(re.search(r"[a-z][A-Z]|[A-Z]{2}|\d", word))
+
+
+def _acronym(title: str) -> str:
+    words = [w for w, _, _ in tokens(title) if w.lower() not in _LEADING_STOP]
+    if not 3 <= len(words) <= 6:
+        return ""
+    return "".join(w[0] for w in words).upper()
+
+
+_SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;]\s+|\n)[\"'“(]*$")
+
+
+def _abstract_names(it: CatalogueItem) -> dict[str, int]:
+    """Capitalised words the abstract writes mid-sentence (or distinctive ones, "MoCo", "BERT",
+    anywhere) and never in lower case, with how strongly it names each: a use counts once, a
+    naming ("the Transformer", "called BERT") twice, the paper presenting it ("We present
+    Momentum Contrast (MoCo)") three times; kept from two up, or from one for the title's
+    first word."""
+    text = it.abstract
+    if not text:
+        return {}
+    lower = {w.lower() for w in re.findall(r"\b[a-z][a-z0-9-]*\b", text)}
+    counts: dict[str, int] = {}
+    for m in re.finditer(r"[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*", text):
+        word = m.group(0)
+        if len(word) < 3 or word.lower() in IMPERATIVES | STOPWORDS or word.lower() in lower:
+            continue
+        before = text[max(0, m.start() - 60) : m.start()]
+        if _SENTENCE_START_RE.search(before[-4:]) and not _distinctive(word):
+            continue  # any word opens a sentence capitalised; "MoCo", "BERT" only as names
+        naming = re.search(r"\b(?:the|called|named|dubbed|termed)\s+$", before, re.I)
+        presents = re.search(r"\bwe (?:present|introduce|propose|describe|develop)\b[^.]*$",
+                             before, re.I)  # fmt: skip
+        counts[word] = counts.get(word, 0) + (3 if presents else 2 if naming else 1)
+    first = _first_word(it.title)
+    return {w: n for w, n in counts.items() if n >= 2 or w == first}
+
+
+def _in_name_run(text: str, toks: list[tuple[str, int, int]], k: int) -> bool:
+    """Whether token `k` stands next to another capitalised word, only a space between."""
+    for j in (k - 1, k + 1):
+        if 0 <= j < len(toks) and toks[j][0][:1].isupper() and toks[j][0].lower() not in STOPWORDS:
+            a, b = sorted((j, k))
+            if not text[toks[a][2] : toks[b][1]].strip():
+                return True
+    return False
+
+
+def _first_word(title: str) -> str:
+    words = [w for w, _, _ in tokens(title)]
+    while words and words[0].lower() in ("a", "an", "the"):
+        words = words[1:]
+    return words[0] if words else ""
+
+
+def _disambiguate(mentions: list[Mention], claimed: set[str]) -> list[Mention]:
+    """A name two items share ("de Bruijn graphs") names the one no other mention claims."""
+    out = []
+    for m in mentions:
+        if len(m.keys) > 1:
+            rest = tuple(k for k in m.keys if k not in claimed)
+            if rest:
+                m = Mention(m.start, m.end, m.surface, rest)
+        out.append(m)
+    return out
+
+
+def catalogue_of(records: Iterable[object]) -> Catalogue:
+    """A catalogue from the index's item records (notes and attachments left out)."""
+    items = []
+    for r in records:
+        if getattr(r, "item_type", "") in ("note", "attachment"):
+            continue
+        items.append(
+            CatalogueItem(
+                str(getattr(r, "key", "")),
+                str(getattr(r, "title", "")),
+                tuple(getattr(r, "authors", ()) or ()),
+                str(getattr(r, "abstract", "") or ""),
+            )
+        )
+    return Catalogue(items)
+
+
+def resolve_names(text: str, catalogue: Catalogue) -> list[tuple[str, ...]]:
+    """The library items each named thing of `text` stands for (names it lacks left out)."""
+    return [m.keys for m in catalogue.mentions(text) if m.keys]
+
+
+__all__ = [
+    "IMPERATIVES",
+    "Catalogue",
+    "CatalogueItem",
+    "Mention",
+    "catalogue_of",
+    "resolve_names",
+    "tokens",
+]

@@ -1,0 +1,100 @@
+"""Questions about the conversation itself ("what was my first question?", "summarize what we
+discussed", "what did we conclude about Paxos?"), answered from its turns as the session
+recorded them: every turn, however long ago and whatever compaction did to the model's history.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from zocrates_nb.agents.offline.brief import PastTurn
+from zocrates_nb.sessions.compaction import answer_gist
+from zocrates_nb.text import STOPWORDS, mentions
+
+_ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5,
+             "seventh": 6, "eighth": 7, "ninth": 8, "tenth": 9}  # fmt: skip
+_ORDINAL_RE = re.compile(
+    r"\b(?:my|the|your)\s+(" + "|".join(_ORDINALS) + r"|last|previous|earlier|latest)\s+"
+    r"(question|query|answer|reply)\b",
+    re.I,
+)
+_CONVERSATION_RE = re.compile(
+    r"\bwhat (was|were|is|did) (my|i|you)\b.*\b(ask|asked|question|questions|answer|answered|"
+    r"say|said|reply|replied)\b|"
+    r"\bwhat (have|did) (we|i|you) (discuss|discussed|talk|talked|cover|covered|conclude|"
+    r"concluded|establish|established|find|found|learn|learned|learnt|say|said|ask|asked)\b|"
+    r"\b(summari[sz]e|recap|review|go over|remind me( of)?)\b.*\b(we|our|us|conversation|chat|"
+    r"discussion|discussed|so far|this session|questions? i asked)\b|"
+    r"\b(our|this) (conversation|chat|discussion|session) so far\b|"
+    r"\bhow many questions (have|did) i\b",
+    re.I,
+)
+# "what did we conclude about Paxos?": the topic is what follows "about" / "on" / "regarding".
+_TOPIC_RE = re.compile(r"\b(?:about|on|regarding|concerning|for)\s+(.+?)[?.!]*\s*$", re.I)
+_NOTE = "\n\n_(Answered from this conversation's history; embedded offline engine.)_"
+
+
+def is_about_conversation(message: str) -> bool:
+    return bool(_CONVERSATION_RE.search(message))
+
+
+def referred_index(message: str, n: int) -> int | None:
+    """Which earlier turn a message names ("my first question" → 0), if any."""
+    m = _ORDINAL_RE.search(message)
+    if not m or n == 0:
+        return None
+    which = m.group(1).lower()
+    i = _ORDINALS.get(which, n - 1)
+    return i if i < n else None
+
+
+def _topic(message: str) -> list[str]:
+    """The words a "what did we say about X" question is about (none: the whole history)."""
+    m = _TOPIC_RE.search(message)
+    if not m:
+        return []
+    words = re.findall(r"[A-Za-z][A-Za-z0-9-]+", m.group(1))
+    return [w for w in words if w.lower() not in STOPWORDS and w.lower() not in ("it", "that")]
+
+
+def _line(n: int, t: PastTurn, chars: int) -> str:
+    gist = answer_gist(t.answer, chars) if t.answer else ""
+    line = f"{n}. You asked: “{t.question}”"
+    return line + (f"\n   The answer: {gist}" if gist else "\n   (It has no recorded answer.)")
+
+
+def conversation_answer(message: str, turns: Sequence[PastTurn]) -> str:
+    """An answer to a question about the conversation itself, from its history."""
+    if not turns:
+        return ("This is the first question of our conversation: nothing was asked before it."
+                + _NOTE)  # fmt: skip
+    if re.search(r"\bhow many questions\b", message, re.I):
+        return f"You have asked {len(turns)} question(s) in this conversation so far." + _NOTE
+    i = referred_index(message, len(turns))
+    if i is not None:
+        return "Here is that turn of our conversation:\n\n" + _line(i + 1, turns[i], 600) + _NOTE
+    topic = _topic(message)
+    if topic:
+        about = [
+            (n, t)
+            for n, t in enumerate(turns, 1)
+            if any(mentions(f"{t.question} {t.goal} {t.answer}", w) for w in topic)
+        ]
+        subject = " ".join(topic)
+        if not about:
+            return (f"We have not discussed {subject} in this conversation yet: none of its "
+                    f"{len(turns)} question(s) or answers mentions it." + _NOTE)  # fmt: skip
+        lines = [_line(n, t, 500) for n, t in about]
+        head = f"What this conversation found about {subject} ({len(about)} of its turns):"
+        return head + "\n\n" + "\n".join(lines) + _NOTE
+    # The whole conversation: every turn, the older ones shorter.
+    lines = []
+    for n, t in enumerate(turns, 1):
+        recent = n > len(turns) - 5
+        lines.append(_line(n, t, 300 if recent else 120))
+    head = f"So far you have asked {len(turns)} question(s) in this conversation:"
+    return head + "\n\n" + "\n".join(lines) + _NOTE
+
+
+__all__ = ["conversation_answer", "is_about_conversation", "referred_index"]
