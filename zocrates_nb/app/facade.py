@@ -213,12 +213,14 @@ class App:
                 log.warning("could not load %s ahead of the first turn: %s", stage, e)
 
     def models_ready(self) -> bool:
-        """Whether a turn would wait for nothing to load (the local embedding model is in
-        memory and the vector store open)."""
+        """Whether a turn would wait for nothing to load: the local embedding model is in memory,
+        the vector store open and this App's offline engine built (its lexicon reads the
+        catalogue; another App in the process having loaded the model is not enough)."""
         from zocrates_nb.index.embedder import loaded_models
 
         index = self.library_index
-        return index.offline_model_name in loaded_models() and index.dense_open
+        return (self._engine is not None and index.offline_model_name in loaded_models()
+                and index.dense_open)
 
     def roles(self, model: str | None = None) -> Roles:
         return resolve_roles(self.registry, self.engine, model, self.role_models)
