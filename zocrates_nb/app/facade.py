@@ -59,8 +59,10 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Index, IndexReport
+    from zocrates_nb.index.model import DocumentRecord, ItemRecord
     from zocrates_nb.ingest.bundle import Bundle
     from zocrates_nb.online import Candidate, Discovery
+    from zocrates_nb.sessions.state import CheckpointClaim, CheckpointSnapshot
     from zocrates_nb.writeback import SaveResult
 
 Action = Literal["extend_budget", "synthesize"]
@@ -199,8 +201,10 @@ class App:
         first question, so that it does not wait 15–30 s on a spinner. `progress(stage)` names
         each part as it starts. A part that fails to load is left for the turn to report."""
         stages: list[tuple[str, Callable[[], object]]] = [
-            ("the search index and embedding model",
-             lambda: self.library_index.search("warm up", limit=1)),
+            (
+                "the search index and embedding model",
+                lambda: self.library_index.search("warm up", limit=1),
+            ),
             ("the offline engine", self.engine),
             ("the reranker", lambda: self.reranker.rank("warm up", ["a passage to rank"])),
         ]
@@ -219,8 +223,11 @@ class App:
         from zocrates_nb.index.embedder import loaded_models
 
         index = self.library_index
-        return (self._engine is not None and index.offline_model_name in loaded_models()
-                and index.dense_open)
+        return (
+            self._engine is not None
+            and index.offline_model_name in loaded_models()
+            and index.dense_open
+        )
 
     def roles(self, model: str | None = None) -> Roles:
         return resolve_roles(self.registry, self.engine, model, self.role_models)
@@ -280,6 +287,29 @@ class App:
     def status(self) -> IndexStatus:
         """What the index holds: items, documents per status, chunks, sizes."""
         return library.status(self.library_index)
+
+    # ------------------------------------------------------------------ the library's records
+    def item(self, key: str) -> ItemRecord | None:
+        """An item's metadata, or None when the index does not know the key."""
+        return self.library_index.item(key)
+
+    def items(self) -> list[ItemRecord]:
+        return self.library_index.items()
+
+    def documents(self, item_key: str | None = None) -> list[DocumentRecord]:
+        """The documents (PDFs, notes, snapshots) of an item, or of the whole index."""
+        return self.library_index.documents(item_key)
+
+    def document(self, doc_key: str) -> DocumentRecord | None:
+        return self.library_index.catalog.document(doc_key)
+
+    def collections(self) -> dict[str, str]:
+        """Collection key → its path ("Parent / Child"), for naming a scope."""
+        return self.library_index.collection_paths()
+
+    def check_scope(self, scope: Scope) -> None:
+        """Refuse a scope too large or naming what the index lacks (before a turn starts)."""
+        self._check_scope(scope)
 
     def search(
         self,
@@ -351,6 +381,14 @@ class App:
             pending_checkpoint=pending.interrupt_id if pending else None,
         )
 
+    def pending_checkpoint(self, session_id: str) -> CheckpointSnapshot | None:
+        """The checkpoint a session's turn waits at (also while a resume holds it)."""
+        return self.store.pending_checkpoint(session_id)
+
+    def running_turn(self, session_id: str) -> CheckpointClaim | None:
+        """The live lease of the session's running turn, if any."""
+        return self.store.running_turn(session_id)
+
     def rename_session(self, session_id: str, title: str) -> None:
         self.store.rename_session(session_id, title)
 
@@ -378,9 +416,7 @@ class App:
         self.store.update_state(session_id, put)
 
     # ------------------------------------------------------------------ discovery
-    def discover(
-        self, query: str, *, limit: int = 10, session_id: str | None = None
-    ) -> Discovery:
+    def discover(self, query: str, *, limit: int = 10, session_id: str | None = None) -> Discovery:
         """Papers beyond the library from the enabled scholarly APIs (`online.*`), deduplicated,
         ranked, each with why it is relevant and whether the library already holds it; they are
         remembered for `stage`. Raises `OnlineDisabled` (sending nothing) while discovery is
