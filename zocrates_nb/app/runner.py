@@ -151,6 +151,8 @@ class TurnRunner:
         t0 = time.monotonic()
         try:
             app.settings  # noqa: B018 - reload an edited config before the turn
+            # Asked before the turn's parts are built (building the roles makes the engine).
+            ready = await asyncio.to_thread(app.models_ready)
             index = app.library_index
             scope = options.scope
             try:
@@ -163,7 +165,8 @@ class TurnRunner:
             await asyncio.to_thread(self._save_scope, session_id, active, options)
             roles = await asyncio.to_thread(app.roles, options.model)
             turn = self._context(queue, result, roles, allowed, names, active)
-            await self._load_models(turn)
+            if not ready:
+                await self._load_models(turn)
             history = await asyncio.to_thread(store.load_messages, session_id)
             state = await asyncio.to_thread(store.get_state, session_id)
             deps = CoordinatorDeps(turn=turn, profile=state.research_profile)
@@ -231,9 +234,8 @@ class TurnRunner:
     async def _load_models(self, turn: TurnContext) -> None:
         """The first turn after a start loads the models as a step of its own (timed in its
         trail, counted in the seconds the answer shows), each part named as it starts; a
-        warm-up already under way is waited for, not repeated."""
-        if await asyncio.to_thread(self.app.models_ready):
-            return
+        warm-up already under way is waited for, not repeated. Called when `App.models_ready`
+        said, before the turn was set up, that something still had to load."""
         loop = asyncio.get_running_loop()
 
         def progress(stage: str) -> None:
