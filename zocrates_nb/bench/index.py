@@ -1,4 +1,4 @@
-"""Benchmarks (`zocrates-nb bench …`): speed and memory targets live here, not in tests.
+"""`bench index` and `bench search`: indexing time and memory, warm search latency.
 
 Medians over repeats, because this machine is shared and noisy.
 """
