@@ -27,8 +27,10 @@ def _child(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_importing_the_package_changes_no_environment_variable(tmp_path: Path) -> None:
-    code = ("import json, os; before = dict(os.environ); import zocrates_nb, zocrates_nb.app; "
-            "print(json.dumps({k: v for k, v in os.environ.items() if before.get(k) != v}))")  # fmt: skip
+    code = (
+        "import json, os; before = dict(os.environ); import zocrates_nb, zocrates_nb.app; "
+        "print(json.dumps({k: v for k, v in os.environ.items() if before.get(k) != v}))"
+    )
     done = _child(code, tmp_path)
     assert done.returncode == 0, done.stderr
     changed = json.loads(done.stdout.strip().splitlines()[-1])
