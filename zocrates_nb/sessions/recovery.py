@@ -12,7 +12,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from zocrates_nb.damage import damage_reason, is_damage
+from zocrates_nb.index.damage import damage_reason, is_damage
 from zocrates_nb.sessions.database import DB_FILE
 from zocrates_nb.sessions.store import SessionStore
 
