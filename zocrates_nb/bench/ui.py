@@ -40,16 +40,10 @@ CHECKPOINT_QUESTION = ("How does reciprocal rank fusion combine rankings, and wh
 
 
 def _index(home: Path, args: argparse.Namespace) -> None:
-    from zocrates_nb import sample
+    from zocrates_nb.bench.index import library_from
     from zocrates_nb.index import Index, index_library
-    from zocrates_nb.library import open_library
 
-    if getattr(args, "zotero_dir", None):
-        library = open_library(zotero_dir=args.zotero_dir)
-    elif getattr(args, "folder", None):
-        library = open_library(folder=args.folder)
-    else:
-        library = open_library(folder=sample.build(home / "sample-library"))
+    library = library_from(args, home / "sample-library")
     with Index.open(home) as index:
         index_library(library, index, progress=False)
 
