@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zocrates_nb.bench_scale import TextSource, extrapolate, paper_pdf
+from zocrates_nb.bench.scale import TextSource, extrapolate, paper_pdf
 
 
 def _row(n: int, cold: float, search: float, mb: float) -> dict[str, object]:
@@ -80,7 +80,7 @@ def test_hashed_vectors_measure_a_library_through_the_embedding_server_path(
 ) -> None:
     """`--vectors hashed`: the run indexes and searches through a loopback embedding server
     serving stand-in vectors (no model), records that identity, and its result says so."""
-    from zocrates_nb import bench_scale
+    from zocrates_nb.bench import scale as bench_scale
     from zocrates_nb.config import Settings
     from zocrates_nb.index import Index
 

@@ -174,7 +174,7 @@ def test_a_rebuild_by_another_connection_is_seen_and_leaves_a_fresh_schema(
 
 def test_the_beir_benchmark_rebuilds_its_own_outdated_cache(tmp_path: Path) -> None:
     """`bench beir` keeps its index under the data home: an old one is its cache, not an error."""
-    from zocrates_nb.bench_retrieval import bench_beir
+    from zocrates_nb.bench.retrieval import bench_beir
 
     data = tmp_path / "beir"
     (data / "qrels").mkdir(parents=True)

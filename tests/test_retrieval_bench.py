@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import corpus_path
 
-from zocrates_nb.bench_retrieval import bench_beir, ndcg_at_k, percentile, recall_at_k
+from zocrates_nb.bench.retrieval import bench_beir, ndcg_at_k, percentile, recall_at_k
 
 
 def test_ndcg_uses_graded_gains_and_the_ideal_ordering() -> None:
@@ -79,7 +79,7 @@ def test_bench_beir_scores_every_method_and_caches_the_index(tmp_path: Path) -> 
 
 @pytest.mark.corpus
 def test_bench_tokens_compares_outline_reading_with_whole_papers(corpus_index: Any) -> None:
-    from zocrates_nb.bench_retrieval import bench_tokens
+    from zocrates_nb.bench.retrieval import bench_tokens
 
     args = argparse.Namespace(home=corpus_index.home, json=True)
     result = bench_tokens(args)

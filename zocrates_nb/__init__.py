@@ -1,4 +1,8 @@
-"""zocrates-nb: answers research questions over your own Zotero library, with verified citations."""
+"""zocrates-nb: answers research questions over your own Zotero library, with verified citations.
+
+Importing it changes nothing in the process's environment: what must stay offline says so where
+it loads (the embedding model local-only, litellm's price map from its packaged copy).
+"""
 
 import os
 from typing import TYPE_CHECKING
@@ -7,14 +11,6 @@ if TYPE_CHECKING:
     from zocrates_nb.app import App as App
     from zocrates_nb.app import open_app as open_app
     from zocrates_nb.widget import ChatWidget
-
-# Offline first: never fetch model weights, cost maps or telemetry at run time.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bars
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,5 @@
-"""Settings: `zocrates_config.json` in the data home, overridden by environment and arguments.
+"""Settings: `zocrates_config.json` in the data home, overridden by environment and arguments
+(layered by pydantic-settings' sources).
 
 Unknown or mistyped keys are errors that name the key, never silently ignored.
 """
@@ -9,6 +10,8 @@ import json
 import os
 import re
 import threading
+from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,6 +24,13 @@ from pydantic import (
     ValidationError,
     field_validator,
     model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    JsonConfigSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
 )
 
 from zocrates_nb.errors import ZocratesError
@@ -403,33 +413,101 @@ def _format_error(err: ValidationError, origin: str, sources: dict[str, str] | N
     return f"invalid configuration in {origin}: " + "; ".join(parts)
 
 
-def load_settings(home: Path, overrides: dict[str, Any] | None = None) -> Settings:
-    """Read `<home>/zocrates_config.json` (if any), apply overrides, validate."""
-    path = home / CONFIG_FILE
-    data: dict[str, Any] = {}
-    if path.is_file():
+def _nested(dotted: dict[str, Any]) -> dict[str, Any]:
+    """{"models.base": x} → {"models": {"base": x}}: the shape every source hands over."""
+    out: dict[str, Any] = {}
+    for key, value in dotted.items():
+        node = out
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[last] = value
+    return out
+
+
+class _EnvOverrides(PydanticBaseSettingsSource):
+    """The ZOCRATES_* variables of `ENV_OVERRIDES` (their names predate a prefix scheme)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        raise NotImplementedError  # __call__ answers for every field at once
+
+    def __call__(self) -> dict[str, Any]:
+        return _nested(env_overrides())
+
+
+class _ConfigFile(JsonConfigSettingsSource):
+    """`zocrates_config.json`, its faults named as configuration errors."""
+
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
         try:
-            data = json.loads(path.read_text("utf-8") or "{}")
+            data = json.loads(file_path.read_text("utf-8") or "{}")
         except json.JSONDecodeError as e:
-            raise ConfigError(f"{path} is not valid JSON: {e}") from e
+            raise ConfigError(f"{file_path} is not valid JSON: {e}") from e
         if not isinstance(data, dict):
-            raise ConfigError(f"{path} must hold a JSON object")
+            raise ConfigError(f"{file_path} must hold a JSON object")
+        return data
+
+    def __call__(self) -> dict[str, Any]:
+        # An override reaching inside a value the file has as a scalar is an error, not a merge.
+        data = super().__call__()
+        for dotted in _CONTEXT.get().overridden:
+            node: Any = data
+            *parents, _ = dotted.split(".")
+            for p in parents:
+                node = node.get(p) if isinstance(node, dict) else None
+                if node is not None and not isinstance(node, dict):
+                    raise ConfigError(f"{dotted}: cannot override inside {p}: not an object in "
+                                      f"{self.json_file_path}")  # fmt: skip
+        return data
+
+
+@dataclass(frozen=True)
+class _Load:
+    path: Path | None = None
+    overridden: tuple[str, ...] = ()
+
+
+# What the load under way reads (a frozen record: shared safely as the default).
+_CONTEXT: ContextVar[_Load] = ContextVar("zocrates_config_load", default=_Load())  # noqa: B039
+
+
+class _LayeredSettings(BaseSettings, Settings):
+    """`Settings` read through pydantic-settings' sources, highest first: keyword overrides,
+    ZOCRATES_* variables, the config file (the defaults are the model's own)."""
+
+    model_config = SettingsConfigDict(extra="forbid", validate_default=False)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, _EnvOverrides(settings_cls),
+                _ConfigFile(settings_cls, json_file=_CONTEXT.get().path))  # fmt: skip
+
+
+def load_settings(home: Path, overrides: dict[str, Any] | None = None) -> Settings:
+    """Read `<home>/zocrates_config.json` (if any), apply ZOCRATES_* and keyword overrides
+    (dotted keys), validate."""
+    path = home / CONFIG_FILE
     env = env_overrides()
     sources = {k: next(n for n, d in ENV_OVERRIDES.items() if d == k) for k in env}
     sources.update({k: "an argument" for k in overrides or {}})
-    for dotted, value in {**env, **(overrides or {})}.items():
-        node = data
-        *parents, last = dotted.split(".")
-        for p in parents:
-            node = node.setdefault(p, {})
-            if not isinstance(node, dict):
-                raise ConfigError(f"{dotted}: cannot override inside {p}: not an object in {path}")
-        node[last] = value
+    token = _CONTEXT.set(_Load(path, tuple(sources)))
     try:
-        return Settings.model_validate(data)
+        layered = _LayeredSettings(**_nested(overrides or {}))
     except ValidationError as e:
         # `from None`: the ValidationError's own text echoes input values, which may hold a secret.
         raise ConfigError(_format_error(e, str(path), sources)) from None
+    finally:
+        _CONTEXT.reset(token)
+    # A plain `Settings` (the same field values), so a loaded one compares with a built one.
+    fields = {name: getattr(layered, name) for name in Settings.model_fields}
+    return Settings.model_construct(_fields_set=layered.model_fields_set, **fields)
 
 
 class ConfigWatcher:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -70,9 +72,23 @@ _EFFORT.update({"xhigh": "high", "max": "high"})
 _DROPPED = frozenset({"ReadError", "RemoteProtocolError", "ClientPayloadError", "IncompleteRead",
                       "TransferEncodingError", "ContentLengthError", "ServerDisconnectedError"})
 
+_IMPORT_LOCK = threading.Lock()
+
 
 def _litellm() -> Any:
-    import litellm
+    """litellm, imported with its packaged price map: at import it fetches the map from the
+    network unless LITELLM_LOCAL_MODEL_COST_MAP says not to, set here for the import only."""
+    key = "LITELLM_LOCAL_MODEL_COST_MAP"
+    with _IMPORT_LOCK:
+        saved = os.environ.get(key)
+        os.environ[key] = "True"
+        try:
+            import litellm
+        finally:
+            if saved is None:
+                del os.environ[key]
+            else:
+                os.environ[key] = saved
 
     litellm.suppress_debug_info = True  # no "Provider List: …" banners on stdout
     return litellm

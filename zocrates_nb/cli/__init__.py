@@ -34,26 +34,9 @@ def _conversation(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    from zocrates_nb import bench, bench_retrieval
+    from zocrates_nb import bench
 
-    if args.what == "ui":
-        from zocrates_nb import bench_ui
-
-        result = bench_ui.run(args)
-    elif args.what == "scale":
-        from zocrates_nb import bench_scale
-
-        result = bench_scale.run(args)
-    elif args.what == "server":
-        from zocrates_nb import bench_server
-
-        result = bench_server.run(args)
-    elif args.what == "offline":
-        from zocrates_nb import bench_offline
-
-        result = bench_offline.run(args)
-    else:
-        result = bench_retrieval.run(args) if args.what in ("beir", "tokens") else bench.run(args)
+    result = bench.run(args)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=1))
     else:

@@ -171,14 +171,31 @@ def model_path(name: str) -> str:
     return name
 
 
+@contextlib.contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """transformers' "Loading weights" bar off while a model loads (back on after if it was)."""
+    from transformers.utils import logging as transformers_logging
+
+    was_on = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            transformers_logging.enable_progress_bar()
+
+
 def load_model(name: str, device: str = "cpu") -> SentenceTransformer:
-    """The process-wide model for `name` on `device`, loaded on first use."""
+    """The process-wide model for `name` on `device`, loaded on first use from local files only
+    (the packaged model's directory, or a name already in the hub cache): it never downloads,
+    whatever HF_HUB_OFFLINE says."""
     with _LOCK:
         model = _MODELS.get((name, device))
         if model is None:
             from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(model_path(name), device=device)
+            with _no_progress_bars():
+                model = SentenceTransformer(model_path(name), device=device, local_files_only=True)
             _MODELS[(name, device)] = model
         return model
 

@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from zocrates_nb.damage import damage_reason, is_damage
 from zocrates_nb.errors import ZocratesError
+from zocrates_nb.index.damage import damage_reason, is_damage
 
 if TYPE_CHECKING:
     from zocrates_nb.index.store import Index

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from zocrates_nb.config import ConfigError
-from zocrates_nb.damage import damage_reason, is_damage
+from zocrates_nb.index.damage import damage_reason, is_damage
 from zocrates_nb.index.fts import filter_sql, fts_query, query_words
 from zocrates_nb.index.health import catalog_guard
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord, SearchFilter

@@ -1,4 +1,5 @@
-"""Library sources: a Zotero data directory, Zotero's local/Web API, or a plain folder."""
+"""Library sources: a Zotero data directory, Zotero's local/Web API, or a plain folder, read
+into one `Library` record (`library.model`)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,7 @@ import os
 from pathlib import Path
 
 from zocrates_nb.library.folder import read_folder
-from zocrates_nb.library.model import (
-    LINK_MODES,
-    Attachment,
-    Collection,
-    Creator,
-    Item,
-    Library,
-    LibraryError,
-    Note,
-)
+from zocrates_nb.library.model import Item, Library, LibraryError
 from zocrates_nb.library.zotero_api import read_zotero_api
 from zocrates_nb.library.zotero_dir import find_zotero_dir, read_zotero_dir
 
@@ -75,11 +67,8 @@ def open_library(
     return read_zotero_dir(found)
 
 
+# The records' other types (attachments, notes, creators, collections) live in `library.model`.
 __all__ = [
-    "LINK_MODES",
-    "Attachment",
-    "Collection",
-    "Creator",
     "Item",
     "Library",
     "LibraryError",

@@ -17,6 +17,14 @@ from zocrates_nb.sessions.compaction import (
     summary_message,
     summary_of,
 )
+from zocrates_nb.sessions.database import DB_FILE, INTERRUPTED
+from zocrates_nb.sessions.errors import (
+    CheckpointClaimed,
+    CheckpointPending,
+    NoPendingCheckpoint,
+    SessionBusy,
+    SessionNotFound,
+)
 from zocrates_nb.sessions.migrations import SCHEMA_VERSION, NewerSessionStore
 from zocrates_nb.sessions.records import (
     COMPLETED_STATUSES,
@@ -34,16 +42,7 @@ from zocrates_nb.sessions.state import (
     CompactionInfo,
     SessionState,
 )
-from zocrates_nb.sessions.store import (
-    DB_FILE,
-    INTERRUPTED,
-    CheckpointClaimed,
-    CheckpointPending,
-    NoPendingCheckpoint,
-    SessionBusy,
-    SessionNotFound,
-    SessionStore,
-)
+from zocrates_nb.sessions.store import SessionStore
 
 __all__ = [
     "COMPLETED_STATUSES",

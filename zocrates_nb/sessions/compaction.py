@@ -408,21 +408,3 @@ async def maybe_compact(
 def is_summary_request(part: ModelRequestPart) -> bool:
     """True for the CompactionPart this module writes."""
     return isinstance(part, CompactionPart) and bool((part.metadata or {}).get(SUMMARY_MARK))
-
-
-__all__ = [
-    "SUMMARY_PREFIX",
-    "CompactionResult",
-    "Summarizer",
-    "answer_gist",
-    "compact",
-    "estimate_tokens",
-    "is_summary_request",
-    "maybe_compact",
-    "offline_summarize",
-    "prompt_tokens",
-    "render_transcript",
-    "should_compact",
-    "summary_message",
-    "summary_of",
-]

@@ -12,8 +12,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-from zocrates_nb.damage import damage_reason, is_damage
-from zocrates_nb.sessions.store import DB_FILE, SessionStore
+from zocrates_nb.index.damage import damage_reason, is_damage
+from zocrates_nb.sessions.database import DB_FILE
+from zocrates_nb.sessions.store import SessionStore
 
 _SIDES = ("-wal", "-shm", "-journal")
 

@@ -21,16 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from zocrates_nb.bench.questions import QUESTIONS
+
 TARGET_LIGHT_MS = 100.0
 ROUNDS = 3  # questions each load thread asks, one after the other
-QUESTIONS = [
-    "How does reciprocal rank fusion combine rankings?",
-    "What is a fencing token?",
-    "Why do lock services use a lock delay?",
-    "What does BM25 reward?",
-    "How should tables in research notebooks be organised?",
-    "What should a retrieval evaluation check?",
-]
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -30,33 +30,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from zocrates_nb.bench.questions import QUESTIONS
 from zocrates_nb.widget_comm import RecordingComm, Sent
 
 TARGET_FIRST_STEP_MS = 300.0
-QUESTIONS = [
-    "How does reciprocal rank fusion combine rankings?",
-    "What is a fencing token?",
-    "Why do lock services use a lock delay?",
-    "What does BM25 reward?",
-    "How should tables in research notebooks be organised?",
-    "What should a retrieval evaluation check?",
-]
 WARM_UP = "What is dense retrieval?"
 CHECKPOINT_QUESTION = ("How does reciprocal rank fusion combine rankings, and why do lock services "
                        "use lock delays?")
 
 
 def _index(home: Path, args: argparse.Namespace) -> None:
-    from zocrates_nb import sample
+    from zocrates_nb.bench.index import library_from
     from zocrates_nb.index import Index, index_library
-    from zocrates_nb.library import open_library
 
-    if getattr(args, "zotero_dir", None):
-        library = open_library(zotero_dir=args.zotero_dir)
-    elif getattr(args, "folder", None):
-        library = open_library(folder=args.folder)
-    else:
-        library = open_library(folder=sample.build(home / "sample-library"))
+    library = library_from(args, home / "sample-library")
     with Index.open(home) as index:
         index_library(library, index, progress=False)
 
@@ -156,7 +143,7 @@ def _cold_child(home: str, mode: str) -> dict[str, Any]:
 def _cold(home: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for mode in ("none", "immediate", "after"):
-        code = ("import json, sys; from zocrates_nb.bench_ui import _cold_child; "
+        code = ("import json, sys; from zocrates_nb.bench.ui import _cold_child; "
                 f"print('RESULT', json.dumps(_cold_child({str(home)!r}, {mode!r})))")
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=900)

@@ -3,7 +3,7 @@
 The catalogue and the vectors (derived: rebuilt) and `sessions.db` (the researcher's history:
 moved aside, kept) react differently to damage, but recognise it the same way: corruption and
 "not a database" are damage; "database is locked", a full disk or a missing permission are not.
-A base module: the index and the session store both use it.
+It lives with the index, its first user; the session store (a room above) uses it too.
 """
 
 from __future__ import annotations

@@ -319,7 +319,7 @@ def bench_tokens(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """`bench beir` / `bench tokens`; without --json, nested figures are flattened for print."""
     if args.what == "tokens" and getattr(args, "agent", False):
-        from zocrates_nb.bench_agent import bench_agent_tokens
+        from zocrates_nb.bench.agent import bench_agent_tokens
 
         result = bench_agent_tokens(args)
     else:

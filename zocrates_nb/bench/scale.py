@@ -292,7 +292,8 @@ def chroma_server(path: Path) -> Iterator[int]:
     cmd = [str(exe) if exe.exists() else "chroma", "run", "--path", str(path),
            "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
     log = open(path.parent / "chroma-server.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}  # the server reports nothing home
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         deadline = time.monotonic() + 120
         while True:

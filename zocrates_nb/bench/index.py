@@ -1,4 +1,4 @@
-"""Benchmarks (`zocrates-nb bench …`): speed and memory targets live here, not in tests.
+"""`bench index` and `bench search`: indexing time and memory, warm search latency.
 
 Medians over repeats, because this machine is shared and noisy.
 """
@@ -28,7 +28,9 @@ SEARCH_QUERIES = [
 ]
 
 
-def _library(args: argparse.Namespace) -> Any:
+def library_from(args: argparse.Namespace, sample_dir: Path | None = None) -> Any:
+    """The library `--zotero-dir` or `--folder` names, else the built-in sample (built in
+    `sample_dir`, a fresh temporary folder by default)."""
     from zocrates_nb import sample
     from zocrates_nb.library import open_library
 
@@ -36,7 +38,7 @@ def _library(args: argparse.Namespace) -> Any:
         return open_library(zotero_dir=args.zotero_dir)
     if getattr(args, "folder", None):
         return open_library(folder=args.folder)
-    return open_library(folder=sample.build(Path(tempfile.mkdtemp()) / "sample"))
+    return open_library(folder=sample.build(sample_dir or Path(tempfile.mkdtemp()) / "sample"))
 
 
 def _peak_rss_mb() -> float:
@@ -49,7 +51,7 @@ def bench_index(args: argparse.Namespace) -> dict[str, Any]:
     from zocrates_nb.config import Settings
     from zocrates_nb.index import Index, index_library
 
-    library = _library(args)
+    library = library_from(args)
     settings = Settings()
     with tempfile.TemporaryDirectory(prefix="zocrates-bench-") as tmp:
         home = Path(tmp)
@@ -62,7 +64,7 @@ def bench_index(args: argparse.Namespace) -> dict[str, Any]:
         reindex = []
         for _ in range(max(args.repeat, 1)):
             t0 = time.perf_counter()  # a real re-run: read the library again, then index
-            index_library(_library(args), index, progress=False)
+            index_library(library_from(args), index, progress=False)
             reindex.append(time.perf_counter() - t0)
         search_ms = _search_latencies(index, args.repeat)
         index.close()
