@@ -11,7 +11,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "zocrates_nb"
 LOWER_ROOMS = ("library", "ingest", "index", "retrieval", "sessions", "agents")
-UPPER = ("cli", "app", "widget", "widget_comm", "frames", "server", "bench", "bench_ui",
+UPPER = ("cli", "app", "widget", "frames", "server", "bench", "bench_ui",
          "bench_retrieval", "bench_server", "bench_offline")  # fmt: skip
 
 
