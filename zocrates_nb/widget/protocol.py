@@ -17,7 +17,17 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError
 
-from zocrates_nb.turn import TURN_STATUSES, ScopeChips, ScopeCollection, TurnView
+from zocrates_nb.turn import (
+    TURN_STATUSES,
+    CheckpointView,
+    CitationView,
+    ScopeChips,
+    ScopeCollection,
+    ScopeItem,
+    SourceView,
+    TurnResult,
+    TurnView,
+)
 
 MAX_IDS = 200  # candidate ids in one stage/unstage/save message
 
@@ -365,8 +375,13 @@ def outbound_section() -> str:
         "",
         *_fields(TurnView, skip=tuple(set(TurnView.model_fields) - _VIEW_ONLY)),
         "",
+        "The fields of `TurnResult` (`zocrates_nb/turn.py`): "
+        + ", ".join(f"`{n}`" for n in [*TurnResult.model_fields, *TurnResult.model_computed_fields])
+        + ".",
+        "",
     ]
-    for record in (ScopeChips, TitleItem, Unsaved, SaveFile):
+    for record in (ScopeChips, ScopeItem, ScopeCollection, SourceView, CitationView,
+                   CheckpointView, TitleItem, Unsaved, SaveFile):  # fmt: skip
         out += [f"`{record.__name__}`: {_doc(record)}", "", *_fields(record, skip=()), ""]
     return "\n".join(out).rstrip() + "\n"
 
