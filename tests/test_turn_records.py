@@ -150,10 +150,15 @@ def test_the_cli_prints_a_projection_of_the_record_with_tokens_and_cost() -> Non
                           err=io.StringIO())  # fmt: skip
     printer.feed(Final.of(answered()))
     data = printer.result()
+    # The turn's view: every field of the record (a new one reaches the CLI with no edit here),
+    # none of the panel's display fields.
     assert set(data) == {"session_id", "turn_id", "status", "answer", "cited_sources",
                          "other_sources", "evidence", "checkpoint", "usage", "seconds", "model",
                          "elsewhere", "widen_scope", "unsupported_claims",
-                         "citations_verified", "warnings"}
+                         "citations_verified", "warnings", "discovery", "error", "prompt",
+                         "index", "options", "citations", "timings", "search_goal", "parts",
+                         "tool_calls", "extensions", "steps", "created", "updated", "scope"}
+    assert set(data) == set(TurnResult.model_fields) | set(TurnResult.model_computed_fields)
     assert set(data["cited_sources"][0]) == SOURCE_KEYS
     assert data["evidence"] == [e.model_dump(mode="json") for e in answered().evidence]
     assert data["usage"]["cost_usd"] == pytest.approx(0.032) and data["status"] == "answered"
