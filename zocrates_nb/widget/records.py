@@ -20,7 +20,6 @@ from zocrates_nb.turn import (
     Candidate,
     Citation,
     CitationView,
-    Discovery,
     Scope,
     ScopeChips,
     Source,
@@ -161,15 +160,6 @@ def candidate_record(candidate: Candidate) -> dict[str, Any]:
     return candidate.model_dump(mode="json", exclude={"abstract", "score"})
 
 
-def discovery_record(discovery: Discovery | None) -> dict[str, Any] | None:
-    """`{query, candidates: [candidate], errors: [str]}`, or None for a turn that is not one."""
-    if discovery is None:
-        return None
-    return {"query": discovery.query,
-            "candidates": [candidate_record(c) for c in discovery.candidates],
-            "errors": list(discovery.errors)}  # fmt: skip
-
-
 def save_message(result: SaveResult, text: str | None, titles: dict[str, str]) -> p.SaveResult:
     """The `save_result` message: what was saved where, each failure with its plain reason and
     the paper's title, and for RIS/BibTeX the file's text for the browser to download."""
@@ -242,7 +232,6 @@ def _collection_names(app: App | None) -> dict[str, str]:
 __all__ = [
     "candidate_record",
     "citation_records",
-    "discovery_record",
     "fill_examples",
     "history_turn",
     "library_summary",
