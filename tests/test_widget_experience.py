@@ -135,12 +135,12 @@ def test_turns_carry_their_scope_by_name_and_sessions_can_be_renamed_and_deleted
 
     run(scenario())
     final = comm.events("final")[0]
-    assert final["scope"]["mode"] == "items"
-    assert final["scope"]["items"][0]["title"].startswith("Leases")
+    assert final["chips"]["mode"] == "items"
+    assert final["chips"]["items"][0]["title"].startswith("Leases")
     session_id = widget.session_id
     send_from_front_end(widget, {"kind": "open_session", "session_id": session_id})
     (turn,) = comm.messages("history")[-1]["turns"]
-    assert turn["scope"] == final["scope"]
+    assert turn["chips"] == final["chips"]
 
     send_from_front_end(widget, {"kind": "rename_session", "session_id": session_id,
                                  "title": "  Fencing   tokens "})
