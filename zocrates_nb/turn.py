@@ -478,9 +478,9 @@ class TurnView(TurnResult):
         """The view of a record, with `changes` (looked-up names, links) applied; a record
         waiting at a checkpoint it no longer holds is shown as cancelled (nothing to resume)."""
         wider = ScopeChips.of(turn.widen_scope) if turn.widen_scope is not None else None
-        view = cls.model_validate({**turn.model_dump(exclude={"scope"}),
-                                   "chips": ScopeChips.of(turn.scope), "widen_chips": wider,
-                                   **changes})  # fmt: skip
+        # A view's own chips (named already) are kept; a record's are named by their keys.
+        view = cls.model_validate({"chips": ScopeChips.of(turn.scope), "widen_chips": wider,
+                                   **turn.model_dump(exclude={"scope"}), **changes})  # fmt: skip
         if view.status == "checkpoint" and view.checkpoint is None:
             view.status = "cancelled"
         return view
