@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from zocrates_nb.widget import assets
-from zocrates_nb.widget import ChatWidget, asset_path
+from zocrates_nb.widget import ChatWidget, asset_path, assets
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "widgets" / "dist"
