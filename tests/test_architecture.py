@@ -22,8 +22,7 @@ ROOMS = ("library", "ingest", "index", "retrieval", "online", "writeback", "sess
          "app")  # fmt: skip
 # The surfaces: they use each other (the CLI runs a benchmark, the panel shows frames), the App,
 # the base modules and `devtools` (scripted model and embedding servers for benchmarks and tests).
-SURFACES = ("cli", "server", "widget", "widget_comm", "widget_writes", "widgets",
-            "panel_records", "frames", "bench", "examples")  # fmt: skip
+SURFACES = ("cli", "server", "widget", "frames", "bench", "examples")  # fmt: skip
 TOOLS = ("devtools",)
 FACADE = "zocrates_nb.app"
 BASE_NAMES = ", ".join("zocrates_nb" if b == "__init__" else b for b in BASE)

@@ -391,7 +391,7 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
     card.get_by_test_id("synthesize-button").click()
     message = chat.get_by_test_id("assistant-message")
     expect(message).to_have_count(1)
-    expect(message.first).to_have_attribute("data-status", "done", timeout=TURN_TIMEOUT_MS)
+    expect(message.first).to_have_attribute("data-status", "answered", timeout=TURN_TIMEOUT_MS)
     timings["synthesize_to_done_ms"] = round((time.perf_counter() - t1) * 1000, 1)
     expect(card).to_have_attribute("data-decision", "synthesize")
     citations = message.first.get_by_test_id("citation")
@@ -434,7 +434,7 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
         chat.get_by_test_id("step").count(), timeout=TURN_TIMEOUT_MS)
     timings["enter_to_first_step_ms_warm"] = round((time.perf_counter() - t2) * 1000, 1)
     expect(message).to_have_count(2)
-    expect(message.nth(1)).to_have_attribute("data-status", re.compile("checkpoint|done"),
+    expect(message.nth(1)).to_have_attribute("data-status", re.compile("checkpoint|answered"),
                                              timeout=TURN_TIMEOUT_MS)
 
     # "Create New View for Cell Output": the new view asks for the history itself.
@@ -492,7 +492,7 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
     second_card.get_by_test_id("grant-button").click()
     expect(second_card).to_have_attribute("data-decision", "extend_budget")
     last = restored.get_by_test_id("assistant-message").nth(1)
-    expect(last).to_have_attribute("data-status", re.compile("done|checkpoint"),
+    expect(last).to_have_attribute("data-status", re.compile("answered|checkpoint"),
                                    timeout=TURN_TIMEOUT_MS)
     expect(restored.get_by_test_id("assistant-message")).to_have_count(2)
     if last.get_attribute("data-status") == "checkpoint":
@@ -507,7 +507,7 @@ def _scenario(page: Any, base: str, timings: dict[str, float],
     unsafe.get_by_test_id("chat-input").fill("What do cross-site scripting payloads hide in?")
     unsafe.get_by_test_id("chat-input").press("Enter")
     reply = unsafe.get_by_test_id("assistant-message").first
-    expect(reply).to_have_attribute("data-status", "done", timeout=TURN_TIMEOUT_MS)
+    expect(reply).to_have_attribute("data-status", "answered", timeout=TURN_TIMEOUT_MS)
     expect(reply.get_by_test_id("sources-cited")).to_contain_text("Unsafe Markup in Paper Text")
     marker = reply.get_by_test_id("citation").first
     marker.scroll_into_view_if_needed()
@@ -558,7 +558,7 @@ def _links(page: Any) -> None:
 
     _run_cell(page, 5)
     panel = page.locator(".jp-Notebook .jp-Cell").nth(4).locator(".zc-chat")
-    answer = panel.locator("[data-testid=assistant-message][data-status=done]").first
+    answer = panel.locator("[data-testid=assistant-message][data-status=answered]").first
     expect(answer).to_be_visible()
     pdf_at_page = "zotero://open-pdf/library/items/PDFATT23?page=2"
     expect(answer.get_by_test_id("zotero-pdf")).to_have_attribute("href", pdf_at_page)
@@ -641,7 +641,7 @@ def _experience(page: Any, timings: dict[str, float]) -> None:
     from playwright.sync_api import expect
 
     panel = page.locator(".jp-Notebook .jp-Cell").first.locator(".zc-chat")
-    answered = panel.locator("[data-testid=assistant-message][data-status=done]").first
+    answered = panel.locator("[data-testid=assistant-message][data-status=answered]").first
 
     # Copy: the answer as Markdown with its question and references.
     answered.get_by_test_id("copy-answer").click()
@@ -653,7 +653,7 @@ def _experience(page: Any, timings: dict[str, float]) -> None:
     last = panel.get_by_test_id("assistant-message").last
     if last.get_attribute("data-status") == "checkpoint":
         last.get_by_test_id("synthesize-button").last.click()
-        expect(last).to_have_attribute("data-status", "done", timeout=TURN_TIMEOUT_MS)
+        expect(last).to_have_attribute("data-status", "answered", timeout=TURN_TIMEOUT_MS)
 
     # Insert: Markdown cells below the panel's cell, with the answer and references; a second
     # insert lands below the first, so the notebook reads in the order the questions were asked.
@@ -662,7 +662,7 @@ def _experience(page: Any, timings: dict[str, float]) -> None:
     answered.get_by_test_id("insert-answer").click()
     expect(cells).to_have_count(before + 1)
     expect(panel.get_by_test_id("toast")).to_contain_text("Inserted")
-    panel.locator("[data-testid=assistant-message][data-status=done]").nth(1).get_by_test_id(
+    panel.locator("[data-testid=assistant-message][data-status=answered]").nth(1).get_by_test_id(
         "insert-answer").click()
     expect(cells).to_have_count(before + 2)
     for n, words in ((1, "reciprocal rank fusion"), (2, "fencing token")):
@@ -676,7 +676,7 @@ def _experience(page: Any, timings: dict[str, float]) -> None:
     t0 = time.perf_counter()
     box.press("Enter")
     paused = panel.get_by_test_id("assistant-message").last
-    expect(paused).to_have_attribute("data-status", re.compile("checkpoint|done"),
+    expect(paused).to_have_attribute("data-status", re.compile("checkpoint|answered"),
                                      timeout=TURN_TIMEOUT_MS)
     if paused.get_attribute("data-status") != "checkpoint":
         pytest.skip("the lock-delay question was answered without a checkpoint")
@@ -723,7 +723,7 @@ def _experience(page: Any, timings: dict[str, float]) -> None:
     t3 = time.perf_counter()
     live_card.get_by_test_id("synthesize-button").click()
     resumed = fresh.get_by_test_id("assistant-message").last
-    expect(resumed).to_have_attribute("data-status", "done", timeout=TURN_TIMEOUT_MS)
+    expect(resumed).to_have_attribute("data-status", "answered", timeout=TURN_TIMEOUT_MS)
     timings["restart_rerun_to_offer_ms"] = round((t3 - t2) * 1000, 1)
     timings["after_restart_synthesize_to_done_ms"] = round((time.perf_counter() - t3) * 1000, 1)
     expect(live_card).to_have_attribute("data-decision", "synthesize")

@@ -152,7 +152,7 @@ def test_old_turns_render_and_the_old_checkpoint_resumes_to_an_answer(
         (sid,) = [s for s in summaries if summaries[s].pending_checkpoint]
         answered = next(s for s in summaries if summaries[s].turns == 3)
         entries = [history_turn(t) for t in app.history(answered)]
-        assert [e["status"] for e in entries] == ["done", "done", "error"]
+        assert [e["status"] for e in entries] == ["answered", "answered", "error"]
         assert entries[0]["citations"] and entries[0]["cited_sources"] and entries[0]["seconds"]
         assert "unknown collection" in entries[2]["error"]
         assert [b["role"] for t in app.history(answered) for b in bubbles(t)] == [
@@ -172,7 +172,7 @@ def test_old_turns_render_and_the_old_checkpoint_resumes_to_an_answer(
         entry = history_turn(paused)
         assert entry["status"] == "checkpoint"
         assert entry["checkpoint"]["interrupt_id"] == summaries[sid].pending_checkpoint
-        assert entry["checkpoint"]["session_id"] == sid  # the card's event, as the panel expects
+        assert entry["session_id"] == sid  # the card is the turn view's, as the panel expects
         assert audit_frame(app, sid)["calls"].iloc[0] == paused.checkpoint.calls_used  # type: ignore[union-attr]
 
         final = terminal(run(app.resume(sid, summaries[sid].pending_checkpoint, "synthesize")))

@@ -109,23 +109,23 @@ def test_the_panels_history_entry_converts_the_record() -> None:
     from zocrates_nb.widget import history_turn
 
     entry = history_turn(answered())
-    assert entry["status"] == "done" and entry["seconds"] == 2.5
+    assert entry["status"] == "answered" and entry["seconds"] == 2.5
     assert entry["model"] == "openai:gpt-5.2" and entry["checkpoint"] is None
     assert entry["steps"] == [
         {"phase": "search", "label": "Searching", "detail": {}, "seconds": 0.4},
-        {"phase": "synthesize", "label": "Writing", "detail": {}},  # still open: no time yet
+        {"phase": "synthesize", "label": "Writing", "detail": {}, "seconds": None},  # still open
     ]
     assert entry["citations"][0]["chunk_id"] == "ARAFT:0001"
     json.dumps(entry)  # plain JSON for the comm
     failed = answered().model_copy(update={"status": "error", "error": None})
     assert history_turn(failed)["error"] == "This turn failed."
     lost = answered().model_copy(update={"status": "checkpoint"})  # its snapshot is gone
-    assert history_turn(lost)["status"] == "stopped"
-    assert entry["widen_scope"] is None
+    assert history_turn(lost)["status"] == "cancelled"
+    assert entry["widen_chips"] is None
     narrow = answered().model_copy(
         update={"scope": Scope(items=["ARAFT"]), "widen_scope": Scope()}
     )
-    assert history_turn(narrow)["widen_scope"] == {"mode": "library", "items": [],
+    assert history_turn(narrow)["widen_chips"] == {"mode": "library", "items": [],
                                                    "collections": []}  # fmt: skip
 
 
@@ -150,10 +150,15 @@ def test_the_cli_prints_a_projection_of_the_record_with_tokens_and_cost() -> Non
                           err=io.StringIO())  # fmt: skip
     printer.feed(Final.of(answered()))
     data = printer.result()
+    # The turn's view: every field of the record (a new one reaches the CLI with no edit here),
+    # none of the panel's display fields.
     assert set(data) == {"session_id", "turn_id", "status", "answer", "cited_sources",
                          "other_sources", "evidence", "checkpoint", "usage", "seconds", "model",
                          "elsewhere", "widen_scope", "unsupported_claims",
-                         "citations_verified", "warnings"}
+                         "citations_verified", "warnings", "discovery", "error", "prompt",
+                         "index", "options", "citations", "timings", "search_goal", "parts",
+                         "tool_calls", "extensions", "steps", "created", "updated", "scope"}
+    assert set(data) == set(TurnResult.model_fields) | set(TurnResult.model_computed_fields)
     assert set(data["cited_sources"][0]) == SOURCE_KEYS
     assert data["evidence"] == [e.model_dump(mode="json") for e in answered().evidence]
     assert data["usage"]["cost_usd"] == pytest.approx(0.032) and data["status"] == "answered"

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from zocrates_nb import widget
-from zocrates_nb.widget import ChatWidget, asset_path
+from zocrates_nb.widget import ChatWidget, asset_path, assets
 
 ROOT = Path(__file__).resolve().parents[1]
 DIST = ROOT / "widgets" / "dist"
@@ -31,7 +30,7 @@ def test_without_package_data_the_source_tree_is_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # E.g. a checkout whose zocrates_nb/static symlinks did not survive (a zip download).
-    monkeypatch.setattr(widget.resources, "files", lambda package: tmp_path)
+    monkeypatch.setattr(assets.resources, "files", lambda package: tmp_path)
     for name, source in ASSETS.items():
         assert asset_path(name) == source
 

@@ -21,7 +21,7 @@ from test_widget_protocol import BROAD, FACTUAL, TIMEOUT, ended, kinds, panel, r
 from zocrates_nb.app import App
 from zocrates_nb.errors import UsageError
 from zocrates_nb.widget import MAX_PROMPT_CHARS, PAUSED_HINT, chat, start_warm_up
-from zocrates_nb.widget_comm import recording_comms, send_from_front_end
+from zocrates_nb.widget.recording import recording_comms, send_from_front_end
 
 
 def test_the_first_answer_loads_the_models_as_a_step_counted_in_its_seconds(
@@ -135,12 +135,12 @@ def test_turns_carry_their_scope_by_name_and_sessions_can_be_renamed_and_deleted
 
     run(scenario())
     final = comm.events("final")[0]
-    assert final["scope"]["mode"] == "items"
-    assert final["scope"]["items"][0]["title"].startswith("Leases")
+    assert final["chips"]["mode"] == "items"
+    assert final["chips"]["items"][0]["title"].startswith("Leases")
     session_id = widget.session_id
     send_from_front_end(widget, {"kind": "open_session", "session_id": session_id})
     (turn,) = comm.messages("history")[-1]["turns"]
-    assert turn["scope"] == final["scope"]
+    assert turn["chips"] == final["chips"]
 
     send_from_front_end(widget, {"kind": "rename_session", "session_id": session_id,
                                  "title": "  Fencing   tokens "})
@@ -167,7 +167,7 @@ def test_the_empty_screen_shows_at_once_and_its_examples_follow_from_the_library
     examples = run(comm.wait_for(lambda c: c.updates("library")[-1]["examples"], 60))
     assert widget.library["examples"] == examples and widget.library["items"] == 4
     # Drawn from the library's own sections, each naming the paper it asks about.
-    titles = [i.title for i in app.library_index.items()]
+    titles = [i.title for i in app.items()]
     assert examples == [
         "What does “Hybrid Retrieval for Research Libraries: A Practical Primer” say about "
         "reciprocal rank fusion?",
@@ -200,7 +200,7 @@ def zotero_pdf_home(tmp_path: Path) -> Path:
 
 
 def test_sources_from_zotero_link_to_the_item_and_its_pdf(tmp_path: Path, app: App) -> None:
-    from zocrates_nb.panel_records import zotero_links
+    from zocrates_nb.widget.records import zotero_links
 
     with App.open(zotero_pdf_home(tmp_path)) as zapp:
         assert zotero_links(zapp, "HYBRID23") == {
@@ -218,7 +218,7 @@ def test_sources_from_zotero_link_to_the_item_and_its_pdf(tmp_path: Path, app: A
         final = comm.events("final")[0]
         assert final["cited_sources"][0]["links"]["pdf"].startswith("zotero://open-pdf/")
     # Folder and sample items are not in Zotero: no links.
-    key = app.library_index.items()[0].key
+    key = app.items()[0].key
     assert zotero_links(app, key) == {}
 
 

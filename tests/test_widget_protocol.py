@@ -14,7 +14,7 @@ from typing import Any
 
 from zocrates_nb.app import App
 from zocrates_nb.widget import ChatWidget
-from zocrates_nb.widget_comm import RecordingComm, recording_comms, send_from_front_end
+from zocrates_nb.widget.recording import RecordingComm, recording_comms, send_from_front_end
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -100,7 +100,7 @@ def test_a_question_streams_steps_and_a_cited_answer_then_history_reloads(app: A
     send_from_front_end(widget, {"kind": "open_session", "session_id": widget.session_id})
     (history,) = comm.messages("history")
     (turn,) = history["turns"]
-    assert turn["turn_id"] == final["turn_id"] and turn["status"] == "done"
+    assert turn["turn_id"] == final["turn_id"] and turn["status"] == "answered"
     assert turn["prompt"] == FACTUAL and turn["answer"] == final["answer"]
     assert [c["chunk_id"] for c in turn["citations"]] == [c["chunk_id"]
                                                           for c in final["citations"]]
@@ -174,7 +174,7 @@ def test_checkpoint_buttons_resume_the_same_turn_also_after_a_kernel_restart(app
         comm2.clear()
         send_from_front_end(widget2, {"kind": "open_session", "session_id": session_id})
         (turn,) = comm2.messages("history")[0]["turns"]
-        assert turn["status"] == "done" and turn["checkpoint"] is None
+        assert turn["status"] == "answered" and turn["checkpoint"] is None
 
 
 def test_stop_cancels_the_running_turn_without_an_error_and_the_session_stays_usable(
@@ -197,7 +197,7 @@ def test_stop_cancels_the_running_turn_without_an_error_and_the_session_stays_us
     assert running["turn_id"] == comm.messages("turn_started")[0]["turn_id"]
     assert not widget.running and widget.busy is False
     assert comm.events("error") == [] and comm.events("final") == []
-    turn = app.store.get_turn(running["turn_id"])
+    turn = app.turn(running["turn_id"])
     assert turn.status == "cancelled"
 
     comm.clear()
@@ -212,7 +212,7 @@ def test_stop_cancels_the_running_turn_without_an_error_and_the_session_stays_us
     assert final["session_id"] == widget.session_id and "zocrates" in final["answer"].lower()
     send_from_front_end(widget, {"kind": "open_session", "session_id": widget.session_id})
     statuses = [t["status"] for t in comm.messages("history")[-1]["turns"]]
-    assert statuses == ["stopped", "done"]
+    assert statuses == ["cancelled", "answered"]
 
 
 def test_search_titles_and_scope_chips(app: App) -> None:

@@ -18,7 +18,7 @@ from zotero_fakes import FakeConnector
 from zocrates_nb.app import App
 from zocrates_nb.events import Final
 from zocrates_nb.widget import SAVE_UNCONFIRMED, ChatWidget
-from zocrates_nb.widget_comm import RecordingComm, send_from_front_end
+from zocrates_nb.widget.recording import RecordingComm, send_from_front_end
 
 
 @pytest.fixture(scope="module")
@@ -234,12 +234,13 @@ def test_the_save_runs_off_the_event_loop(online_app: App, zotero: FakeConnector
 
 
 def test_save_message_names_the_web_library_and_each_failure_by_title() -> None:
-    from zocrates_nb.panel_records import save_message
+    from zocrates_nb.widget.protocol import payload
+    from zocrates_nb.widget.records import save_message
     from zocrates_nb.writeback import SaveResult
 
     result = SaveResult(to="web", saved=["c1"], failed={"c2": "Title is required"},
                         where="user library 475425")  # fmt: skip
-    msg = save_message(result, None, {"c1": "First", "c2": "Second"})
+    msg = payload(save_message(result, None, {"c1": "First", "c2": "Second"}))
     assert msg["ok"] and msg["saved"] == ["c1"] and "file" not in msg
     assert msg["where"] == "your Zotero web library (user library 475425)"
     assert msg["failed"] == [{"id": "c2", "title": "Second", "reason": "Title is required"}]

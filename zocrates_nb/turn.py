@@ -394,6 +394,98 @@ class TurnResult(_Record):
         return {c.chunk_id for c in self.citations} | {e.chunk_id for e in self.evidence if e.cited}
 
 
+# ---------------------------------------------------------------------------- one turn view
+class ScopeItem(_Record):
+    """A paper in a scope, named for its chip."""
+
+    key: str = Field(min_length=1)
+    title: str = ""
+    year: int | None = None
+
+
+class ScopeCollection(_Record):
+    """A collection in a scope, named for its chip."""
+
+    key: str = Field(min_length=1)
+    name: str = ""
+
+
+class ScopeChips(_Record):
+    """A scope as the panel's chips show it: the `scope` trait, the `set_scope` message and a
+    turn's `chips`. The keys are the `Scope`; titles and names are for reading only."""
+
+    mode: Literal["library", "items", "collections"] = "library"
+    items: list[ScopeItem] = Field(default_factory=list)
+    collections: list[ScopeCollection] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, scope: Scope) -> ScopeChips:
+        """The chips of a scope, each named by its key until a surface looks the names up."""
+        if scope.items:
+            return cls(mode="items", items=[ScopeItem(key=k, title=k) for k in scope.items])
+        if scope.collections:
+            named = [ScopeCollection(key=c, name=c) for c in scope.collections]
+            return cls(mode="collections", collections=named)
+        return cls()
+
+
+class SourceView(Source):
+    """A source as shown: `links` (zotero:// `select`, `pdf`) for an item of a Zotero library,
+    `href` (its DOI, else its https page) for copied and inserted Markdown."""
+
+    links: dict[str, str] = Field(default_factory=dict)
+    href: str = ""
+
+
+class CitationView(Citation):
+    """A citation as shown: `links` (`select`, and `pdf` opening the PDF at the cited page)."""
+
+    links: dict[str, str] = Field(default_factory=dict)
+
+
+class CheckpointView(CheckpointInfo):
+    """A checkpoint card: the pause, and the titles of the papers covered so far."""
+
+    papers: list[str] = Field(default_factory=list)
+
+
+class TurnView(TurnResult):
+    """One turn as every surface receives it (the panel, the HTTP API, the CLI): the record
+    itself plus what a reader needs beside it. A field added to `TurnResult` reaches them all.
+
+    `chips` and `widen_chips` name the scope and the wider scope for display; `retry_id` is
+    the interrupt a failed answer can be retried with; `thinking` what a running turn's models
+    thought so far (the panel's live turn)."""
+
+    cited_sources: list[SourceView] = Field(
+        default_factory=list, description="with `links`, `href`"
+    )  # type: ignore[assignment]
+    other_sources: list[SourceView] = Field(default_factory=list, description="as cited_sources")  # type: ignore[assignment]
+    elsewhere: list[SourceView] = Field(default_factory=list, description="as cited_sources")  # type: ignore[assignment]
+    citations: list[CitationView] = Field(
+        default_factory=list, description="with `links` (`pdf` opens the cited page)"
+    )  # type: ignore[assignment]
+    checkpoint: CheckpointView | None = Field(
+        None, description="the card, with `papers` (titles covered so far)"
+    )
+    chips: ScopeChips = Field(default_factory=ScopeChips, description="the scope, named")
+    widen_chips: ScopeChips | None = Field(None, description="a wider scope that answers better")
+    retry_id: str | None = Field(None, description="an error whose search was kept: “Retry”")
+    thinking: str = Field("", description="a running turn's thinking so far")
+
+    @classmethod
+    def of(cls, turn: TurnResult, **changes: Any) -> TurnView:
+        """The view of a record, with `changes` (looked-up names, links) applied; a record
+        waiting at a checkpoint it no longer holds is shown as cancelled (nothing to resume)."""
+        wider = ScopeChips.of(turn.widen_scope) if turn.widen_scope is not None else None
+        # A view's own chips (named already) are kept; a record's are named by their keys.
+        view = cls.model_validate({"chips": ScopeChips.of(turn.scope), "widen_chips": wider,
+                                   **turn.model_dump(exclude={"scope"}), **changes})  # fmt: skip
+        if view.status == "checkpoint" and view.checkpoint is None:
+            view.status = "cancelled"
+        return view
+
+
 class SessionSummary(_Record):
     """A session in a list: its title, size and whether a checkpoint waits."""
 
@@ -411,16 +503,23 @@ __all__ = [
     "TURN_STATUSES",
     "AskOptions",
     "CheckpointInfo",
+    "CheckpointView",
     "Citation",
+    "CitationView",
     "EvidenceRow",
     "QuestionPart",
     "RoleUsage",
     "Scope",
+    "ScopeChips",
+    "ScopeCollection",
+    "ScopeItem",
     "ScopeKind",
     "SessionSummary",
     "Source",
+    "SourceView",
     "TrailStep",
     "TurnResult",
     "TurnStatus",
+    "TurnView",
     "Usage",
 ]

@@ -121,24 +121,16 @@ function onHistory(chat, turns) {
   chat.popover.close();
   chat.clearConversation();
   for (const t of turns) {
-    const turn = new TurnView(chat, { turnId: t.turn_id, prompt: t.prompt ?? "", scope: t.scope ?? null });
-    turn.historical = (t.status ?? "done") !== "running";
+    // `t` is a TurnView (PROTOCOL.md): the record a `final` event carries too.
+    const turn = new TurnView(chat, { turnId: t.turn_id, prompt: t.prompt ?? "", scope: t.chips ?? null });
+    turn.historical = (t.status ?? "answered") !== "running";
     chat.addTurnElement(turn);
     turn.setStatus("running");
     for (const step of t.steps ?? []) turn.addStep(step, { finished: true });
     if (t.thinking) turn.appendThinking("", t.thinking);
-    const status = t.status ?? "done";
-    if (status === "done") {
-      turn.showFinal({
-        scope: t.scope ?? null,
-        answer: t.answer ?? "",
-        cited_sources: t.cited_sources ?? [],
-        other_sources: t.other_sources ?? [],
-        citations: t.citations ?? [],
-        seconds: t.seconds ?? 0,
-        model: t.model ?? "",
-        discovery: t.discovery ?? null,
-      });
+    const status = t.status ?? "answered";
+    if (status === "answered") {
+      turn.showFinal({ ...t, widen_chips: null }); // the widen offer is the live answer's only
     } else if (status === "checkpoint" && t.checkpoint) {
       if (t.answer) turn.appendText(t.answer);
       turn.showCheckpoint(t.checkpoint, { pending: true });
@@ -146,7 +138,7 @@ function onHistory(chat, turns) {
       if (Number.isFinite(t.seconds)) turn.startedAt = chat.now() - t.seconds * 1000; // keep the clock honest
       if (t.answer) turn.appendText(t.answer);
       // keeps streaming: later events with this turn_id continue this bubble
-    } else if (status === "stopped") {
+    } else if (status === "cancelled") {
       turn.text = t.answer ?? "";
       turn.showStopped();
     } else {

@@ -11,7 +11,8 @@ import { NoteSaver } from "./notes.js";
 import { renderSources } from "./sources.js";
 import { StepList } from "./steps.js";
 
-const STATUS_LABELS = { pending: "", running: "", checkpoint: "Paused", done: "", error: "Failed", stopped: "Stopped" };
+// The statuses of zocrates_nb/turn.py:TurnStatus, and `pending` (a bubble awaiting its turn_started).
+const STATUS_LABELS = { pending: "", running: "", checkpoint: "Paused", answered: "", error: "Failed", cancelled: "Stopped" };
 
 /** A scope's words: "Whole library", "2 papers: A; B", "Collection: Systems". */
 export function scopeLabel(scope) {
@@ -51,7 +52,7 @@ export class TurnView {
     this.h = h;
     this.turnId = turnId;
     this.prompt = prompt;
-    this.status = "pending"; // pending | running | checkpoint | done | error | stopped
+    this.status = "pending"; // pending | running | checkpoint | answered | error | cancelled
     this.text = "";
     this.renderScheduled = false;
     this.startedAt = chat.now();
@@ -261,10 +262,10 @@ export class TurnView {
     this.footerEl.textContent = model && !signed ? `Answered by ${model}` : "";
     this.footerEl.hidden = !model || signed;
     this.final = final;
-    if (final.scope) this.setScope(final.scope);
+    if (final.chips) this.setScope(final.chips);
     this.widenEl?.remove();
     this.widenEl = null;
-    if (final.widen_scope) {
+    if (final.widen_chips) {
       this.widenEl = this.h("button", {
         type: "button",
         class: "zc-action zc-widen",
@@ -277,7 +278,7 @@ export class TurnView {
     this.showActions();
     if (Number.isFinite(final.seconds) && final.seconds > 0) this.seconds = final.seconds;
     this.errorEl.hidden = true;
-    this.setStatus("done");
+    this.setStatus("answered");
     this.steps.el.open = false;
   }
 
@@ -326,7 +327,7 @@ export class TurnView {
   showStopped() {
     this.renderScheduled = false;
     if (this.text) renderMarkdownInto(this.answerEl, this.text);
-    this.setStatus("stopped");
+    this.setStatus("cancelled");
     if (this.prompt) this.showActions(); // a stopped question can be asked again
   }
 

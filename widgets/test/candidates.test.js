@@ -189,7 +189,7 @@ test("a turn without discovery shows no cards; history brings the cards back wit
   assert.equal(w.byId("candidates"), null);
   w.model.py.send({
     kind: "history",
-    turns: [{ turn_id: "t9", prompt: "find papers", answer: "Found.", status: "done", cited_sources: [], other_sources: [], citations: [], steps: [], checkpoint: null, scope: null, discovery: { query: "consensus", candidates: [RAFT, ZAB], errors: [] } }],
+    turns: [{ turn_id: "t9", prompt: "find papers", answer: "Found.", status: "answered", cited_sources: [], other_sources: [], citations: [], steps: [], checkpoint: null, chips: null, discovery: { query: "consensus", candidates: [RAFT, ZAB], errors: [] } }],
   });
   const cards = w.allById("candidate-card");
   assert.equal(cards.length, 2);

@@ -35,7 +35,7 @@ test("the card shows the extension, what is covered and missing, and the usage s
     "Cost $0.0123",
   ]);
   assert.equal(bubble.getAttribute("data-status"), "checkpoint");
-  assert.equal(bubble.getAttribute("data-status") === "stopped", false, "busy=false does not mark it stopped");
+  assert.equal(bubble.getAttribute("data-status") === "cancelled", false, "busy=false does not mark it stopped");
   assert.equal(w.el.querySelectorAll(".zc-step-current").length, 0, "no spinner while paused");
   assert.equal(w.byId("stop-button").hidden, true);
 });
@@ -108,7 +108,7 @@ test("the resumed stream continues in the same bubble, through a second checkpoi
     "Writing the answer",
   ]);
   assert.ok(w.allById("citation").length > 0);
-  assert.equal(w.byId("assistant-message").getAttribute("data-status"), "done");
+  assert.equal(w.byId("assistant-message").getAttribute("data-status"), "answered");
   assert.ok(w.allById("checkpoint-card").every((c) => c.classList.contains("zc-checkpoint-decided")));
   // The decided cards sit above the answer, never between the answer and its sources.
   const bubble = w.byId("assistant-message");

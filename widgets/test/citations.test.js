@@ -26,7 +26,7 @@ test("[n] and [1, 2] markers become citation buttons; unverified numbers stay pl
   assert.match(answer.textContent, /\[9\]/, "a marker without a verified citation is left as text");
   assert.equal(answer.querySelector("math") !== null, true, "math still renders in the final answer");
   const bubble = w.byId("assistant-message");
-  assert.equal(bubble.getAttribute("data-status"), "done");
+  assert.equal(bubble.getAttribute("data-status"), "answered");
   assert.equal(bubble.querySelector(".zc-meta-time").textContent, "4.2 s");
   assert.match(bubble.querySelector(".zc-msg-footer").textContent, /embedded offline engine/);
   assert.equal(bubble.querySelector(".zc-steps").open, false, "steps collapse once answered");
@@ -37,7 +37,7 @@ test("a draft render still pending when the final arrives does not wipe the cita
   const w = answered(t);
   await w.frame();
   assert.equal(w.allById("citation").length, 4, "citation buttons survive the next animation frame");
-  assert.equal(w.byId("assistant-message").getAttribute("data-status"), "done");
+  assert.equal(w.byId("assistant-message").getAttribute("data-status"), "answered");
 });
 
 test("markers inside code are not citations", (t) => {

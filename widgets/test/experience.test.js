@@ -165,8 +165,8 @@ test("each question shows the scope it ran under, live and in a reopened session
   w.model.py.send({
     kind: "history",
     turns: [
-      { turn_id: "a", prompt: "Q1", answer: "A", status: "done", steps: [{ phase: "search", label: "Looked", seconds: 0.4 }], scope: { mode: "collections", items: [], collections: [{ key: "C1", name: "Systems" }] } },
-      { turn_id: "b", prompt: "Q2", answer: "B", status: "done", steps: [], scope: { mode: "library", items: [], collections: [] } },
+      { turn_id: "a", prompt: "Q1", answer: "A", status: "answered", steps: [{ phase: "search", label: "Looked", seconds: 0.4 }], chips: { mode: "collections", items: [], collections: [{ key: "C1", name: "Systems" }] } },
+      { turn_id: "b", prompt: "Q2", answer: "B", status: "answered", steps: [], chips: { mode: "library", items: [], collections: [] } },
     ],
   });
   const scopes = w.allById("turn-scope").map((e) => e.textContent);
@@ -275,14 +275,14 @@ test("a stopped turn can be regenerated: live, and when reopened from the histor
   w.click(w.byId("stop-button"));
   w.model.py.set("busy", false);
   const bubble = w.byId("assistant-message");
-  assert.equal(bubble.getAttribute("data-status"), "stopped");
+  assert.equal(bubble.getAttribute("data-status"), "cancelled");
   assert.equal(w.byId("regenerate").closest(".zc-actions").hidden, false);
   assert.equal(w.byId("copy-answer").hidden, true, "nothing to copy before any text came");
   w.click(w.byId("regenerate"));
   assert.equal(w.model.sentOf("ask").at(-1).prompt, "How does Raft elect a leader?");
   assert.equal(w.allById("assistant-message").length, 2);
 
-  w.model.py.send({ kind: "history", turns: [{ turn_id: "a", prompt: "Q1", answer: "Half an", status: "stopped", steps: [] }] });
+  w.model.py.send({ kind: "history", turns: [{ turn_id: "a", prompt: "Q1", answer: "Half an", status: "cancelled", steps: [] }] });
   assert.equal(w.byId("regenerate").closest(".zc-actions").hidden, false);
   assert.equal(w.byId("copy-answer").hidden, false, "the partial answer can be copied");
   w.click(w.byId("regenerate"));

@@ -9,7 +9,7 @@ const doneTurn = () => {
     turn_id: "t1",
     prompt: "What is attention?",
     answer: f.answer,
-    status: "done",
+    status: "answered",
     cited_sources: f.cited_sources,
     other_sources: f.other_sources,
     citations: f.citations,
@@ -48,7 +48,7 @@ test("history rebuilds answered turns with citations and sources", (t) => {
   assert.equal(w.byId("user-message").textContent, "What is attention?");
   const bubble = w.byId("assistant-message");
   assert.equal(bubble.getAttribute("data-turn-id"), "t1");
-  assert.equal(bubble.getAttribute("data-status"), "done");
+  assert.equal(bubble.getAttribute("data-status"), "answered");
   assert.equal(bubble.querySelector(".zc-meta-time").textContent, "3.5 s");
   assert.equal(w.allById("step").length, 2);
   assert.equal(w.allById("step")[1].querySelector(".zc-step-time").textContent, "0.4 s");
@@ -82,7 +82,7 @@ test("history brings a pending checkpoint card back, and it still resumes", (t) 
   w.model.py.set("busy", false);
   assert.equal(w.allById("assistant-message").length, 2);
   assert.equal(w.allById("step", bubbles[1]).length, 2);
-  assert.equal(bubbles[1].getAttribute("data-status"), "done");
+  assert.equal(bubbles[1].getAttribute("data-status"), "answered");
 });
 
 test("history shows failed and stopped turns, and a running turn keeps streaming", async (t) => {
@@ -91,13 +91,13 @@ test("history shows failed and stopped turns, and a running turn keeps streaming
     kind: "history",
     turns: [
       { ...doneTurn(), turn_id: "a", status: "error", answer: "", error: "Endpoint unreachable" },
-      { ...doneTurn(), turn_id: "b", status: "stopped", answer: "Half an" },
+      { ...doneTurn(), turn_id: "b", status: "cancelled", answer: "Half an" },
       { ...doneTurn(), turn_id: "c", status: "running", answer: "So far", steps: [{ phase: "read", label: "Reading" }] },
     ],
   });
   const [a, b, c] = w.allById("assistant-message");
   assert.equal(w.byId("message-error", a).textContent, "Endpoint unreachable");
-  assert.equal(b.getAttribute("data-status"), "stopped");
+  assert.equal(b.getAttribute("data-status"), "cancelled");
   assert.equal(w.byId("answer", b).textContent.trim(), "Half an");
   w.model.py.event({ type: "text_delta", turn_id: "c", text: " and more" });
   await w.frame();

@@ -63,6 +63,6 @@ test("stop before the kernel picked the turn up ends it locally", (t) => {
   w.ask("q");
   w.key(w.byId("chat-input"), "Escape");
   assert.equal(w.model.sentOf("stop").length, 1);
-  assert.equal(w.byId("assistant-message").getAttribute("data-status"), "stopped");
+  assert.equal(w.byId("assistant-message").getAttribute("data-status"), "cancelled");
   assert.equal(w.byId("send-button").hidden, false);
 });

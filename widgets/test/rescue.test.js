@@ -52,7 +52,7 @@ test("a side view of the panel's cell stuck after a reload gets the panel, which
   assert.equal(w.asked[0].options.headers.Authorization, "token tok");
   assert.equal(listeners(), 2, "the side view listens to the model like any view");
   assert.equal(w.model.sentOf("open_session").length, 2, "and asks for the session's history");
-  w.model.py.send({ kind: "history", turns: [{ turn_id: "a", prompt: "Q1", answer: "A1", status: "done", steps: [] }] });
+  w.model.py.send({ kind: "history", turns: [{ turn_id: "a", prompt: "Q1", answer: "A1", status: "answered", steps: [] }] });
   assert.equal(rescued.querySelectorAll('[data-testid="assistant-message"]').length, 1);
   w.side.remove(); // the researcher closes the side view
   await w.sleep(300);

@@ -122,8 +122,8 @@ test("an answer pointing elsewhere in the library asks once over the whole libra
   w.model.py.send({ kind: "turn_started", turn_id: "t1", prompt: "How does Raft elect a leader?" });
   w.model.py.event(sampleFinal({
     turn_id: "t1",
-    scope: { mode: "items", items: [{ key: "GARDEN", title: "Gardening" }], collections: [] },
-    widen_scope: { mode: "library", items: [], collections: [] },
+    chips: { mode: "items", items: [{ key: "GARDEN", title: "Gardening" }], collections: [] },
+    widen_chips: { mode: "library", items: [], collections: [] },
   }));
   const button = w.byId("widen-scope");
   assert.equal(button.textContent, "Search the whole library");

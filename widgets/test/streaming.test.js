@@ -120,7 +120,7 @@ test("the stop button appears while busy and sends stop", (t) => {
   w.model.py.event({ type: "text_delta", turn_id: "t1", text: "partial" });
   w.model.py.set("busy", false);
   const bubble = w.byId("assistant-message");
-  assert.equal(bubble.getAttribute("data-status"), "stopped");
+  assert.equal(bubble.getAttribute("data-status"), "cancelled");
   assert.equal(bubble.querySelector(".zc-meta-status").textContent, "Stopped");
   assert.equal(w.byId("answer").textContent.trim(), "partial", "the partial answer stays");
   assert.equal(stop.hidden, true);

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from zocrates_nb.bench.questions import QUESTIONS
-from zocrates_nb.widget_comm import RecordingComm, Sent
+from zocrates_nb.widget.recording import RecordingComm, Sent
 
 TARGET_FIRST_STEP_MS = 300.0
 WARM_UP = "What is dense retrieval?"
@@ -56,7 +56,7 @@ def _first(comm: RecordingComm, type_: str, after: float) -> Sent | None:
 
 async def _turns(app: Any, questions: list[str]) -> list[dict[str, Any]]:
     from zocrates_nb.widget import ChatWidget
-    from zocrates_nb.widget_comm import recording_comms, send_from_front_end
+    from zocrates_nb.widget.recording import recording_comms, send_from_front_end
 
     with recording_comms():
         widget = ChatWidget(app)
@@ -82,7 +82,7 @@ async def _turns(app: Any, questions: list[str]) -> list[dict[str, Any]]:
 async def _checkpoint_decision(app: Any) -> dict[str, Any]:
     """A turn paused at its checkpoint (budget 1); the card's "Synthesize" to the next step."""
     from zocrates_nb.widget import ChatWidget
-    from zocrates_nb.widget_comm import recording_comms, send_from_front_end
+    from zocrates_nb.widget.recording import recording_comms, send_from_front_end
 
     with recording_comms():
         widget = ChatWidget(app, budget=1, warm_up=False)
@@ -111,7 +111,7 @@ def _cold_child(home: str, mode: str) -> dict[str, Any]:
     """In a fresh process: open the panel, ask the first question (see the module docstring)."""
     from zocrates_nb.app import App
     from zocrates_nb.widget import ChatWidget, start_warm_up
-    from zocrates_nb.widget_comm import recording_comms, send_from_front_end
+    from zocrates_nb.widget.recording import recording_comms, send_from_front_end
 
     async def go() -> dict[str, Any]:
         t_open = time.perf_counter()

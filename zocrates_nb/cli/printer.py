@@ -1,8 +1,8 @@
 """One turn on the terminal: progress while it runs, then its record as text or as one JSON
-object `{session_id, turn_id, status, answer, cited_sources, other_sources, evidence,
-checkpoint, unsupported_claims, citations_verified, warnings, usage, seconds, model[, discovery]
-[, error]}` (a batch line adds its `id`). A
-discovery turn prints its candidates as a short list with their ids, for `stage add ID`."""
+object, the turn's `TurnView` (`session_id`, `turn_id`, `status`, `answer`, its sources cut to
+`SOURCE_KEYS`, `evidence`, `checkpoint`, `usage`, `error`, … every field of `TurnResult`; a
+batch line adds its `id`). A discovery turn prints its candidates as a short list with their
+ids, for `stage add ID`."""
 
 from __future__ import annotations
 
@@ -13,9 +13,15 @@ from typing import Any, TextIO
 
 from zocrates_nb.cli.client import Client
 from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, Thinking
-from zocrates_nb.turn import Discovery, Source, TurnResult, Usage
+from zocrates_nb.turn import CheckpointView, Discovery, TurnResult, TurnView, Usage
 
 SOURCE_KEYS = {"n", "item_key", "title", "authors", "year"}  # a source in `--json`
+PANEL_ONLY = {"chips", "widen_chips", "retry_id", "thinking"}  # the panel's display fields
+_JSON_SHAPE: dict[str, Any] = {
+    **{f: True for f in [*TurnView.model_fields, *TurnView.model_computed_fields]
+       if f not in PANEL_ONLY},
+    **{f: {"__all__": SOURCE_KEYS} for f in ("cited_sources", "other_sources", "elsewhere")},
+}  # fmt: skip
 
 
 class TurnPrinter:
@@ -86,31 +92,26 @@ class TurnPrinter:
                 return None
         return None
 
-    def result(self) -> dict[str, Any]:
+    def view(self) -> TurnView:
+        """The turn as every surface receives it (`TurnView`), its status as the stream ended."""
         r = self.record()
-        out: dict[str, Any] = {
-            "session_id": self.session_id,
-            "turn_id": self.turn_id,
-            "status": self.status,
-            "answer": self.final.answer if self.final else "",
-            "cited_sources": _sources(r.cited_sources) if r else [],
-            "other_sources": _sources(r.other_sources) if r else [],
-            "elsewhere": _sources(r.elsewhere) if r else [],
-            "widen_scope": r.widen_scope.model_dump(mode="json") if r and r.widen_scope else None,
-            "evidence": [e.model_dump(mode="json") for e in r.evidence] if r else [],
-            "checkpoint": self.checkpoint.model_dump(mode="json") if self.checkpoint else None,
-            "unsupported_claims": list(r.unsupported_claims) if r else [],
-            "citations_verified": r.citations_verified if r else None,
-            "warnings": list(r.warnings) if r else [],
-            "usage": (r.usage if r else Usage()).model_dump(mode="json"),
-            "seconds": r.seconds if r else round(time.monotonic() - self.t0, 3),
-            "model": r.model if r else "",
-        }
-        if r is not None and r.discovery is not None:
-            out["discovery"] = r.discovery.model_dump(mode="json")
-        if self.error is not None:
-            out["error"] = self.error.message
-        return out
+        if r is None:
+            r = TurnResult(session_id=self.session_id, turn_id=self.turn_id,
+                           seconds=round(time.monotonic() - self.t0, 3))  # fmt: skip
+        view = TurnView.of(r)
+        paused = None
+        if self.checkpoint is not None:  # the stored card, else the event's own
+            paused = view.checkpoint or CheckpointView(**self.checkpoint.model_dump())
+        changes = {"session_id": self.session_id or view.session_id,
+                   "turn_id": self.turn_id or view.turn_id, "status": self.status,
+                   "answer": self.final.answer if self.final else "", "checkpoint": paused,
+                   "error": self.error.message if self.error else view.error}  # fmt: skip
+        return view.model_copy(update=changes)
+
+    def result(self) -> dict[str, Any]:
+        """The turn as one JSON object: its `TurnView` without the panel's display fields,
+        each source cut to `SOURCE_KEYS`."""
+        return self.view().model_dump(mode="json", include=_JSON_SHAPE)
 
     def print_human(self) -> None:
         from zocrates_nb.retrieval.evidence import format_authors
@@ -151,9 +152,12 @@ class TurnPrinter:
                   file=o)  # fmt: skip
             if c.headline:
                 print(f"  {c.headline}", file=o)
-            print(f"  used {c.calls_used}/{c.budget} retrieval calls, "
-                  f"{c.words_used:,}/{c.word_ceiling:,} words"
-                  + (f", ${c.cost_usd:.4f} so far" if c.cost_usd is not None else ""), file=o)
+            print(
+                f"  used {c.calls_used}/{c.budget} retrieval calls, "
+                f"{c.words_used:,}/{c.word_ceiling:,} words"
+                + (f", ${c.cost_usd:.4f} so far" if c.cost_usd is not None else ""),
+                file=o,
+            )
             r = self.record()
             if r is not None and usage_line(r.usage):
                 print(f"  spent so far{usage_line(r.usage)}", file=o)
@@ -212,10 +216,6 @@ def print_discovery(d: Discovery, session_id: str, o: TextIO) -> None:
             print(f"  - {e}", file=o)
     if recommended:
         print(f"\nStage one with: zocrates-nb stage add ID --session {session_id}", file=o)
-
-
-def _sources(sources: list[Source]) -> list[dict[str, Any]]:
-    return [s.model_dump(mode="json", include=SOURCE_KEYS) for s in sources]
 
 
 def usage_line(usage: Usage) -> str:

@@ -20,7 +20,7 @@ from zocrates_nb.errors import ZocratesError
 from zocrates_nb.events import Event, event_from_json
 from zocrates_nb.server.schema import SessionDetail, SessionList
 from zocrates_nb.server.sse import aparse_sse
-from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult
+from zocrates_nb.turn import AskOptions, SessionSummary, TurnView
 
 SESSION_HEADER = "X-Zocrates-Session"
 
@@ -118,10 +118,10 @@ class RemoteClient:
         """The session with its turns, as the server shows it."""
         return SessionDetail.model_validate(self._fetch(f"sessions/{quote(session_id, safe='')}"))
 
-    def turn(self, turn_id: str, *, session_id: str | None = None) -> TurnResult:
+    def turn(self, turn_id: str, *, session_id: str | None = None) -> TurnView:
         """One turn as stored (in `session_id`, by default the last session streamed)."""
         sid = quote(session_id or self.last_session_id or "", safe="")
-        return TurnResult.model_validate(self._fetch(f"sessions/{sid}/turns/{quote(turn_id)}"))
+        return TurnView.model_validate(self._fetch(f"sessions/{sid}/turns/{quote(turn_id)}"))
 
     def _fetch(self, path: str) -> Any:
         try:

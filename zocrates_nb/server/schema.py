@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from zocrates_nb.errors import explain
 from zocrates_nb.events import CheckpointEvent
 from zocrates_nb.online import Candidate, Discovery
-from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult
+from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult, TurnView
 from zocrates_nb.writeback import SaveResult
 
 Action = Literal["extend_budget", "synthesize"]
@@ -74,7 +74,7 @@ class SessionDetail(BaseModel):
     title: str
     created: datetime
     updated: datetime
-    turns: list[TurnResult]
+    turns: list[TurnView]
     messages: list[dict[str, Any]] = Field(description="The turns as chat bubbles, in order.")
     pending_checkpoint: CheckpointEvent | None = Field(
         None, description="The pending `CheckpointEvent` (with `interrupt_id`), or null."

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from tornado import web
 
 from zocrates_nb.app.describe import describe_error
-from zocrates_nb.app.limits import check_scope
 from zocrates_nb.app.runner import OnBegin
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.events import CheckpointEvent, Event
@@ -26,7 +25,7 @@ from zocrates_nb.sessions import (
     SessionBusy,
     SessionNotFound,
 )
-from zocrates_nb.turn import TurnResult
+from zocrates_nb.turn import TurnResult, TurnView
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -49,12 +48,12 @@ def http_error(e: BaseException) -> web.HTTPError:
 def check_chat(app: App, req: ChatRequest) -> None:
     """Refuse before streaming: a scope too large or naming what the index lacks (400), an
     unknown session (404), a pending checkpoint or a turn running in it (409)."""
-    check_scope(app.library_index, app.settings.limits, req.options().scope)
+    app.check_scope(req.options().scope)
     if req.session_id is None:
         return
     try:
         pending = app.session(req.session_id).pending_checkpoint
-        running = app.store.running_turn(req.session_id)
+        running = app.running_turn(req.session_id)
     except SessionNotFound as e:
         raise http_error(e) from None
     if running is not None:
@@ -108,7 +107,7 @@ def session_list(app: App) -> SessionList:
 def session_detail(app: App, session_id: str) -> SessionDetail:
     try:
         summary = app.session(session_id)
-        turns = app.history(session_id)
+        turns = [TurnView.of(t) for t in app.history(session_id)]
     except SessionNotFound as e:
         raise http_error(e) from None
     pending = next((CheckpointEvent.of(t) for t in turns if t.checkpoint is not None), None)
@@ -124,28 +123,18 @@ def session_detail(app: App, session_id: str) -> SessionDetail:
 
 
 def bubbles(turn: TurnResult) -> list[dict[str, Any]]:
-    """A turn as chat bubbles: the user's message, then the assistant's (when there is one)."""
-    out: list[dict[str, Any]] = [{"role": "user", "text": turn.prompt, "turn_id": turn.turn_id}]
-    if turn.answer or turn.status != "running":
-        checkpoint = CheckpointEvent.of(turn)
-        out.append(
-            {
-                "role": "assistant",
-                "text": turn.answer,
-                "turn_id": turn.turn_id,
-                "status": turn.status,
-                "cited_sources": [s.model_dump(mode="json") for s in turn.cited_sources],
-                "other_sources": [s.model_dump(mode="json") for s in turn.other_sources],
-                "citations": [c.model_dump(mode="json") for c in turn.citations],
-                "checkpoint": checkpoint.model_dump(mode="json") if checkpoint else None,
-                "error": turn.error,
-            }
-        )
+    """A turn as chat bubbles: the user's message, then the assistant's (when there is one),
+    which is the turn's `TurnView` (without its evidence rows, which `turns` carries)."""
+    view = turn if isinstance(turn, TurnView) else TurnView.of(turn)
+    out: list[dict[str, Any]] = [{"role": "user", "text": view.prompt, "turn_id": view.turn_id}]
+    if view.answer or view.status != "running":
+        shown = view.model_dump(mode="json", exclude={"evidence"})
+        out.append({"role": "assistant", "text": view.answer, **shown})
     return out
 
 
-def turn_detail(app: App, session_id: str, turn_id: str) -> TurnResult:
+def turn_detail(app: App, session_id: str, turn_id: str) -> TurnView:
     try:
-        return app.turn(turn_id, session_id=session_id)
+        return TurnView.of(app.turn(turn_id, session_id=session_id))
     except SessionNotFound as e:
         raise http_error(e) from None

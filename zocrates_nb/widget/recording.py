@@ -56,13 +56,19 @@ class RecordingComm(BaseComm):
         """Custom messages (optionally of one `kind`), in order."""
         with self._lock:
             sent = list(self.sent)
-        return [s.content for s in sent if s.method == "custom"
-                and (kind is None or s.content.get("kind") == kind)]
+        return [
+            s.content
+            for s in sent
+            if s.method == "custom" and (kind is None or s.content.get("kind") == kind)
+        ]
 
     def events(self, type_: str | None = None) -> list[dict[str, Any]]:
         """The `event` payloads of `{kind: "event"}` messages (optionally of one type)."""
-        return [m["event"] for m in self.messages("event")
-                if type_ is None or m["event"].get("type") == type_]
+        return [
+            m["event"]
+            for m in self.messages("event")
+            if type_ is None or m["event"].get("type") == type_
+        ]
 
     def updates(self, trait: str) -> list[Any]:
         """Every value a trait was synced with, in order."""
@@ -88,8 +94,10 @@ class RecordingComm(BaseComm):
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise TimeoutError(f"no matching message within {timeout}s; sent: "
-                                   f"{[s.content.get('kind', s.content) for s in self.sent]}")
+                raise TimeoutError(
+                    f"no matching message within {timeout}s; sent: "
+                    f"{[s.content.get('kind', s.content) for s in self.sent]}"
+                )
             await asyncio.sleep(poll)
 
 

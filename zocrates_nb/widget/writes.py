@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.app.describe import describe_error
 from zocrates_nb.errors import UsageError
-from zocrates_nb.panel_records import save_message
+from zocrates_nb.widget import protocol as p
+from zocrates_nb.widget.records import save_message
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -28,7 +29,7 @@ class PanelWrites:
 
     app: App
     session_id: str
-    send: Callable[..., Any]
+    send_message: Callable[[p.Outbound], None]
     _spawn: Callable[[Callable[[], Any]], asyncio.Task[None]]
     refresh_staged: Callable[[], None]
     _writes: asyncio.Task[None] | None = None
@@ -37,15 +38,14 @@ class PanelWrites:
         if self._writes is not None and not self._writes.done():
             raise UsageError("a write to Zotero is still running: wait for its result")
 
-    def _on_save_note(self, msg: dict[str, Any]) -> None:
-        """`{kind: "save_note", turn_id, to, confirmed: true}` → one `note_result`."""
-        turn_id, to = str(msg.get("turn_id", "")), str(msg.get("to", ""))
-        reply = {"kind": "note_result", "turn_id": turn_id, "to": to, "ok": False}
+    def _on_save_note(self, msg: p.SaveNote) -> None:
+        """`save_note` → one `note_result`."""
+        turn_id, to = msg.turn_id, msg.to
         refusal = ("This answer is not in a session." if not self.session_id or not turn_id
                    else f"Save a note to {' or '.join(NOTE_TARGETS)}." if to not in NOTE_TARGETS
-                   else UNCONFIRMED if msg.get("confirmed") is not True else "")  # fmt: skip
+                   else UNCONFIRMED if not msg.confirmed else "")  # fmt: skip
         if refusal:
-            self.send({**reply, "message": refusal})
+            self.send_message(p.NoteResult(turn_id=turn_id, to=to, ok=False, message=refusal))
             return
         self._busy_writing()
         session_id = self.session_id
@@ -54,27 +54,26 @@ class PanelWrites:
             try:
                 result = await asyncio.to_thread(self.app.save_note, session_id, to=to,
                                                  turn_id=turn_id, confirmed=True)  # fmt: skip
-                done = {**reply, "ok": True,
-                        "message": result.message or f"Saved the answer as {result.where}."}
+                said = result.message or f"Saved the answer as {result.where}."
+                done = p.NoteResult(turn_id=turn_id, to=to, ok=True, message=said)
             except Exception as e:  # nothing written: say so plainly
-                done = {**reply, "message": describe_error(e, doing="Saving the note")}
-            self.send(done)
+                said = describe_error(e, doing="Saving the note")
+                done = p.NoteResult(turn_id=turn_id, to=to, ok=False, message=said)
+            self.send_message(done)
 
         self._writes = self._spawn(save)
 
-    def _on_add_papers(self, msg: dict[str, Any]) -> None:
-        """`{kind: "add_papers", ids: [DOI|arXiv id|ISBN], to, confirmed: true}` → one
-        `save_result` (as a save of the staging list answers)."""
-        to = str(msg.get("to", ""))
-        raw = msg.get("ids")
-        ids = [str(i).strip()[:200] for i in raw if isinstance(i, str) and i.strip()] \
-            if isinstance(raw, list) else []  # fmt: skip
+    def _on_add_papers(self, msg: p.AddPapers) -> None:
+        """`add_papers` (DOIs, arXiv ids, ISBNs) → one `save_result` (as a save of the staging
+        list answers)."""
+        to = msg.to
+        ids = [i.strip()[:200] for i in msg.ids if isinstance(i, str) and i.strip()]
         refusal = ("Name a paper: a DOI, an arXiv id or an ISBN." if not ids
                    else f"Add at most {MAX_IDENTIFIERS} papers at a time."
                    if len(ids) > MAX_IDENTIFIERS
-                   else UNCONFIRMED if msg.get("confirmed") is not True else "")  # fmt: skip
+                   else UNCONFIRMED if not msg.confirmed else "")  # fmt: skip
         if refusal:
-            self.send({"kind": "save_result", "ok": False, "to": to, "message": refusal})
+            self.send_message(p.SaveResult(ok=False, to=to, message=refusal))
             return
         self._busy_writing()
 
@@ -84,8 +83,7 @@ class PanelWrites:
                                                         confirmed=True)  # fmt: skip
                 reply = save_message(result, None, {c.id: c.title for c in found})
             except Exception as e:
-                reply = {"kind": "save_result", "ok": False, "to": to,
-                         "message": describe_error(e, doing="Adding")}  # fmt: skip
-            self.send(reply)
+                reply = p.SaveResult(ok=False, to=to, message=describe_error(e, doing="Adding"))
+            self.send_message(reply)
 
         self._writes = self._spawn(add)
