@@ -13,12 +13,12 @@ from zocrates_nb.config import Settings
 from zocrates_nb.redaction import redact, safe_url
 
 if TYPE_CHECKING:
-    from zocrates_nb.app.facade import App
+    from zocrates_nb.app.core import AppCore
 
 NOTHING_LEAVES = "nothing leaves this machine"
 
 
-def doctor(app: App) -> dict[str, Any]:
+def doctor(app: AppCore) -> dict[str, Any]:
     from zocrates_nb.retrieval.rerank import describe
 
     info: dict[str, Any] = {"home": str(app.home)}

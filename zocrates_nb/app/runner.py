@@ -63,7 +63,7 @@ from zocrates_nb.sessions.state import ActiveItem, SessionState
 from zocrates_nb.turn import AskOptions, CheckpointInfo, TurnResult
 
 if TYPE_CHECKING:
-    from zocrates_nb.app.facade import App
+    from zocrates_nb.app.core import AppCore
 
 _T = TypeVar("_T")
 log = logging.getLogger("zocrates_nb.app")
@@ -77,7 +77,7 @@ OnBegin = Callable[[str, str], None]
 class TurnRunner:
     """Runs the turns of one App (its store, index, settings and models)."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: AppCore) -> None:
         self.app = app
         self.store = app.store
 
@@ -384,6 +384,8 @@ class TurnRunner:
         collections: list[str],
         active: list[ActiveItemView],
     ) -> TurnContext:
+        from zocrates_nb.app.discovery import run_discovery  # (its network clients: when used)
+
         app = self.app
         return TurnContext(
             session_id=result.session_id,
@@ -401,8 +403,8 @@ class TurnRunner:
             active_items=active,
             # Discovery's one way out: the App's (library matching, candidates remembered in
             # this session's staging list for `stage add ID`).
-            discover=lambda query: app.discover(
-                query, limit=MAX_RECOMMENDATIONS, session_id=result.session_id
+            discover=lambda query: run_discovery(
+                app, query, limit=MAX_RECOMMENDATIONS, session_id=result.session_id
             ),
         )
 
