@@ -48,6 +48,12 @@ class Papers(AppCore):
 
         return candidates_of(self, session_id, staged=True)
 
+    def discovered(self, *, session_id: str | None = None) -> list[Candidate]:
+        """The candidates discovery remembered (staged or not), for `stage`."""
+        from zocrates_nb.app.discovery import candidates_of
+
+        return candidates_of(self, session_id, staged=False)
+
     def save_staged(
         self,
         to: str,

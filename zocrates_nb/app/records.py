@@ -15,7 +15,7 @@ from zocrates_nb.turn import Scope
 
 if TYPE_CHECKING:
     from zocrates_nb.index import IndexReport
-    from zocrates_nb.index.model import DocumentRecord, ItemRecord
+    from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
     from zocrates_nb.ingest.bundle import Bundle
 
 
@@ -66,6 +66,10 @@ class LibraryRecords(AppCore):
 
     def document(self, doc_key: str) -> DocumentRecord | None:
         return self.library_index.catalog.document(doc_key)
+
+    def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Passages by id, in the order asked (ids the index lacks left out)."""
+        return self.library_index.chunks(list(chunk_ids))
 
     def collections(self) -> dict[str, str]:
         """Collection key → its path ("Parent / Child"), for naming a scope."""

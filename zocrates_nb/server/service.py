@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from tornado import web
 
 from zocrates_nb.app.describe import describe_error
-from zocrates_nb.app.limits import check_scope
 from zocrates_nb.app.runner import OnBegin
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.events import CheckpointEvent, Event
@@ -49,12 +48,12 @@ def http_error(e: BaseException) -> web.HTTPError:
 def check_chat(app: App, req: ChatRequest) -> None:
     """Refuse before streaming: a scope too large or naming what the index lacks (400), an
     unknown session (404), a pending checkpoint or a turn running in it (409)."""
-    check_scope(app.library_index, app.settings.limits, req.options().scope)
+    app.check_scope(req.options().scope)
     if req.session_id is None:
         return
     try:
         pending = app.session(req.session_id).pending_checkpoint
-        running = app.store.running_turn(req.session_id)
+        running = app.running_turn(req.session_id)
     except SessionNotFound as e:
         raise http_error(e) from None
     if running is not None:
