@@ -59,7 +59,7 @@ def test_the_warm_up_loads_the_models_once_per_app_and_names_each_stage(sample_h
         fresh.warm_up(stages.append)
         assert stages == ["the search index and embedding model", "the offline engine",
                           "the reranker"]
-        assert fresh._engine is not None  # the turn will not load it again
+        assert fresh.models_ready()  # the turn will not load them again
         warm = start_warm_up(fresh)
         assert start_warm_up(fresh) is warm, "one load per App, however many panels"
         assert warm.done.wait(120)
@@ -167,7 +167,7 @@ def test_the_empty_screen_shows_at_once_and_its_examples_follow_from_the_library
     examples = run(comm.wait_for(lambda c: c.updates("library")[-1]["examples"], 60))
     assert widget.library["examples"] == examples and widget.library["items"] == 4
     # Drawn from the library's own sections, each naming the paper it asks about.
-    titles = [i.title for i in app.library_index.items()]
+    titles = [i.title for i in app.items()]
     assert examples == [
         "What does “Hybrid Retrieval for Research Libraries: A Practical Primer” say about "
         "reciprocal rank fusion?",
@@ -218,7 +218,7 @@ def test_sources_from_zotero_link_to_the_item_and_its_pdf(tmp_path: Path, app: A
         final = comm.events("final")[0]
         assert final["cited_sources"][0]["links"]["pdf"].startswith("zotero://open-pdf/")
     # Folder and sample items are not in Zotero: no links.
-    key = app.library_index.items()[0].key
+    key = app.items()[0].key
     assert zotero_links(app, key) == {}
 
 

@@ -197,7 +197,7 @@ def test_stop_cancels_the_running_turn_without_an_error_and_the_session_stays_us
     assert running["turn_id"] == comm.messages("turn_started")[0]["turn_id"]
     assert not widget.running and widget.busy is False
     assert comm.events("error") == [] and comm.events("final") == []
-    turn = app.store.get_turn(running["turn_id"])
+    turn = app.turn(running["turn_id"])
     assert turn.status == "cancelled"
 
     comm.clear()

@@ -68,7 +68,7 @@ def doctor(app: AppCore) -> dict[str, Any]:
 def _vector_health(index: Any) -> list[str]:
     """Chunk by chunk: every chunk has its vectors, and no vector lacks its chunk."""
     from zocrates_nb.errors import ZocratesError
-    from zocrates_nb.index.health import missing_vectors
+    from zocrates_nb.index.healing import missing_vectors
 
     try:
         missing, orphans = missing_vectors(index)
