@@ -4,11 +4,11 @@ hidden behind a lazy or typing-only import still counts."""
 
 from __future__ import annotations
 
-import ast
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
+from test_architecture import imported_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,23 +22,11 @@ def import_graph(root: Path, package: str = "zocrates_nb") -> dict[str, set[str]
     """Module → the package's modules it imports. A package's own ancestors are left out:
     Python has initialised them before the module runs, whatever it imports."""
     files = {module_name(p, root): p for p in (root / package).rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, path in files.items():
-        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        named: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if isinstance(node, ast.Import):
-                named.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = here.split(".")[: len(here.split(".")) - node.level + 1]
-                    base = ".".join([*up, base] if base else up)
-                named.add(base)
-                named.update(f"{base}.{alias.name}" for alias in node.names)
-        graph[name] = {m for m in named if m in files and m != name
-                       and not name.startswith(f"{m}.")}  # fmt: skip
-    return graph
+    return {
+        name: {m for m in imported_modules(path, root)
+               if m in files and m != name and not name.startswith(f"{m}.")}
+        for name, path in files.items()
+    }  # fmt: skip
 
 
 def circle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -22,6 +22,7 @@ raises `CheckpointClaimed`.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -59,17 +60,9 @@ class App(LibraryRecords, Papers):
     in concerns: the parts and sessions (core.py), the library (records.py), papers beyond it
     (papers.py), and turns (here)."""
 
-    def __init__(
-        self,
-        home: Path,
-        overrides: dict[str, Any] | None = None,
-        *,
-        index: Index | None = None,
-        store: SessionStore | None = None,
-        role_models: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(home, overrides, index=index, store=store, role_models=role_models)
-        self._runner = TurnRunner(self)
+    @functools.cached_property
+    def _runner(self) -> TurnRunner:
+        return TurnRunner(self)
 
     @classmethod
     def open(
