@@ -13,7 +13,7 @@ from zocrates_nb.agents.offline import OfflineEngine
 from zocrates_nb.agents.runtime import Roles, resolve_roles
 from zocrates_nb.app import library
 from zocrates_nb.app.library import IndexStatus
-from zocrates_nb.app.limits import check_scope
+from zocrates_nb.app.limits import check_scope as refuse_scope
 from zocrates_nb.config import ConfigError, LimitsSettings, Settings
 from zocrates_nb.errors import UsageError
 from zocrates_nb.retrieval import library_lexicon
@@ -57,7 +57,8 @@ def overrides_from_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 class AppCore:
-    """zocrates-nb on one data home: the index, the session store, the agents."""
+    """What every concern of `App` stands on: the data home's settings, index, session store
+    and models, and its sessions."""
 
     def __init__(
         self,
@@ -169,15 +170,16 @@ class AppCore:
     def roles(self, model: str | None = None) -> Roles:
         return resolve_roles(self.registry, self.engine, model, self.role_models)
 
-    def _check_scope(self, scope: Scope) -> None:
-        """A scope too large or naming what the index lacks is refused at once (limits.py)."""
+    def check_scope(self, scope: Scope) -> None:
+        """Refuse a scope too large or naming what the index lacks, before a turn or search
+        starts (limits.py)."""
         if not scope.items and not scope.collections:
             return
         try:
             limits = self.settings.limits
         except ConfigError:  # the turn (or search) says what is wrong with the file
             limits = LimitsSettings()
-        check_scope(self.library_index, limits, scope)
+        refuse_scope(self.library_index, limits, scope)
 
     def _writable_index(self) -> Index:
         """The index for an indexing run: a catalogue too damaged to open is rebuilt."""

@@ -116,7 +116,7 @@ class App(LibraryRecords, Papers):
             opts = AskOptions.of(options, **option_kwargs)
         except ValidationError as e:
             raise UsageError.invalid(e) from None
-        self._check_scope(opts.scope)
+        self.check_scope(opts.scope)
         if session_id is None:
             session_id = self.new_session()
         else:

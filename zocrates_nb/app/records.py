@@ -75,10 +75,6 @@ class LibraryRecords(AppCore):
         """Collection key → its path ("Parent / Child"), for naming a scope."""
         return self.library_index.collection_paths()
 
-    def check_scope(self, scope: Scope) -> None:
-        """Refuse a scope too large or naming what the index lacks (before a turn starts)."""
-        self._check_scope(scope)
-
     def search(
         self,
         query: str,
@@ -91,7 +87,7 @@ class LibraryRecords(AppCore):
         """Hybrid (BM25 + dense) search, within items or collections when given."""
         query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
         scope = Scope(items=list(items or []), collections=list(collections or []))
-        self._check_scope(scope)
+        self.check_scope(scope)
         return library.search(self.library_index, query, scope, chunk_type=chunk_type,
                               limit=limit)  # fmt: skip
 
