@@ -143,7 +143,7 @@ def test_proactive_checkpoint_then_extension_scales_ceilings(
     assert final.type == "final", final
     record = app.turn(cp.turn_id)
     assert record.extensions == 2 and record.tool_calls == 3
-    assert app.store.pending_checkpoint(cp.session_id) is None
+    assert app.pending_checkpoint(cp.session_id) is None
     assert any(
         "maximum of 2" in str(p.content)
         for m in rec.seen["search"][-1]
@@ -187,7 +187,7 @@ def test_checkpoint_blocks_new_questions_until_resolved(tmp_path: Path, small_in
     # Synthesizing answers with the first pass's evidence and clears the snapshot.
     turns = app.history(cp.session_id)
     assert [t.status for t in turns] == ["answered", "answered", "answered"]
-    assert app.store.pending_checkpoint(cp.session_id) is None
+    assert app.pending_checkpoint(cp.session_id) is None
 
 
 def test_coverage_gate_injects_outlines_from_the_first_turn(

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.corpus
 def corpus_app(corpus_index: Any) -> Iterator[App]:
     app = App.open(corpus_index.home, index=corpus_index.index)
     yield app
-    app.store.close()
+    app.close()
 
 
 @pytest.mark.parametrize(

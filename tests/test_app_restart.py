@@ -207,7 +207,7 @@ def test_a_checkpoint_another_process_resumes_is_refused_until_it_dies(
         assert other.exitcode == -signal.SIGKILL
         final = terminal(run(app.resume(cp.session_id, cp.interrupt_id, "synthesize")))
         assert final.type == "final" and final.turn_id == cp.turn_id
-        assert app.store.pending_checkpoint(cp.session_id) is None
+        assert app.pending_checkpoint(cp.session_id) is None
         assert [t.status for t in app.history(cp.session_id)] == ["answered"]
     finally:
         if other.is_alive():
@@ -231,7 +231,7 @@ def test_a_resume_that_fails_leaves_the_checkpoint_resumable(
     try:
         error = terminal(run(app.resume(cp.session_id, cp.interrupt_id, "extend_budget")))
         assert error.type == "error" and error.retryable and error.turn_id == cp.turn_id
-        pending = app.store.pending_checkpoint(cp.session_id)
+        pending = app.pending_checkpoint(cp.session_id)
         assert pending is not None and pending.interrupt_id == cp.interrupt_id
         assert pending.claim is None  # nobody holds it: the researcher can retry
         turn = app.history(cp.session_id)[-1]
@@ -257,7 +257,7 @@ def test_while_a_resume_runs_others_are_refused_and_a_stop_leaves_it_waiting(
     def meanwhile(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         """The search model of the running resume: others try to resume, then the user stops."""
         assert app is not None and loop is not None and cancel is not None
-        claimed = app.store.pending_checkpoint(cp.session_id)
+        claimed = app.pending_checkpoint(cp.session_id)
         assert claimed is not None and claimed.claim is not None
         try:
             app.resume(cp.session_id, cp.interrupt_id, "synthesize")
@@ -270,7 +270,7 @@ def test_while_a_resume_runs_others_are_refused_and_a_stop_leaves_it_waiting(
             env=_env(),
             timeout=120,
         )
-        renewed = app.store.pending_checkpoint(cp.session_id)
+        renewed = app.pending_checkpoint(cp.session_id)
         assert renewed is not None and renewed.claim is not None
         seen["heartbeat"] = renewed.claim.renewed > claimed.claim.renewed
         loop.call_soon_threadsafe(cancel.set)
@@ -306,7 +306,7 @@ def test_while_a_resume_runs_others_are_refused_and_a_stop_leaves_it_waiting(
         assert "already being resumed" in cli.stderr.decode()
         assert f"pid {os.getpid()}" in cli.stderr.decode()
 
-        pending = app.store.pending_checkpoint(cp.session_id)
+        pending = app.pending_checkpoint(cp.session_id)
         assert pending is not None and pending.interrupt_id == cp.interrupt_id
         assert pending.claim is None
         assert app.history(cp.session_id)[-1].status == "checkpoint"

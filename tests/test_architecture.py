@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "zocrates_nb"
 # Root modules every room may use; they import only each other (turn and errors: nothing).
-BASE = ("__init__", "turn", "errors", "events", "text", "config", "redaction", "citelinks",
+BASE = ("__init__", "turn", "errors", "events", "text", "config", "redaction", "citelinks", "names",
         "sample")  # fmt: skip
 # The rooms from the bottom up: each may import those before it (and the base modules).
 ROOMS = ("library", "ingest", "index", "retrieval", "online", "writeback", "sessions", "agents",

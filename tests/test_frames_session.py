@@ -55,8 +55,8 @@ def test_an_empty_session_gives_empty_frames_with_the_same_columns(app: App) -> 
                            (audit_frame(app, sid), AUDIT_COLUMNS)):
         assert frame.empty
         assert_dtypes(frame, columns)
-    # A store or a data home path work as well as the App.
-    assert_dtypes(evidence_frame(app.store, sid), EVIDENCE_COLUMNS)
+    # A data home path (a Path or its text) works as well as the App.
+    assert_dtypes(evidence_frame(str(app.home), sid), EVIDENCE_COLUMNS)
     assert_dtypes(audit_frame(app.home, sid), AUDIT_COLUMNS)
 
 
@@ -160,12 +160,9 @@ def test_library_frame_lists_items_with_their_index_status(
         "# Raft in brief\n\n## 1 Leader election\n\nA follower that hears no heartbeat becomes a "
         "candidate and asks the other servers for votes.\n", "utf-8")
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a PDF")
-    from zocrates_nb.index import Index, index_library
-    from zocrates_nb.library import open_library
-
-    with Index.open(tmp_path / "home") as index:
-        index_library(open_library(folder=folder), index, progress=False)
-        frame = library_frame(index).set_index("title")
+    with App.open(tmp_path / "home") as folder_app:
+        folder_app.index(folder=folder)
+        frame = library_frame(folder_app).set_index("title")
     assert_dtypes(frame.reset_index()[list(LIBRARY_COLUMNS)], LIBRARY_COLUMNS)
     raft = frame.loc["Raft in brief"]
     assert raft["status"] == "indexed" and raft["collections"] == ["systems"]

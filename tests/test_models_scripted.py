@@ -378,7 +378,7 @@ def test_a_failed_answer_keeps_the_search_and_synthesize_writes_it_again(
     assert turn.status == "answered" and turn.error is None
     assert turn.usage.requests == llm.usage()["requests"]
     # Only `synthesize` retries a failed answer; a new question simply moves on.
-    assert app.store.pending_checkpoint(sid) is None
+    assert app.pending_checkpoint(sid) is None
 
 
 def test_a_new_question_supersedes_a_failed_answer(
@@ -397,7 +397,7 @@ def test_a_new_question_supersedes_a_failed_answer(
     final = terminal(run(app.ask("And log replication?", session_id=sid, hitl=False)))
     assert final.type == "final"
     assert [t.status for t in app.history(sid)] == ["error", "answered"]
-    assert app.store.pending_checkpoint(sid) is None
+    assert app.pending_checkpoint(sid) is None
 
 
 # ---------------------------------------------------------------------------- context economy

@@ -32,7 +32,7 @@ TITLES = {
 def corpus_app(corpus_index: Any) -> Iterator[App]:
     app = App.open(corpus_index.home, index=corpus_index.index)
     yield app
-    app.store.close()
+    app.close()
 
 
 def sections(answer: str) -> dict[str, list[str]]:
@@ -93,7 +93,7 @@ def test_a_turn_embeds_no_stored_vector_and_nothing_twice(corpus_app: App) -> No
     assert final.type == "final" and final.cited_sources
     assert meter.repeats == 0  # nothing embedded twice in one turn
     record = corpus_app.turn(final.turn_id)
-    chunks = corpus_app.library_index.chunks([e.chunk_id for e in record.evidence])
+    chunks = corpus_app.chunks([e.chunk_id for e in record.evidence])
     assert chunks  # passages the search returned, with their vectors in the index
     stored = [t for c in chunks for t in dense_texts(c)]
     assert not [t for t in stored if meter.sent(t)]  # the index's own vectors were reused

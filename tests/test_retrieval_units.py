@@ -10,8 +10,9 @@ import pytest
 from zocrates_nb.config import RetrievalSettings
 from zocrates_nb.index.model import Chunk, Hit
 from zocrates_nb.ingest.bundle import Asset, Section, Toc
+from zocrates_nb.names import format_authors, last_name
 from zocrates_nb.retrieval.assets import normalize_asset_ids, resolve_asset
-from zocrates_nb.retrieval.evidence import format_authors, format_evidence, last_name
+from zocrates_nb.retrieval.evidence import format_evidence
 from zocrates_nb.retrieval.joining import join_adjacent
 from zocrates_nb.retrieval.rerank import filter_substantive, is_substantive, trim_to_words
 from zocrates_nb.retrieval.state import (

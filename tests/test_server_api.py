@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
+from httpx_sse import EventSource, ServerSentEvent
 
 from zocrates_nb.events import CheckpointEvent, Event, Final, event_from_json
 from zocrates_nb.server.client import RemoteClient, ServerError
-from zocrates_nb.server.sse import parse_sse
 from zocrates_nb.server.testing import JupyterServer
 
 FACTUAL = "How does reciprocal rank fusion combine the lexical and dense rankings?"
@@ -114,12 +114,17 @@ def test_unknown_sessions_are_404(server: JupyterServer) -> None:
 
 
 # --- odd input, plain errors, one turn per session ---------------------------------------------
+def _messages(response: httpx.Response) -> Iterator[ServerSentEvent]:
+    """The stream's messages as any SSE client reads them (keepalive comments left out)."""
+    return (m for m in EventSource(response).iter_sse() if m.data)
+
+
 def _stream(server: JupyterServer, body: bytes) -> tuple[str, list[Event]]:
     with _http(server) as http, http.stream(
         "POST", "zocrates/chat", content=body, headers={"Content-Type": "application/json"}
     ) as response:
         assert response.status_code == 200, response.read()
-        events = [event_from_json(json.loads(m.data)) for m in parse_sse(response.iter_lines())]
+        events = [event_from_json(json.loads(m.data)) for m in _messages(response)]
         return response.headers["X-Zocrates-Session"], events
 
 
@@ -244,7 +249,7 @@ def test_chat_streams_typed_events_as_they_happen(server: JupyterServer) -> None
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         session_id = response.headers["X-Zocrates-Session"]
-        for message in parse_sse(response.iter_lines()):
+        for message in _messages(response):
             event = event_from_json(json.loads(message.data))
             arrivals.append((time.monotonic(), message.event, event))
             if len(arrivals) == 1:
@@ -281,7 +286,7 @@ def test_a_client_that_leaves_mid_stream_loses_nothing(server: JupyterServer) ->
         "POST", "zocrates/chat", json={"prompt": FACTUAL}
     ) as response:
         session_id = response.headers["X-Zocrates-Session"]
-        first = next(parse_sse(response.iter_lines()))
+        first = next(_messages(response))
         assert first.event != "final"
     # Connection closed after one event: the turn goes on and is saved.
     deadline = time.monotonic() + 240

@@ -117,3 +117,15 @@ def test_a_plain_pip_install_enables_the_extension(tmp_path: Path) -> None:
         check=True, capture_output=True, text=True,
     ).stdout
     assert where.startswith(str(venv)), where  # validated from the wheel, not the checkout
+
+
+def test_every_route_in_the_table_is_served_by_the_methods_it_documents() -> None:
+    """The one route table: what the server registers is what the document describes."""
+    from zocrates_nb.server.handlers import API, ROUTES, ZocratesHandler
+
+    assert [handler for _, handler in ROUTES] == [r.handler for r in API]
+    for route in API:
+        served = {m for m in ("get", "post", "put", "delete", "patch")
+                  if getattr(route.handler, m) is not getattr(ZocratesHandler, m)}  # fmt: skip
+        assert served == {op.method for op in route.ops}, route.path
+    assert ROUTES[4][0] == r"/zocrates/sessions/(?P<session_id>[^/]+)/turns/(?P<turn_id>[^/]+)"

@@ -181,7 +181,7 @@ def test_old_turns_render_and_the_old_checkpoint_resumes_to_an_answer(
         (done,) = app.history(sid)
         assert done.status == "answered" and done.checkpoint is None
         assert done.usage.output_tokens > paused.usage.output_tokens  # the first part counted
-        assert app.store.pending_checkpoint(sid) is None
+        assert app.pending_checkpoint(sid) is None
 
 
 def test_a_newer_file_is_refused_not_downgraded(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def test_the_warm_up_loads_the_models_once_per_app_and_names_each_stage(sample_h
         fresh.warm_up(stages.append)
         assert stages == ["the search index and embedding model", "the offline engine",
                           "the reranker"]
-        assert fresh._engine is not None  # the turn will not load it again
+        assert fresh.models_ready()  # the turn will not load them again
         warm = start_warm_up(fresh)
         assert start_warm_up(fresh) is warm, "one load per App, however many panels"
         assert warm.done.wait(120)

@@ -1,26 +1,27 @@
 """pandas views of what a session searched, read and cited, and of what the library holds.
 
 Read-only: the frames flatten the session's `TurnResult`s (their evidence rows and usage) and
-the index catalogue, never re-running anything. Every frame has fixed columns with nullable pandas
+the index catalogue, never re-running anything; they read through an `App` (given, or opened on a
+data home path for the call). Every frame has fixed columns with nullable pandas
 dtypes (listed in the *_COLUMNS mappings below), so an empty session gives an empty frame with the
 same columns and dtypes, and code written against a full frame works on an empty one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from zocrates_nb.sessions import SessionStore
 from zocrates_nb.turn import Scope, TurnResult
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
-    from zocrates_nb.index import Index
     from zocrates_nb.online import Candidate, Discovery
+
 
 # One row per evidence chunk a turn gathered: what the synthesizer was given (ranked, in order),
 # then the other passages the search found.
@@ -122,22 +123,16 @@ def _frame(rows: list[dict[str, Any]], columns: Mapping[str, str]) -> pd.DataFra
 
 
 # ---------------------------------------------------------------------------- sources
-def _turns(source: App | SessionStore | str | Path, session_id: str) -> list[TurnResult]:
-    """A session's turns from an App, a store, or a data home path."""
-    if isinstance(source, str | Path):
-        return SessionStore.open(Path(source).expanduser()).turns(session_id)
-    if isinstance(source, SessionStore):
-        return source.turns(session_id)
-    return source.history(session_id)
+@contextlib.contextmanager
+def _app(source: App | str | Path) -> Iterator[App]:
+    """The App given, or one opened on a data home path for the length of the call."""
+    if not isinstance(source, str | Path):
+        yield source
+        return
+    from zocrates_nb.app import App
 
-
-def _index(source: Any) -> Any:
-    """An App's index, an Index, or the index of a data home path."""
-    if isinstance(source, str | Path):
-        from zocrates_nb.index import Index
-
-        return Index.open(Path(source).expanduser())
-    return getattr(source, "library_index", source)
+    with App.open(Path(source).expanduser()) as app:
+        yield app
 
 
 def _pick_turns(turns: list[TurnResult], turn: int | str | None) -> list[TurnResult]:
@@ -159,7 +154,7 @@ def _pick_turns(turns: list[TurnResult], turn: int | str | None) -> list[TurnRes
 
 # ---------------------------------------------------------------------------- evidence
 def evidence_frame(
-    source: App | SessionStore | str | Path, session_id: str, turn: int | str | None = None
+    source: App | str | Path, session_id: str, turn: int | str | None = None
 ) -> pd.DataFrame:
     """One row per evidence chunk of a session's turns (or of one turn: its number or id).
 
@@ -167,35 +162,35 @@ def evidence_frame(
     the order the synthesizer saw them in (the reranked evidence), then the other gathered
     passages (`ranked` false). A turn paused at a checkpoint lists what it gathered so far.
     """
-    rows = [
-        {"turn": t.index, "turn_id": t.turn_id, **e.model_dump()}
-        for t in _pick_turns(_turns(source, session_id), turn)
-        for e in t.evidence
-    ]
-    if not isinstance(source, SessionStore | str | Path):
-        _fill_chunk_types(rows, source.library_index)
+    with _app(source) as app:
+        rows = [
+            {"turn": t.index, "turn_id": t.turn_id, **e.model_dump()}
+            for t in _pick_turns(app.history(session_id), turn)
+            for e in t.evidence
+        ]
+        _fill_chunk_types(rows, app)
     return _frame(rows, EVIDENCE_COLUMNS)
 
 
-def _fill_chunk_types(rows: list[dict[str, Any]], index: Any) -> None:
+def _fill_chunk_types(rows: list[dict[str, Any]], app: App) -> None:
     """Rows stored by the first release lack their chunk type: the index knows it."""
     missing = [r["chunk_id"] for r in rows if not r["chunk_type"]]
     if missing:
-        types = {c.chunk_id: c.chunk_type for c in index.chunks(missing)}
+        types = {c.chunk_id: c.chunk_type for c in app.chunks(missing)}
         for r in rows:
             r["chunk_type"] = r["chunk_type"] or types.get(r["chunk_id"])
 
 
 # ---------------------------------------------------------------------------- audit
-def audit_frame(source: App | SessionStore | str | Path, session_id: str) -> pd.DataFrame:
+def audit_frame(source: App | str | Path, session_id: str) -> pd.DataFrame:
     """One row per turn of a session: what was asked and searched, what it used and cost.
 
-    Columns and dtypes: `AUDIT_COLUMNS`. Given an App, collections are shown by name.
+    Columns and dtypes: `AUDIT_COLUMNS`; collections are shown by name.
     """
-    names: dict[str, str] = {}
-    if not isinstance(source, SessionStore | str | Path):
-        names = source.library_index.collection_paths()
-    return _frame([_audit_row(t, names) for t in _turns(source, session_id)], AUDIT_COLUMNS)
+    with _app(source) as app:
+        turns = app.history(session_id)
+        names = app.collections() if any(t.scope.collections for t in turns) else {}
+    return _frame([_audit_row(t, names) for t in turns], AUDIT_COLUMNS)
 
 
 def _audit_row(t: TurnResult, names: Mapping[str, str]) -> dict[str, Any]:
@@ -231,32 +226,38 @@ def describe_scope(scope: Scope, names: Mapping[str, str] | None = None) -> str:
 
 
 # ---------------------------------------------------------------------------- library
-def library_frame(source: App | Index | str | Path) -> pd.DataFrame:
+def library_frame(source: App | str | Path) -> pd.DataFrame:
     """One row per library item with its index status. Columns and dtypes: `LIBRARY_COLUMNS`."""
-    index = _index(source)
-    paths: dict[str, str] = index.collection_paths()
+    with _app(source) as app:
+        paths = app.collections()
+        documents, items = app.documents(), app.items()
     by_item: dict[str, list[Any]] = {}
-    for doc in index.documents():
+    for doc in documents:
         by_item.setdefault(doc.item_key, []).append(doc)
     rows = []
-    for item in index.items():
+    for item in items:
         docs = by_item.get(item.key, [])
-        rows.append({
-            "item_key": item.key,
-            "item_type": item.item_type,
-            "title": item.title,
-            "authors": list(item.authors),
-            "year": item.year,
-            "venue": item.venue,
-            "doi": item.doi,
-            "collections": sorted(paths.get(k, k) for k in item.collections),
-            "documents": len(docs),
-            "indexed": sum(d.status == "done" for d in docs),
-            "chunks": sum(int(d.n_chunks or 0) for d in docs if d.status == "done"),
-            "status": _item_status(d.status for d in docs),
-            "problem": "; ".join(f"{d.doc_key}: {d.error}" for d in docs
-                                 if d.error and d.status in ("error", "skipped")),
-        })
+        rows.append(
+            {
+                "item_key": item.key,
+                "item_type": item.item_type,
+                "title": item.title,
+                "authors": list(item.authors),
+                "year": item.year,
+                "venue": item.venue,
+                "doi": item.doi,
+                "collections": sorted(paths.get(k, k) for k in item.collections),
+                "documents": len(docs),
+                "indexed": sum(d.status == "done" for d in docs),
+                "chunks": sum(int(d.n_chunks or 0) for d in docs if d.status == "done"),
+                "status": _item_status(d.status for d in docs),
+                "problem": "; ".join(
+                    f"{d.doc_key}: {d.error}"
+                    for d in docs
+                    if d.error and d.status in ("error", "skipped")
+                ),
+            }
+        )
     return _frame(rows, LIBRARY_COLUMNS)
 
 
@@ -270,13 +271,12 @@ def candidates_frame(
     (its staging list with `staged=True`) for the data home or `session_id`. Columns and
     dtypes: `CANDIDATE_COLUMNS`."""
     from zocrates_nb.app import App
-    from zocrates_nb.app.discovery import candidates_of
     from zocrates_nb.online import Discovery
 
     if isinstance(source, Discovery):
         found: Iterable[Candidate] = source.candidates
     elif isinstance(source, App):
-        found = candidates_of(source, session_id, staged=staged)
+        found = (source.staged if staged else source.discovered)(session_id=session_id)
     else:
         found = source
     return _frame([c.model_dump(mode="json") for c in found], CANDIDATE_COLUMNS)

@@ -141,6 +141,10 @@ class QuestionPart(_Record):
     covered: bool | None = None  # evidence in scope bears on it (None: not judged)
 
 
+# The model a role's usage names when the embedded offline engine played it.
+OFFLINE_DISPLAY = "embedded offline engine (no language model)"
+
+
 class RoleUsage(_Record):
     """Requests, tokens and cost of one role over a turn (and its resumptions)."""
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import Protocol
 
 from pydantic_ai.exceptions import ModelAPIError
 
@@ -17,8 +17,24 @@ from zocrates_nb.redaction import redact, safe_url
 
 log = logging.getLogger(__name__)
 
-if TYPE_CHECKING:
-    from zocrates_nb.agents.models import ResolvedModel
+
+class _Spec(Protocol):
+    @property
+    def key_env(self) -> str | None: ...
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def model_string(self) -> str | None: ...
+
+
+class _Resolved(Protocol):
+    """What a message needs of a role's `ResolvedModel` (agents/models.py, which imports this
+    module: so the shape, not the class)."""
+
+    @property
+    def spec(self) -> _Spec: ...
+    @property
+    def settings(self) -> Mapping[str, object]: ...
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -112,7 +128,7 @@ _DROPPED_TEXT = (
 
 def describe_model_error(
     exc: BaseException,
-    resolved: ResolvedModel | None = None,
+    resolved: _Resolved | None = None,
     *,
     role: str | None = None,
     elapsed: float | None = None,
@@ -183,7 +199,9 @@ def describe_model_error(
     ):
         # The whole call's deadline or one attempt's (its timeout is the same setting): one
         # sentence whichever fired first, on every route.
-        timeout = next((e.timeout for e in chain if isinstance(e, x.ModelRequestTimeout)), None)
+        timeout: object = next(
+            (e.timeout for e in chain if isinstance(e, x.ModelRequestTimeout)), None
+        )
         if timeout is None and resolved is not None:
             timeout = resolved.settings.get("request_timeout")
         text = (

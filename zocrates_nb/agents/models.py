@@ -40,8 +40,7 @@ from zocrates_nb.agents.role_spec import ROLE_THINKING, Role, RoleSpec, role_spe
 from zocrates_nb.agents.telemetry import configure_telemetry
 from zocrates_nb.config import ROLES, ConfigError, ConfigWatcher, Settings
 from zocrates_nb.redaction import is_local_url, redact, safe_url
-
-OFFLINE_DISPLAY = "embedded offline engine (no language model)"
+from zocrates_nb.turn import OFFLINE_DISPLAY
 
 
 class ModelConfigError(ConfigError):

@@ -16,13 +16,13 @@ from zocrates_nb.sessions.writes import WriteLedger
 from zocrates_nb.writeback import SaveResult
 
 if TYPE_CHECKING:
-    from zocrates_nb.app.facade import App
+    from zocrates_nb.app.core import AppCore
 
 MAX_IDENTIFIERS = 50
 ADD_TARGETS = ("connector", "web")
 
 
-def lookup(app: App, identifiers: Sequence[str]) -> tuple[list[Candidate], dict[str, str]]:
+def lookup(app: AppCore, identifiers: Sequence[str]) -> tuple[list[Candidate], dict[str, str]]:
     """The paper each identifier names, and (identifier → why) those not found."""
     if not app.settings.online.enabled:
         raise OnlineDisabled()
@@ -47,7 +47,7 @@ def lookup(app: App, identifiers: Sequence[str]) -> tuple[list[Candidate], dict[
     return found, unknown
 
 
-def add(app: App, identifiers: Sequence[str], *, to: str = "connector", confirmed: bool,
+def add(app: AppCore, identifiers: Sequence[str], *, to: str = "connector", confirmed: bool,
         collection: str | None = None, tags: Sequence[str] | None = None,
         lost: str | None = None) -> tuple[SaveResult, list[Candidate]]:  # fmt: skip
     """Look the identifiers up and save the papers to Zotero (after `confirmed`): the result

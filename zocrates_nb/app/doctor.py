@@ -13,12 +13,12 @@ from zocrates_nb.config import Settings
 from zocrates_nb.redaction import redact, safe_url
 
 if TYPE_CHECKING:
-    from zocrates_nb.app.facade import App
+    from zocrates_nb.app.core import AppCore
 
 NOTHING_LEAVES = "nothing leaves this machine"
 
 
-def doctor(app: App) -> dict[str, Any]:
+def doctor(app: AppCore) -> dict[str, Any]:
     from zocrates_nb.retrieval.rerank import describe
 
     info: dict[str, Any] = {"home": str(app.home)}
@@ -68,7 +68,7 @@ def doctor(app: App) -> dict[str, Any]:
 def _vector_health(index: Any) -> list[str]:
     """Chunk by chunk: every chunk has its vectors, and no vector lacks its chunk."""
     from zocrates_nb.errors import ZocratesError
-    from zocrates_nb.index.health import missing_vectors
+    from zocrates_nb.index.healing import missing_vectors
 
     try:
         missing, orphans = missing_vectors(index)

@@ -31,7 +31,7 @@ from zocrates_nb.sessions.state import ActiveItem, SessionState
 from zocrates_nb.turn import AskOptions, CheckpointInfo, TurnResult
 
 if TYPE_CHECKING:
-    from zocrates_nb.app.facade import App
+    from zocrates_nb.app.core import AppCore
 
 _T = TypeVar("_T")
 log = logging.getLogger("zocrates_nb.app")
@@ -42,7 +42,7 @@ CANCELLED = "The turn was cancelled."
 class TurnRecorder:
     """The writing half of a turn runner: one App's store, written at a turn's ends."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: AppCore) -> None:
         self.app = app
         self.store = app.store
 

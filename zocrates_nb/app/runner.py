@@ -354,6 +354,8 @@ class TurnRunner(TurnRecorder):
         collections: list[str],
         active: list[ActiveItemView],
     ) -> TurnContext:
+        from zocrates_nb.app.discovery import run_discovery  # (its network clients: when used)
+
         app = self.app
         return TurnContext(
             session_id=result.session_id,
@@ -371,7 +373,7 @@ class TurnRunner(TurnRecorder):
             active_items=active,
             # Discovery's one way out: the App's (library matching, candidates remembered in
             # this session's staging list for `stage add ID`).
-            discover=lambda query: app.discover(
-                query, limit=MAX_RECOMMENDATIONS, session_id=result.session_id
+            discover=lambda query: run_discovery(
+                app, query, limit=MAX_RECOMMENDATIONS, session_id=result.session_id
             ),
         )

@@ -6,6 +6,7 @@ Writes happen only after the caller passes `confirmed=True`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -13,7 +14,8 @@ from typing import TYPE_CHECKING, Literal
 from zocrates_nb.citelinks import select_url
 from zocrates_nb.errors import UsageError, ZocratesError
 from zocrates_nb.online import Candidate
-from zocrates_nb.sessions.staging import Staging
+from zocrates_nb.online.discover import LibraryMatch
+from zocrates_nb.sessions.staging import HOME_LIST, Staging
 from zocrates_nb.sessions.writes import WriteLedger
 from zocrates_nb.writeback import SaveResult, save_to_connector, save_to_web, to_bibtex, to_ris
 from zocrates_nb.writeback.holdings import Held, Holdings, LocalLibrary, remote_places
@@ -22,18 +24,35 @@ from zocrates_nb.writeback.result import WriteError
 from zocrates_nb.writeback.web import WebLibrary
 
 if TYPE_CHECKING:
-    from zocrates_nb.app.facade import App
+    from zocrates_nb.app.core import AppCore
 
 SaveTarget = Literal["connector", "web", "ris", "bibtex"]
 SAVE_TARGETS: tuple[SaveTarget, ...] = ("connector", "web", "ris", "bibtex")
 LOST = ("saved", "unsaved")
+_ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf)/([^\s?#]+?)(?:\.pdf)?$", re.IGNORECASE)
 
 
-def holdings(app: App, *, remote: bool = True, to: str | None = None) -> Holdings:
+def library_match(app: AppCore) -> LibraryMatch:
+    """The indexed library's papers by DOI, arXiv id (from an arxiv.org URL) and title."""
+    rows = []
+    for item in app.library_index.items():
+        if item.item_type in ("note", "attachment"):
+            continue
+        m = _ARXIV_URL.search(item.url or "")
+        rows.append((item.key, item.title, item.doi or None, m.group(1) if m else None))
+    return LibraryMatch.of(rows)
+
+
+def list_of(app: AppCore, session_id: str | None) -> str:
+    if session_id is None:
+        return HOME_LIST
+    app.store.get_session(session_id)  # SessionNotFound for an unknown id
+    return session_id
+
+
+def holdings(app: AppCore, *, remote: bool = True, to: str | None = None) -> Holdings:
     """Where to ask whether Zotero holds a paper: the index (when it can be read), the ledger,
     and with `remote` Zotero's local API and the Web API (when configured)."""
-    from zocrates_nb.app.discovery import library_match
-
     try:
         indexed = library_match(app).find
     except ZocratesError:  # an index to rebuild, say: the other places still answer
@@ -53,7 +72,7 @@ def holdings(app: App, *, remote: bool = True, to: str | None = None) -> Holding
 
 
 def held_by_zotero(
-    app: App, candidates: Sequence[Candidate], *, remote: bool = True, to: str | None = None
+    app: AppCore, candidates: Sequence[Candidate], *, remote: bool = True, to: str | None = None
 ) -> tuple[dict[str, Held], list[str]]:
     """Candidate id → where Zotero holds it; and the places that could not be asked."""
     places = holdings(app, remote=remote, to=to)
@@ -62,7 +81,7 @@ def held_by_zotero(
 
 
 def save_staged(
-    app: App,
+    app: AppCore,
     to: SaveTarget | str,
     *,
     session_id: str | None,
@@ -75,8 +94,6 @@ def save_staged(
 ) -> tuple[SaveResult, str | None]:
     """Save the staging list (or `ids` of it); returns the result and, for RIS/BibTeX without
     `out`, the file's text. What is saved to Zotero leaves the list; exports keep it."""
-    from zocrates_nb.app.discovery import list_of
-
     if to not in SAVE_TARGETS:
         raise UsageError(f"save to one of {', '.join(SAVE_TARGETS)}, not {to!r}")
     if lost is not None and lost not in LOST:
@@ -102,7 +119,7 @@ def save_staged(
     return result, None
 
 
-def save_papers(app: App, to: str, papers: list[Candidate], ledger: WriteLedger, *,
+def save_papers(app: AppCore, to: str, papers: list[Candidate], ledger: WriteLedger, *,
                 collection: str | None, tags: Sequence[str] | None,
                 lost: str | None) -> SaveResult:  # fmt: skip
     """Write the papers Zotero does not hold yet. A paper staged days ago may have reached
@@ -123,7 +140,7 @@ def save_papers(app: App, to: str, papers: list[Candidate], ledger: WriteLedger,
     return result
 
 
-def write(app: App, to: str, candidates: list[Candidate], ledger: WriteLedger, *,
+def write(app: AppCore, to: str, candidates: list[Candidate], ledger: WriteLedger, *,
           collection: str | None, tags: Sequence[str] | None,
           lost: str | None) -> SaveResult:  # fmt: skip
     zotero = app.settings.zotero
@@ -159,14 +176,14 @@ def export(staged: list[Candidate], to: str, out: Path | None) -> tuple[SaveResu
     return result, None
 
 
-def _target(app: App, to: str) -> str:
+def _target(app: AppCore, to: str) -> str:
     from zocrates_nb.writeback.ledger import CONNECTOR, target_of
 
     web = app.settings.zotero.web
     return CONNECTOR if to == "connector" else target_of(web.library_type, str(web.library_id))
 
 
-def _collection_path(app: App, collection: str | None) -> str | None:
+def _collection_path(app: AppCore, collection: str | None) -> str | None:
     """A collection key the index knows, as its path (the connector chooses by path)."""
     if not collection:
         return None
@@ -177,7 +194,7 @@ def _collection_path(app: App, collection: str | None) -> str | None:
 
 
 def save_note(
-    app: App,
+    app: AppCore,
     session_id: str,
     *,
     turn_id: str | None,
@@ -222,7 +239,7 @@ def save_note(
     return result
 
 
-def in_zotero(app: App) -> Callable[[str], bool]:
+def in_zotero(app: AppCore) -> Callable[[str], bool]:
     """Whether a key opens something in Zotero: an item of a Zotero library in the index, or
     its PDF attachment (a folder library's keys open nothing there). A key the index does not
     know is judged by its shape."""

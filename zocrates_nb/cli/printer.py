@@ -13,7 +13,8 @@ from typing import Any, TextIO
 
 from zocrates_nb.cli.client import Client
 from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, Thinking
-from zocrates_nb.turn import CheckpointView, Discovery, TurnResult, TurnView, Usage
+from zocrates_nb.names import format_authors
+from zocrates_nb.turn import OFFLINE_DISPLAY, CheckpointView, Discovery, TurnResult, TurnView, Usage
 
 SOURCE_KEYS = {"n", "item_key", "title", "authors", "year"}  # a source in `--json`
 PANEL_ONLY = {"chips", "widen_chips", "retry_id", "thinking"}  # the panel's display fields
@@ -114,8 +115,6 @@ class TurnPrinter:
         return self.view().model_dump(mode="json", include=_JSON_SHAPE)
 
     def print_human(self) -> None:
-        from zocrates_nb.retrieval.evidence import format_authors
-
         o = self.out
         if self.final is not None:
             f = self.final
@@ -220,8 +219,6 @@ def print_discovery(d: Discovery, session_id: str, o: TextIO) -> None:
 
 def usage_line(usage: Usage) -> str:
     """' · 1,234 tokens in, 567 out · $0.0123' when a language model was used, else ''."""
-    from zocrates_nb.agents.models import OFFLINE_DISPLAY
-
     if all(r.model == OFFLINE_DISPLAY for r in usage.roles.values()):
         return ""
     cost = f" · ${usage.cost_usd:.4f}" if usage.cost_usd is not None else " · cost unknown"

@@ -35,9 +35,6 @@ from zocrates_nb.devtools.scripted_quirks import (
     OPENAI,
     VLLM,
     Quirks,
-    finish_reason,
-    limited,
-    stream_reports_usage,
 )
 
 TOKEN_CHARS = 4  # the usual estimate: a token is about four characters of English or JSON
@@ -223,6 +220,24 @@ class Request:
             if m.get("role") == "assistant"
             for tc in m.get("tool_calls") or []
         ]
+
+
+def limited(reply: Reply, quirks: Quirks) -> Reply:
+    """The reply as a server with an output limit sends it: cut, finish_reason "length"."""
+    limit = quirks.max_output_chars
+    if limit is None or len(reply.text or "") <= limit:
+        return reply
+    return dataclasses.replace(reply, text=(reply.text or "")[:limit], finish="length")
+
+
+def finish_reason(reply: Reply, calls: list[dict[str, Any]], quirks: Quirks) -> str | None:
+    if reply.finish != "auto":
+        return reply.finish
+    return quirks.tool_finish if calls else "stop"
+
+
+def stream_reports_usage(req: Request, quirks: Quirks) -> bool:
+    return quirks.stream_usage and bool((req.body.get("stream_options") or {}).get("include_usage"))
 
 
 # ---------------------------------------------------------------------------- the server

@@ -1,14 +1,10 @@
 """How real local servers' OpenAI-compatible endpoints depart from OpenAI's own: the quirks
-the scripted server (`scripted_openai`) can serve, and two profiles, Ollama's and vLLM's."""
+the scripted server (`scripted_openai`, which applies them) can serve, and two profiles, Ollama's
+and vLLM's."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from zocrates_nb.devtools.scripted_openai import Reply, Request
 
 
 @dataclass(frozen=True)
@@ -31,22 +27,4 @@ OLLAMA = Quirks("ollama", whole_tool_calls=True, stream_usage=False, tool_finish
 VLLM = Quirks("vllm", rejects_required=True, whole_tool_calls=True)
 
 
-def limited(reply: Reply, quirks: Quirks) -> Reply:
-    """The reply as a server with an output limit sends it: cut, finish_reason "length"."""
-    limit = quirks.max_output_chars
-    if limit is None or len(reply.text or "") <= limit:
-        return reply
-    return dataclasses.replace(reply, text=(reply.text or "")[:limit], finish="length")
-
-
-def finish_reason(reply: Reply, calls: list[dict[str, Any]], quirks: Quirks) -> str | None:
-    if reply.finish != "auto":
-        return reply.finish
-    return quirks.tool_finish if calls else "stop"
-
-
-def stream_reports_usage(req: Request, quirks: Quirks) -> bool:
-    return quirks.stream_usage and bool((req.body.get("stream_options") or {}).get("include_usage"))
-
-
-__all__ = ["OLLAMA", "OPENAI", "VLLM", "Quirks", "finish_reason", "limited", "stream_reports_usage"]
+__all__ = ["OLLAMA", "OPENAI", "VLLM", "Quirks"]

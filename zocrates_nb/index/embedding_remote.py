@@ -15,7 +15,8 @@ from typing import Any
 
 from zocrates_nb.config import EmbeddingSettings
 from zocrates_nb.errors import ZocratesError
-from zocrates_nb.index.embedder import REMOTE_PREFIX
+
+REMOTE_PREFIX = "openai-compatible:"  # an index embedded by a server names its model so
 
 
 class EmbeddingServerError(ZocratesError, RuntimeError):

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from zocrates_nb.index import health
+from zocrates_nb.index import healing
 from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
 from zocrates_nb.index.converter import IN_PROCESS_KINDS, Converter, convert_workers, cores
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
@@ -158,11 +158,11 @@ def index_library(
     )
     with index.writer_lock():
         # Damaged derived data is rebuilt from the cached bundles (health.py).
-        report.repairs = [*index.repairs, *health.heal_catalog(index)]
+        report.repairs = [*index.repairs, *healing.heal_catalog(index)]
         index.repairs = []
         if index.catalog.outdated:  # written by an older zocrates-nb: rebuilt, not migrated
             index.rebuild()
-        repairs, redo = health.heal(index)
+        repairs, redo = healing.heal(index)
         report.repairs += repairs
         _check_model(index)
         catalog = index.catalog
@@ -220,7 +220,7 @@ def index_library(
             _run(todo, index, report, max_pages=max_pages, timeout=timeout, progress=progress)
         index.prune_bundle_cache()  # after an upgrade: the old converter's bundles
         report.chunks = catalog.chunk_count()
-        health.record_vectors(index)
+        healing.record_vectors(index)
     report.seconds = time.perf_counter() - t0
     return report
 

@@ -35,7 +35,7 @@ from zocrates_nb.index.embedder import (
     make_embedder,
 )
 from zocrates_nb.index.fusion import fuse
-from zocrates_nb.index.health import REBUILD, IndexDamaged, vector_problems
+from zocrates_nb.index.health import REBUILD, VECTORS_KEY, IndexDamaged
 from zocrates_nb.index.lexical import Catalog
 from zocrates_nb.index.model import (
     Chunk,
@@ -488,7 +488,7 @@ class Index:
             "documents": by_status,
             "chunks": self.catalog.chunk_count(),
             "vectors": _vectors(self),
-            "problems": vector_problems(self),
+            "problems": _vector_problems(self),
             "last_indexed": last,
             "embedding_model": self.model_name,
             "chroma_mode": chroma.mode,
@@ -501,6 +501,23 @@ class Index:
             },
         }
         return out
+
+
+def _vector_problems(index: Index) -> list[str]:
+    """Cheap checks of the vectors against the chunks (a count each): what `status` shows."""
+    chunks = index.catalog.chunk_count()
+    try:
+        vectors = index.dense.count_vectors()
+    except ZocratesError as e:  # damaged, or a Chroma server that does not answer
+        return [str(e)]
+    stored = index.catalog.get_meta(VECTORS_KEY)
+    if vectors < chunks:  # every chunk has at least one vector
+        return [f"The vector store holds {vectors:,} vectors for {chunks:,} chunks, so dense "
+                f"search misses papers: {REBUILD.replace('rebuild it', 'rebuild them')}."]
+    if stored is not None and stored.isdigit() and int(stored) != vectors:
+        return [f"The vector store holds {vectors:,} vectors where the last indexing run left "
+                f"{int(stored):,}: run `zocrates-nb index` to check and repair it."]
+    return []
 
 
 def _vectors(index: Index) -> int | None:

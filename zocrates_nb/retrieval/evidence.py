@@ -12,64 +12,11 @@ import re
 from collections.abc import Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from zocrates_nb.names import format_authors
 from zocrates_nb.retrieval.state import Evidence
-
-_PARTICLES = {
-    "van",
-    "von",
-    "de",
-    "der",
-    "den",
-    "da",
-    "di",
-    "du",
-    "le",
-    "la",
-    "del",
-    "della",
-    "dos",
-    "das",
-    "ten",
-    "ter",
-    "st.",
-    "bin",
-    "ibn",
-    "al",
-    "el",
-}
-_SUFFIXES = {"jr", "jr.", "sr", "sr.", "ii", "iii", "iv"}
 
 # XML 1.0 forbids most control characters even when escaped; PDFs do contain them.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def last_name(name: str) -> str:
-    """'Leslie Lamport' → 'Lamport', 'Lamport, Leslie' → 'Lamport', 'Robbert van Renesse' →
-    'van Renesse', 'Guy L. Steele Jr.' → 'Steele'."""
-    name = name.strip()
-    if "," in name:
-        head = name.split(",")[0].strip()
-        if head:
-            return head
-    words = [w for w in name.split() if w.lower() not in _SUFFIXES]
-    if len(words) <= 1:
-        return words[0] if words else name
-    for i, w in enumerate(words[1:-1], start=1):
-        if w.lower() in _PARTICLES:
-            return " ".join(words[i:])
-    return words[-1]
-
-
-def format_authors(authors: Sequence[str]) -> str:
-    """`A`, `A & B`, `A et al.` by last names."""
-    names = [last_name(a) for a in authors if a.strip()]
-    if not names:
-        return ""
-    if len(names) == 1:
-        return names[0]
-    if len(names) == 2:
-        return f"{names[0]} & {names[1]}"
-    return f"{names[0]} et al."
 
 
 def _clean(text: str) -> str:

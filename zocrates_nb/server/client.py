@@ -15,11 +15,11 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+from httpx_sse import EventSource
 
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.events import Event, event_from_json
 from zocrates_nb.server.schema import SessionDetail, SessionList
-from zocrates_nb.server.sse import aparse_sse
 from zocrates_nb.turn import AskOptions, SessionSummary, TurnView
 
 SESSION_HEADER = "X-Zocrates-Session"
@@ -93,14 +93,20 @@ class RemoteClient:
                 httpx.AsyncClient(headers=self._headers, timeout=timeout, trust_env=False) as http,
                 # ASCII JSON: a lone surrogate travels as a `\\ud800` escape (the server makes
                 # it safe) instead of failing to encode here.
-                http.stream("POST", self.base + path, content=json.dumps(body),
-                            headers={"Content-Type": "application/json"}) as response,
+                http.stream(
+                    "POST",
+                    self.base + path,
+                    content=json.dumps(body),
+                    headers={"Content-Type": "application/json"},
+                ) as response,
             ):
                 if response.status_code != 200:
                     await response.aread()
                     raise _refusal(response)
                 self.last_session_id = response.headers.get(SESSION_HEADER)
-                async for message in aparse_sse(response.aiter_lines()):
+                async for message in EventSource(response).aiter_sse():
+                    if not message.data:  # a keepalive comment
+                        continue
                     event = event_from_json(json.loads(message.data))
                     self.last_session_id = event.session_id or self.last_session_id
                     yield event

@@ -5,9 +5,11 @@ answers errors as Jupyter's JSON `{message, reason}`."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -26,14 +28,19 @@ from zocrates_nb.server.schema import (
     CancelReply,
     ChatRequest,
     DiscoverRequest,
+    Discovery,
     NoteRequest,
     ResumeRequest,
     SaveReply,
     SaveRequest,
+    SessionDetail,
+    SessionList,
     StageRequest,
     StagingList,
+    TurnResult,
 )
 from zocrates_nb.server.sse import KEEPALIVE, format_event
+from zocrates_nb.writeback import SaveResult
 
 SESSION_HEADER = "X-Zocrates-Session"
 KEEPALIVE_SECONDS = 15.0
@@ -224,8 +231,9 @@ class _StreamHandler(ZocratesHandler):
         try:
             while True:
                 if isinstance(item, BaseException):  # describe_error logs it (details: debug)
-                    item = ErrorEvent(session_id=session_id,
-                                      message=describe_error(item, doing="The turn"))
+                    item = ErrorEvent(
+                        session_id=session_id, message=describe_error(item, doing="The turn")
+                    )
                 if isinstance(item, Begun):
                     await self.flush()  # the headers: the turn runs
                 elif item is not None:
@@ -237,8 +245,9 @@ class _StreamHandler(ZocratesHandler):
                     break
                 item = await self._next_or_keepalive(run)
         except StreamClosedError:
-            self.log.info("zocrates: client left; session %s completes in the background",
-                          session_id)
+            self.log.info(
+                "zocrates: client left; session %s completes in the background", session_id
+            )
             return
         self.finish(set_content_type="text/event-stream; charset=utf-8")
 
@@ -290,22 +299,88 @@ class CancelHandler(ZocratesHandler):
         self.reply(CancelReply(session_id=session_id, turn_id=run.turn_id, cancelled=True))
 
 
-_SESSION_ID = r"(?P<session_id>[^/]+)"
-_TURN_ID = r"(?P<turn_id>[^/]+)"
+@dataclass(frozen=True)
+class Op:
+    """One method of a route: its handler method is `handler.<method>`; the rest is what the
+    OpenAPI document says of it (openapi.py). `errors` are the statuses beyond 403 (every
+    route's missing token); a `stream` answers with SSE (and 429 when the server is full)."""
 
-ROUTES: list[tuple[str, type[APIHandler]]] = [
-    (r"/zocrates/chat", ChatHandler),
-    (r"/zocrates/chat/resume", ResumeHandler),
-    (r"/zocrates/sessions", SessionsHandler),
-    (rf"/zocrates/sessions/{_SESSION_ID}", SessionHandler),
-    (rf"/zocrates/sessions/{_SESSION_ID}/turns/{_TURN_ID}", TurnHandler),
-    (rf"/zocrates/sessions/{_SESSION_ID}/cancel", CancelHandler),
-    (r"/zocrates/discover", DiscoverHandler),
-    (r"/zocrates/staging", StagingHandler),
-    (r"/zocrates/staging/remove", UnstageHandler),
-    (r"/zocrates/staging/save", SaveStagedHandler),
-    (r"/zocrates/notes", NoteHandler),
-    (r"/zocrates/openapi.json", OpenApiHandler),
-]
+    method: Literal["get", "post"]
+    id: str
+    summary: str
+    ok: str  # what the 200 reply is
+    reply: type[BaseModel] | None = None  # its JSON model (None: the stream, or any object)
+    request: type[BaseModel] | None = None
+    errors: dict[int, str] = field(default_factory=dict)
+    stream: bool = False
+    description: str = ""
+    query: tuple[str, ...] = ()  # optional query parameters
 
-__all__ = ["ROUTES", "SESSION_HEADER"]
+
+@dataclass(frozen=True)
+class Route:
+    path: str  # as OpenAPI writes it: `{name}` is one path segment
+    handler: type[ZocratesHandler]
+    ops: tuple[Op, ...]
+
+    def pattern(self) -> str:
+        return re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.path)
+
+
+_UNKNOWN = {404: "Unknown session."}
+_REFUSED = "Zotero not running or refusing, a malformed body."
+API: tuple[Route, ...] = (
+    Route("/zocrates/chat", ChatHandler, (Op(
+        "post", "chat", "Ask a question; stream the turn", "", request=ChatRequest, stream=True,
+        errors={400: "Malformed body (bad JSON, missing prompt, wrong types, unknown keys).",
+                **_UNKNOWN, 409: "The session has a pending checkpoint: resume it first."}),)),
+    Route("/zocrates/chat/resume", ResumeHandler, (Op(
+        "post", "resume", "Answer a checkpoint; stream the continued turn", "",
+        request=ResumeRequest, stream=True,
+        errors={400: "Malformed body, unknown action, or an interrupt id that is not the pending "
+                     "checkpoint's.",
+                **_UNKNOWN, 409: "The session has no pending checkpoint."}),)),
+    Route("/zocrates/sessions", SessionsHandler, (Op(
+        "get", "listSessions", "Sessions, most recently updated first", "The sessions.",
+        SessionList),)),
+    Route("/zocrates/sessions/{session_id}", SessionHandler, (Op(
+        "get", "getSession", "A session's history, with its pending checkpoint if any",
+        "The session.", SessionDetail, errors=_UNKNOWN),)),
+    Route("/zocrates/sessions/{session_id}/turns/{turn_id}", TurnHandler, (Op(
+        "get", "getTurn", "One turn as stored, with its evidence (text, cited, support)",
+        "The turn.", TurnResult, errors={404: "Unknown session or turn."}),)),
+    Route("/zocrates/sessions/{session_id}/cancel", CancelHandler, (Op(
+        "post", "cancelTurn", "Stop the question running in a session on this server",
+        "The stop was accepted.", CancelReply,
+        errors={**_UNKNOWN, 409: "No question is running in the session on this server."},
+        description="The turn ends as cancelled and is saved (a resumed search keeps its "
+                    "checkpoint); its stream ends with that error event."),)),
+    Route("/zocrates/discover", DiscoverHandler, (Op(
+        "post", "discover", "Find papers beyond the library (online.enabled)",
+        "Candidates (deduplicated, ranked, in-library marked) and per-source errors.",
+        Discovery, DiscoverRequest, {400: "Discovery is off (the message says how to turn it "
+        "on; nothing was sent), or a malformed body.", **_UNKNOWN}),)),
+    Route("/zocrates/staging", StagingHandler, (
+        Op("get", "listStaged", "The staging list (the data home's, or a session's)",
+           "The staged candidates, in order.", StagingList, errors=_UNKNOWN,
+           query=("session_id",)),
+        Op("post", "stage", "Stage discovered candidates (all or none)", "The staging list.",
+           StagingList, StageRequest, {400: "An id no discover run of this list produced, or a "
+           "malformed body.", **_UNKNOWN}))),
+    Route("/zocrates/staging/remove", UnstageHandler, (Op(
+        "post", "unstage", "Take candidates off the staging list", "The staging list.",
+        StagingList, StageRequest, {400: "A malformed body.", **_UNKNOWN}),)),
+    Route("/zocrates/staging/save", SaveStagedHandler, (Op(
+        "post", "saveStaged", "Save the staging list to Zotero, or export it as RIS/BibTeX",
+        "What was saved, where, and what failed.", SaveReply, SaveRequest,
+        {400: f"Not confirmed, nothing staged, {_REFUSED}", **_UNKNOWN}),)),
+    Route("/zocrates/notes", NoteHandler, (Op(
+        "post", "saveNote", "Save an answer and its cited sources as a Zotero note",
+        "Where the note went; items tagged; failures.", SaveResult, NoteRequest,
+        {400: f"Not confirmed, no answer in the session, {_REFUSED}", **_UNKNOWN}),)),
+    Route("/zocrates/openapi.json", OpenApiHandler, (Op(
+        "get", "openapi", "This document", "The OpenAPI document."),)),
+)  # fmt: skip
+ROUTES: list[tuple[str, type[APIHandler]]] = [(r.pattern(), r.handler) for r in API]
+
+__all__ = ["API", "ROUTES", "SESSION_HEADER", "Op", "Route"]

@@ -9,8 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from tornado import web
 
-from zocrates_nb.app.describe import describe_error
-from zocrates_nb.app.runner import OnBegin
+from zocrates_nb.app import (
+    CheckpointPending,
+    NoPendingCheckpoint,
+    OnBegin,
+    SessionBusy,
+    SessionNotFound,
+    describe_error,
+)
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.events import CheckpointEvent, Event
 from zocrates_nb.server.schema import (
@@ -18,12 +24,6 @@ from zocrates_nb.server.schema import (
     ResumeRequest,
     SessionDetail,
     SessionList,
-)
-from zocrates_nb.sessions import (
-    CheckpointPending,
-    NoPendingCheckpoint,
-    SessionBusy,
-    SessionNotFound,
 )
 from zocrates_nb.turn import TurnResult, TurnView
 

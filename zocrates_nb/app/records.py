@@ -1,0 +1,123 @@
+"""`App`'s library: indexing a source, and what the index holds (items, documents,
+collections, search, outlines, reading), as typed records."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from zocrates_nb.app import library
+from zocrates_nb.app.core import MAX_QUERY_CHARS, AppCore, user_text
+from zocrates_nb.app.library import SearchHit
+from zocrates_nb.retrieval import TitleMatch, search_titles
+from zocrates_nb.turn import Scope
+
+if TYPE_CHECKING:
+    from zocrates_nb.index import IndexReport
+    from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
+    from zocrates_nb.ingest.bundle import Bundle
+
+
+class LibraryRecords(AppCore):
+    """Indexing and reading the library (mixed into `App`)."""
+
+    def index(
+        self,
+        *,
+        zotero_dir: Path | str | None = None,
+        zotero_local: bool = False,
+        zotero_web: str | None = None,
+        group: bool = False,
+        folder: Path | str | None = None,
+        sample: bool = False,
+        progress: bool = False,
+    ) -> IndexReport:
+        """Index one library source, incrementally (none given: the auto-detected ~/Zotero).
+
+        `zotero_web` is a Web API library id (a group's when `group`), its key from
+        $ZOTERO_API_KEY; `sample=True` is the built-in sample library.
+        """
+        report = library.index_into(
+            self._writable_index(),
+            self.home,
+            self.settings,
+            zotero_dir=Path(zotero_dir) if zotero_dir else None,
+            zotero_local=zotero_local,
+            zotero_web=zotero_web,
+            group=group,
+            folder=Path(folder) if folder else None,
+            sample=sample,
+            progress=progress,
+        )
+        self._engine = None  # its vocabulary is the library's
+        return report
+
+    def item(self, key: str) -> ItemRecord | None:
+        """An item's metadata, or None when the index does not know the key."""
+        return self.library_index.item(key)
+
+    def items(self) -> list[ItemRecord]:
+        return self.library_index.items()
+
+    def documents(self, item_key: str | None = None) -> list[DocumentRecord]:
+        """The documents (PDFs, notes, snapshots) of an item, or of the whole index."""
+        return self.library_index.documents(item_key)
+
+    def document(self, doc_key: str) -> DocumentRecord | None:
+        return self.library_index.catalog.document(doc_key)
+
+    def chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """Passages by id, in the order asked (ids the index lacks left out)."""
+        return self.library_index.chunks(list(chunk_ids))
+
+    def collections(self) -> dict[str, str]:
+        """Collection key → its path ("Parent / Child"), for naming a scope."""
+        return self.library_index.collection_paths()
+
+    def search(
+        self,
+        query: str,
+        *,
+        items: Sequence[str] | None = None,
+        collections: Sequence[str] | None = None,
+        chunk_type: str | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Hybrid (BM25 + dense) search, within items or collections when given."""
+        query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
+        scope = Scope(items=list(items or []), collections=list(collections or []))
+        self.check_scope(scope)
+        return library.search(self.library_index, query, scope, chunk_type=chunk_type,
+                              limit=limit)  # fmt: skip
+
+    def toc(self, key: str) -> dict[str, Any]:
+        """A document's outline (parent, attachment or note key), as the search agent sees it."""
+        return library.toc(self.library_index, self.settings, key)
+
+    def read(self, key: str, asset_ids: Sequence[str]) -> dict[str, Any]:
+        """Sections (`s2`), figures (`f1`), tables (`t1`), `abstract`, `full` or pages (`p4`)."""
+        return library.read(self.library_index, self.settings, key, list(asset_ids))
+
+    def convert(self, path: Path | str) -> Bundle:
+        """Convert one file as indexing would; its `.toc` is what the agents navigate."""
+        return library.convert(Path(path))
+
+    def search_titles(self, query: str, limit: int = 10) -> list[TitleMatch]:
+        """Items and collections whose title or name matches `query` (for scope pickers)."""
+        query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
+        return search_titles(self.library_index, query, limit) if query else []
+
+    def example_questions(self, *, cached: bool = False) -> list[str] | None:
+        """Up to three questions drawn from the library's own topics (`index/topics.py`),
+        cached per index generation. `cached=True` never computes: None when not cached yet."""
+        from zocrates_nb.index.topics import cached_example_questions, example_questions
+
+        index = self.library_index
+        return cached_example_questions(index) if cached else example_questions(index)
+
+    def doctor(self) -> dict[str, Any]:
+        """Models per role, embedding and rerank models, library and index health, cloud use."""
+        from zocrates_nb.app.doctor import doctor
+
+        return doctor(self)
