@@ -20,7 +20,7 @@ from zocrates_nb.turn import Scope, TurnResult
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
-    from zocrates_nb.online import Candidate, Discovery
+    from zocrates_nb.turn import Candidate, Discovery
 
 
 # One row per evidence chunk a turn gathered: what the synthesizer was given (ranked, in order),
@@ -271,7 +271,7 @@ def candidates_frame(
     (its staging list with `staged=True`) for the data home or `session_id`. Columns and
     dtypes: `CANDIDATE_COLUMNS`."""
     from zocrates_nb.app import App
-    from zocrates_nb.online import Discovery
+    from zocrates_nb.turn import Discovery
 
     if isinstance(source, Discovery):
         found: Iterable[Candidate] = source.candidates

@@ -1,9 +1,10 @@
 """The public API: `App` on a data home (facade.py, built from core.py, records.py and
 papers.py), the turn state machine (runner.py), the event stream (stream.py), library operations
 as typed records (library.py), `doctor`, and the one description of a failure every surface shows
-(describe.py). Surfaces import from here."""
+(describe.py), and the records surfaces show (a save's result). Surfaces import from here,
+and only from here below the base modules."""
 
-from zocrates_nb.app.describe import describe_error
+from zocrates_nb.app.describe import describe_error, disk_full
 from zocrates_nb.app.facade import ACTIONS, Action, App, open_app
 from zocrates_nb.app.library import IndexStatus, SearchHit
 from zocrates_nb.app.runner import CANCELLED, OnBegin
@@ -14,6 +15,7 @@ from zocrates_nb.sessions import (
     SessionBusy,
     SessionNotFound,
 )
+from zocrates_nb.writeback import SaveResult
 
 __all__ = [
     "ACTIONS",
@@ -25,9 +27,11 @@ __all__ = [
     "IndexStatus",
     "NoPendingCheckpoint",
     "OnBegin",
+    "SaveResult",
     "SearchHit",
     "SessionBusy",
     "SessionNotFound",
     "describe_error",
+    "disk_full",
     "open_app",
 ]

@@ -207,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("zocrates-nb: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # not ours to explain: one plain line, details at debug level
-        from zocrates_nb.app.describe import describe_error, disk_full
+        from zocrates_nb.app import describe_error, disk_full
 
         message = disk_full(e, args.home) or describe_error(e, doing="The command")
         print(f"zocrates-nb: error: {message}", file=sys.stderr)

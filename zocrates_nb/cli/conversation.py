@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from zocrates_nb.app.describe import describe_error
+from zocrates_nb.app import describe_error
 from zocrates_nb.cli.client import Client, open_client, open_local
 from zocrates_nb.cli.options import ask_options
 from zocrates_nb.cli.printer import TurnPrinter

@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Any
 from zocrates_nb.errors import UsageError
 
 if TYPE_CHECKING:
-    from zocrates_nb.app import App
-    from zocrates_nb.online import Candidate
-    from zocrates_nb.writeback import SaveResult
+    from zocrates_nb.app import App, SaveResult
+    from zocrates_nb.turn import Candidate
 
 CANDIDATE_FIELDS = ("id", "title", "authors", "year", "venue", "doi", "arxiv_id", "url",
                     "pdf_url", "in_library", "library_key", "why", "sources")  # fmt: skip

@@ -98,7 +98,7 @@ def print_hit(n: int, h: SearchHit) -> None:
 def _batch_search(app: App, args: argparse.Namespace) -> int:
     """One JSON line per query line; a bad line gets `{"id", "error"}` (and a note on stderr)
     and the batch goes on. Exit status 1 when any line failed."""
-    from zocrates_nb.app.describe import describe_error
+    from zocrates_nb.app import describe_error
 
     if not Path(args.queries).is_file():
         raise UsageError(f"no such file: {args.queries}")

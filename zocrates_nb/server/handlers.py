@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from zocrates_nb.app.describe import describe_error
+from zocrates_nb.app import SaveResult, describe_error
 from zocrates_nb.config import turn_slots
 from zocrates_nb.events import ErrorEvent
 from zocrates_nb.server import service
@@ -40,7 +40,6 @@ from zocrates_nb.server.schema import (
     TurnResult,
 )
 from zocrates_nb.server.sse import KEEPALIVE, format_event
-from zocrates_nb.writeback import SaveResult
 
 SESSION_HEADER = "X-Zocrates-Session"
 KEEPALIVE_SECONDS = 15.0

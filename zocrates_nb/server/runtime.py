@@ -58,7 +58,7 @@ class Runtime:
                 try:
                     self._app = await asyncio.to_thread(App.open, self.home)
                 except Exception as e:  # a bad config file: say so, and retry next request
-                    from zocrates_nb.app.describe import describe_error
+                    from zocrates_nb.app import describe_error
 
                     message = describe_error(e, doing="Opening the zocrates data home")
                     log.warning("zocrates: cannot open the data home: %s", message)

@@ -12,11 +12,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from zocrates_nb.app import SaveResult
 from zocrates_nb.errors import explain
 from zocrates_nb.events import CheckpointEvent
-from zocrates_nb.online import Candidate, Discovery
-from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult, TurnView
-from zocrates_nb.writeback import SaveResult
+from zocrates_nb.turn import AskOptions, Candidate, Discovery, SessionSummary, TurnResult, TurnView
 
 Action = Literal["extend_budget", "synthesize"]
 

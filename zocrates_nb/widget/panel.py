@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets as t
 
-from zocrates_nb.app.describe import describe_error
+from zocrates_nb.app import CheckpointPending, describe_error
 from zocrates_nb.errors import UsageError
 from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final
-from zocrates_nb.sessions import CheckpointPending
 from zocrates_nb.turn import AskOptions, ScopeChips
 from zocrates_nb.widget import protocol as p
 from zocrates_nb.widget.assets import asset_path

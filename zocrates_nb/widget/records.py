@@ -30,8 +30,7 @@ from zocrates_nb.turn import (
 from zocrates_nb.widget import protocol as p
 
 if TYPE_CHECKING:
-    from zocrates_nb.app import App
-    from zocrates_nb.writeback import SaveResult
+    from zocrates_nb.app import App, SaveResult
 
 _ZOTERO_KEY = re.compile(r"^[A-Z0-9]{8}$")
 # RIS and BibTeX reach the browser as a download (never a file in the user's Zotero folder).

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from zocrates_nb.app.describe import describe_error
+from zocrates_nb.app import describe_error
 from zocrates_nb.errors import UsageError
 from zocrates_nb.widget import protocol as p
 from zocrates_nb.widget.records import save_message
