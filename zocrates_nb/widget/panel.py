@@ -524,7 +524,7 @@ def _model_label(app: App, model: str | None = None) -> str:
     """The header's model line: the offline engine, or the configured model(s)."""
     if model:
         return model
-    info = app.registry.doctor_info()
+    info = app.models()
     roles = info.get("roles") or {}
     if info.get("offline", False) or not roles:
         return OFFLINE_LABEL
