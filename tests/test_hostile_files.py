@@ -35,7 +35,7 @@ from zocrates_nb.index import Index, IndexReport, index_library
 from zocrates_nb.library import Library, read_folder
 from zocrates_nb.library.paths import printable
 from zocrates_nb.retrieval import RunState, Toolkit
-from zocrates_nb.retrieval.tools import TABLE_READ_WORDS
+from zocrates_nb.retrieval.reading import TABLE_READ_WORDS
 
 # One module fixture indexes the whole kit (~250 passages to embed): minutes on a busy machine.
 pytestmark = pytest.mark.timeout(2400)

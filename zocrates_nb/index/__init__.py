@@ -11,11 +11,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from zocrates_nb.index.catalog_schema import CATALOGUE_VERSION
     from zocrates_nb.index.chunking import chunk_bundle
     from zocrates_nb.index.fusion import rrf
     from zocrates_nb.index.health import IndexDamaged
     from zocrates_nb.index.indexer import IndexReport, index_library
-    from zocrates_nb.index.lexical import CATALOGUE_VERSION, IndexVersionError
+    from zocrates_nb.index.lexical import IndexVersionError
     from zocrates_nb.index.model import (
         CHUNK_TYPES,
         Chunk,
@@ -31,7 +32,7 @@ _WHERE = {
     "rrf": "fusion",
     "IndexDamaged": "health",
     "IndexReport": "indexer",
-    "CATALOGUE_VERSION": "lexical",
+    "CATALOGUE_VERSION": "catalog_schema",
     "IndexVersionError": "lexical",
     "index_library": "indexer",
     "CHUNK_TYPES": "model",

@@ -15,113 +15,25 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from zocrates_nb.config import ConfigError
+from zocrates_nb.index.catalog_schema import (
+    CATALOGUE_VERSION,
+    SCHEMA,
+    chunk_of,
+    document_of,
+    item_of,
+    quote_name,
+    split_script,
+)
 from zocrates_nb.index.damage import damage_reason, is_damage
 from zocrates_nb.index.fts import filter_sql, fts_query, query_words
 from zocrates_nb.index.health import catalog_guard
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord, SearchFilter
-
-CATALOGUE_VERSION = 2
-"""The format of catalog.sqlite, kept in its `PRAGMA user_version`.
-
-Bump it with any change to `_SCHEMA` (a table, column, index, trigger, the FTS5 columns or
-tokenizer) or to what a stored column means; every table belongs in `_SCHEMA`, which is what a
-new file and a rebuilt one get. A catalogue of another version is never read: `status`,
-`search` and `ask` say so until `zocrates-nb index` rebuilds it and the vectors from the cached
-bundles (no paper is converted again; bundles, settings and sessions are kept). A catalogue
-newer than the code is refused. A change to how chunks are cut that keeps the columns bumps
-`CHUNKER_VERSION` (index/chunking.py) instead: documents then re-chunk one by one.
-
-History: 1 = the first release (user_version left at 0, `meta.schema_version` "1");
-2 = the version kept in user_version.
-"""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS items (
-    key TEXT PRIMARY KEY,
-    type TEXT NOT NULL,
-    title TEXT NOT NULL DEFAULT '',
-    authors TEXT NOT NULL DEFAULT '[]',
-    year INTEGER,
-    date TEXT NOT NULL DEFAULT '',
-    doi TEXT NOT NULL DEFAULT '',
-    abstract TEXT NOT NULL DEFAULT '',
-    venue TEXT NOT NULL DEFAULT '',
-    url TEXT NOT NULL DEFAULT '',
-    tags TEXT NOT NULL DEFAULT '[]',
-    collections TEXT NOT NULL DEFAULT '[]',
-    version TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS collections (
-    key TEXT PRIMARY KEY,
-    name TEXT NOT NULL,
-    parent_key TEXT
-);
-CREATE TABLE IF NOT EXISTS documents (
-    doc_key TEXT PRIMARY KEY,
-    item_key TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    title TEXT NOT NULL DEFAULT '',
-    file TEXT NOT NULL DEFAULT '',
-    sha256 TEXT,
-    file_size INTEGER,
-    file_mtime_ns INTEGER,
-    version TEXT NOT NULL DEFAULT '',
-    fingerprint TEXT,           -- of the content currently indexed (NULL: none)
-    attempt_fingerprint TEXT,   -- of the last attempt that failed (NULL: last attempt ok)
-    status TEXT NOT NULL,       -- done | indexing | error | skipped
-    error TEXT NOT NULL DEFAULT '',
-    bundle_dir TEXT NOT NULL DEFAULT '',
-    n_chunks INTEGER NOT NULL DEFAULT 0,
-    indexed_at TEXT
-);
-CREATE INDEX IF NOT EXISTS documents_item ON documents(item_key);
-CREATE INDEX IF NOT EXISTS documents_status ON documents(status);
-CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY,     -- stable rowid for the external-content FTS table
-    chunk_id TEXT NOT NULL UNIQUE,
-    item_key TEXT NOT NULL,
-    attachment_key TEXT NOT NULL,
-    line_start INTEGER NOT NULL,
-    line_end INTEGER NOT NULL,
-    section TEXT NOT NULL DEFAULT '',
-    section_id TEXT NOT NULL DEFAULT '',
-    chunk_type TEXT NOT NULL,
-    title TEXT NOT NULL DEFAULT '',
-    authors TEXT NOT NULL DEFAULT '[]',
-    year INTEGER,
-    page INTEGER,
-    page_end INTEGER,
-    text TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(attachment_key, line_start);
-CREATE INDEX IF NOT EXISTS chunks_item ON chunks(item_key);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    title, section, text,
-    content='chunks', content_rowid='id',
-    tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, title, section, text)
-    VALUES (new.id, new.title, new.section, new.text);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, title, section, text)
-    VALUES ('delete', old.id, old.title, old.section, old.text);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, title, section, text)
-    VALUES ('delete', old.id, old.title, old.section, old.text);
-    INSERT INTO chunks_fts(rowid, title, section, text)
-    VALUES (new.id, new.title, new.section, new.text);
-END;
-"""
 
 # BM25 column weights (title, section, text). The title is repeated on every chunk of a paper,
 # which BM25's length normalisation already discounts. Weight 1 against 0.5 before: SciFact train
@@ -251,16 +163,16 @@ class Catalog:
             )
             for name, sql in db.execute(tables).fetchall():
                 if str(sql or "").upper().startswith("CREATE VIRTUAL TABLE"):
-                    db.execute(f"DROP TABLE IF EXISTS {_quote(name)}")  # and its shadow tables
+                    db.execute(f"DROP TABLE IF EXISTS {quote_name(name)}")  # and its shadow tables
             for name, _sql in db.execute(tables).fetchall():
-                db.execute(f"DROP TABLE IF EXISTS {_quote(name)}")
+                db.execute(f"DROP TABLE IF EXISTS {quote_name(name)}")
             for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'view'"):
-                db.execute(f"DROP VIEW IF EXISTS {_quote(name)}")
+                db.execute(f"DROP VIEW IF EXISTS {quote_name(name)}")
             self._create()
         self.version = CATALOGUE_VERSION
 
     def _create(self) -> None:
-        for statement in _split_script(_SCHEMA):
+        for statement in split_script(SCHEMA):
             self._db.execute(statement)
         self._db.execute(f"PRAGMA user_version = {CATALOGUE_VERSION}")
 
@@ -365,10 +277,10 @@ class Catalog:
 
     def item(self, key: str) -> ItemRecord | None:
         rows = self.query("SELECT * FROM items WHERE key = ?", (key,))
-        return _item(rows[0]) if rows else None
+        return item_of(rows[0]) if rows else None
 
     def items(self) -> list[ItemRecord]:
-        return [_item(r) for r in self.query("SELECT * FROM items ORDER BY key")]
+        return [item_of(r) for r in self.query("SELECT * FROM items ORDER BY key")]
 
     def collections(self) -> list[tuple[str, str, str | None]]:
         rows = self.query("SELECT key, name, parent_key FROM collections ORDER BY name")
@@ -391,11 +303,11 @@ class Catalog:
                 "SELECT * FROM documents WHERE item_key = ? OR doc_key = ? ORDER BY doc_key",
                 (item_key, item_key),
             )
-        return [_document(r) for r in rows]
+        return [document_of(r) for r in rows]
 
     def document(self, doc_key: str) -> DocumentRecord | None:
         rows = self.query("SELECT * FROM documents WHERE doc_key = ?", (doc_key,))
-        return _document(rows[0]) if rows else None
+        return document_of(rows[0]) if rows else None
 
     def doc_keys_with_status(self, status: str) -> list[str]:
         rows = self.query("SELECT doc_key FROM documents WHERE status = ?", (status,))
@@ -562,13 +474,13 @@ class Catalog:
             "SELECT * FROM chunks WHERE chunk_id IN (SELECT value FROM json_each(?))",
             (json.dumps(list(chunk_ids)),),
         )
-        return {r["chunk_id"]: _chunk(r) for r in rows}
+        return {r["chunk_id"]: chunk_of(r) for r in rows}
 
     def chunks_of(self, doc_key: str) -> list[Chunk]:
         rows = self.query(
             "SELECT * FROM chunks WHERE attachment_key = ? ORDER BY chunk_id", (doc_key,)
         )
-        return [_chunk(r) for r in rows]
+        return [chunk_of(r) for r in rows]
 
     def chunks_intersecting(self, doc_key: str, line_start: int, line_end: int) -> list[str]:
         rows = self.query(
@@ -647,48 +559,3 @@ class Catalog:
             p = Path(str(self.path) + suffix)
             out["catalog" + suffix.replace("-", "_")] = p.stat().st_size if p.exists() else 0
         return out
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _split_script(script: str) -> list[str]:
-    """Statements of the schema script (triggers hold `;` inside BEGIN … END)."""
-    out: list[str] = []
-    buf: list[str] = []
-    for line in script.strip().splitlines():
-        buf.append(line)
-        joined = "\n".join(buf).strip()
-        if sqlite3.complete_statement(joined):
-            out.append(joined)
-            buf = []
-    return out
-
-
-def _item(r: sqlite3.Row) -> ItemRecord:
-    return ItemRecord(
-        key=r["key"],
-        item_type=r["type"],
-        title=r["title"],
-        authors=json.loads(r["authors"]),
-        year=r["year"],
-        date=r["date"],
-        doi=r["doi"],
-        abstract=r["abstract"],
-        venue=r["venue"],
-        url=r["url"],
-        tags=json.loads(r["tags"]),
-        collections=json.loads(r["collections"]),
-        version=r["version"],
-    )
-
-
-def _document(r: sqlite3.Row) -> DocumentRecord:
-    return DocumentRecord(**{f.name: r[f.name] for f in fields(DocumentRecord)})
-
-
-def _chunk(r: sqlite3.Row) -> Chunk:
-    """Columns are named after the fields; authors is stored as JSON."""
-    values = {f.name: r[f.name] for f in fields(Chunk)}
-    return Chunk(**{**values, "authors": json.loads(values["authors"])})

@@ -9,16 +9,14 @@ are de-duplicated on canonical ids; items outside the run's scope are refused.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from zocrates_nb.index.model import CHUNK_TYPES, Chunk, Hit, SearchFilter
+from zocrates_nb.index.model import CHUNK_TYPES, Hit, SearchFilter
 from zocrates_nb.ingest.bundle import Bundle
-from zocrates_nb.retrieval.assets import AssetRef, normalize_asset_ids, resolve_asset
 from zocrates_nb.retrieval.joining import CANDIDATES, Passage, join_adjacent
 from zocrates_nb.retrieval.outline import compact_outline
+from zocrates_nb.retrieval.reading import ResolvedDocument, read_assets
 from zocrates_nb.retrieval.scope import ACTIVE_WORDS, ALL_WORDS, ScopeGuard, parse_keys
 from zocrates_nb.retrieval.state import (
     MAX_EXTENSIONS,
@@ -36,11 +34,6 @@ log = logging.getLogger(__name__)
 RETRIEVAL_TOOLS = ("search_corpus", "get_document_toc", "read_document")
 SURVEY_LIMIT = 10  # frontmatter survey: at most this many papers
 MAX_SEARCH_LIMIT = 25
-# What one read returns at most: a table's first rows up to TABLE_READ_WORDS (a 120-page
-# table is searched, or read page by page, not swallowed whole), anything else up to the
-# run's word ceiling and never more than READ_MAX_WORDS beyond it.
-TABLE_READ_WORDS = 1_500
-READ_MAX_WORDS = 7_500
 _KIND_PRIORITY = {"pdf": 0, "html": 1, "markdown": 2, "text": 3}
 _CHUNK_TYPE_ALIASES = {
     "front": "frontmatter",
@@ -80,20 +73,6 @@ def budget_notice(state: RunState) -> str | None:
 
 def _refused(message: str) -> dict[str, Any]:
     return {"status": "budget_exhausted", "message": message}
-
-
-@dataclass
-class ResolvedDocument:
-    """Which document a key names, and what else the agent should know about its siblings."""
-
-    key: str  # as the agent wrote it (canonical spelling)
-    doc_key: str  # attachment or note key whose bundle is read
-    parent_key: str  # parent item key (== doc_key for standalone documents)
-    kind: str
-    title: str
-    authors: list[str] = field(default_factory=list)
-    year: int | None = None
-    notices: list[str] = field(default_factory=list)
 
 
 class Toolkit:
@@ -389,223 +368,11 @@ class Toolkit:
         return self._run("read_document", args, lambda: self._read(item_key, asset_id, page))
 
     def _read(self, item_key: str, asset_id: Any, page: int | None) -> dict[str, Any]:
-        st = self.state
         doc = self.resolve_document(item_key)
         if isinstance(doc, dict):
             return doc
-        bundle = self.bundle(doc.doc_key)
-        toc, n_lines = bundle.toc, len(bundle.lines)
-        wanted = normalize_asset_ids(asset_id)
-        if page is not None:
-            try:
-                wanted.append(f"p{int(page)}")
-            except (TypeError, ValueError):
-                return {"status": "error", "message": f"page must be a number, got {page!r}."}
-        if not wanted:
-            return {
-                "status": "error",
-                "message": "Give asset_id (e.g. 's2', 'f1', 't1', "
-                "'abstract', 'full'; see get_document_toc) or page=N.",
-            }
-        notices = list(doc.notices)
-        full_key = f"{doc.doc_key}:full"
-        refs: list[AssetRef] = []
-        unresolved: list[str] = []
-        read_full = False
-        for token in wanted:
-            ref = resolve_asset(toc, token, n_lines)
-            if ref is None:
-                unresolved.append(token)
-            elif ref.kind == "full":
-                full = self._full_refs(toc, n_lines, bundle, full_key, notices)
-                read_full = read_full or bool(full) or full_key in st.seen_assets
-                refs.extend(full)
-            else:
-                refs.append(ref)
-        already: list[str] = []
-        todo: list[AssetRef] = []
-        for ref in refs:
-            canonical = f"{doc.doc_key}:{ref.id}"
-            if canonical in st.seen_assets or (
-                full_key in st.seen_assets and ref.kind != "abstract"
-            ):
-                if ref.id not in already:
-                    already.append(ref.id)
-            elif all(r.id != ref.id for r in todo):
-                todo.append(ref)
-        if unresolved:
-            notices.append(
-                f"[Unresolved asset id(s) for {doc.key}: {', '.join(unresolved)}. Valid ids are "
-                "in the document outline (get_document_toc): s1…, f1…, t1…, abstract, full, "
-                "or page=N.]"
-            )
-        assets: list[dict[str, Any]] = []
-        skipped: list[str] = []
-        for ref in todo:
-            if assets and st.words >= st.word_ceiling:
-                skipped.append(ref.id)
-                continue
-            assets.append(self._read_asset(doc, bundle, ref, notices))
-        if read_full and not skipped:
-            st.mark_asset(full_key)
-        if already and not todo:
-            notices.append(
-                f"[All requested assets for {doc.key} ({', '.join(already)}) were "
-                "already retrieved in this session.]"
-            )
-        elif already:
-            notices.append(
-                f"[Already retrieved in this session, not repeated: {', '.join(already)}.]"
-            )
-        if skipped:
-            notices.append(f"[Word ceiling reached: not read {', '.join(skipped)}.]")
-        out: dict[str, Any] = {
-            "status": "success",
-            "item_key": doc.key,
-            "doc_key": doc.doc_key,
-            "parent_key": doc.parent_key,
-            "title": doc.title,
-            "authors": doc.authors,
-            "year": doc.year,
-            "assets": assets,
-            "unresolved_asset_ids": unresolved,
-        }
-        if notices:
-            out["notice"] = "\n".join(notices)
-        return out
+        return read_assets(self.index, self.state, doc, self.bundle(doc.doc_key), asset_id, page)
 
-    def _full_refs(
-        self, toc: Any, n_lines: int, bundle: Bundle, full_key: str, notices: list[str]
-    ) -> list[AssetRef]:
-        """`full` as its top-level sections, unless it would blow the word ceiling."""
-        st = self.state
-        words = len(bundle.markdown.split())
-        if full_key not in st.seen_assets and st.words + words > st.word_ceiling:
-            notices.append(
-                f"[Full text refused: ~{words:,} words would exceed the evidence word ceiling "
-                f"({st.words:,}/{st.word_ceiling:,} used). Read the sections you need instead "
-                "(see get_document_toc), e.g. asset_id='s2, s3'.]"
-            )
-            return []
-        refs = []
-        top = min((s.level for s in toc.sections if s.level > 0), default=1)
-        for s in toc.sections:
-            if s.line_end < s.line_start or (s.level == 0 and not s.words):
-                continue
-            if s.level == 0 or s.level <= top:
-                ref = resolve_asset(toc, s.id, n_lines)
-                if ref is not None:
-                    refs.append(ref)
-        return refs
-
-    def _read_asset(
-        self, doc: ResolvedDocument, bundle: Bundle, ref: AssetRef, notices: list[str]
-    ) -> dict[str, Any]:
-        st = self.state
-        toc = bundle.toc
-        csv = ref.csv
-        # Never past the word ceiling: a read that would overshoot is cut at what is left.
-        left = max(st.word_ceiling - st.words, 1)
-        if ref.text is None and ref.line_start is not None and ref.line_end is not None:
-            table = ref.kind == "table"
-            limit = min(TABLE_READ_WORDS if table else READ_MAX_WORDS, left)
-            cut = _cut_to_words(bundle, ref.line_start, ref.line_end, limit, rows=table)
-            if cut is not None:
-                end, words, shown_rows, total_rows = cut
-                if table and csv is not None:
-                    csv = "".join(csv.splitlines(keepends=True)[: shown_rows + 1])
-                    notices.append(
-                        f"[{ref.label or ref.id} is long ({total_rows:,} rows, ~{words:,} "
-                        f"words): showing rows 1–{shown_rows:,}. Find particular rows with "
-                        "search_corpus, or read one page of it with page=N.]"
-                    )
-                else:
-                    why = " (what the word ceiling leaves)" if limit == left else ""
-                    notices.append(
-                        f"[{ref.heading or ref.id} is long (~{words:,} words): showing its "
-                        f"first ~{limit:,} words{why}. Read its subsections or pages (page=N) "
-                        "for the rest.]"
-                    )
-                if limit == left and not table:  # fill up to the ceiling exactly (cut below)
-                    end = min(end + 1, ref.line_end)
-                ref = replace(ref, line_end=end, csv=csv)
-        if ref.text is not None:  # the abstract lives only in metadata
-            text = _fit_words(ref.text, left)
-            seen = [
-                c.chunk_id
-                for c in self._chunks_of(doc.doc_key)
-                if c.chunk_type in ("frontmatter", "abstract")
-            ]
-            a = b = None
-        else:
-            assert ref.line_start is not None and ref.line_end is not None
-            a, b = ref.line_start, ref.line_end
-            text = _fit_words(bundle.text(a, b).strip(), min(left, READ_MAX_WORDS))
-            seen = self.index.chunks_intersecting(doc.doc_key, a, b)
-            if ref.kind in ("section", "page"):  # passages this read now holds in full
-                st.drop_evidence(
-                    {
-                        e.chunk_id
-                        for e in st.evidence
-                        if e.attachment_key == doc.doc_key
-                        and e.tool == "search_corpus"
-                        and e.line_start is not None
-                        and e.line_end is not None
-                        and a <= e.line_start
-                        and e.line_end <= b
-                    }
-                )
-        st.mark_seen(seen)
-        for sid in ref.covers or [ref.id]:
-            st.mark_asset(f"{doc.doc_key}:{sid}")
-        chunk_type = {"figure": "figure", "table": "table", "abstract": "abstract"}.get(
-            ref.kind, "body"
-        )
-        if doc.kind == "note":
-            chunk_type = "note"
-        elif ref.kind == "section" and ref.heading.lower().strip(" .:") in ("abstract", "summary"):
-            chunk_type = "abstract"
-        page = ref.page if ref.page is not None else (toc.page_of_line(a) if a else None)
-        page_end = toc.page_of_line(b) if b else None
-        ev = Evidence(
-            chunk_id=f"{doc.doc_key}:{ref.id}",
-            item_key=doc.parent_key,
-            attachment_key=doc.doc_key,
-            title=doc.title,
-            authors=doc.authors,
-            year=doc.year,
-            section=ref.heading,
-            section_id=ref.id,
-            chunk_type=chunk_type,
-            text=text,
-            words=len(text.split()),
-            line_start=a,
-            line_end=b,
-            page=page,
-            page_end=page_end,
-            csv=ref.csv,
-            caption=ref.caption,
-            label=ref.label,
-            tool="read_document",
-        )
-        st.add_evidence([ev])
-        out: dict[str, Any] = {
-            "asset_id": ref.id,
-            "type": ref.kind,
-            "heading": ref.heading,
-            "title": doc.title,
-            "page": page,
-            "words": ev.words,
-            "text": text,
-        }
-        if ref.caption:
-            out["caption"] = ref.caption
-        if ref.csv:
-            out["csv"] = ref.csv
-        return out
-
-    def _chunks_of(self, doc_key: str) -> list[Chunk]:
-        return list(self.index.chunks_of(doc_key))
 
     # ================================================================== run control
     def conclude_search(
@@ -673,40 +440,6 @@ def _within_ceiling(items: list[Evidence], left: int) -> list[Evidence]:
         out.append(e)
         left -= e.words
     return out
-
-
-def _cut_to_words(
-    bundle: Bundle, start: int, end: int, limit: int, *, rows: bool
-) -> tuple[int, int, int, int] | None:
-    """Where to end a read of lines start..end so it holds about `limit` words: (last line,
-    words in the whole asset, table rows shown, table rows in all); None when it fits."""
-    lines = bundle.lines[start - 1 : end]
-    counts = [len(line.split()) for line in lines]
-    total = sum(counts)
-    if total <= limit:
-        return None
-    used, last = 0, start
-    for k, n in enumerate(counts):
-        if used + n > limit and k > 0:
-            break
-        used += n
-        last = start + k
-    if not rows:
-        return last, total, 0, 0
-    table = [line for line in lines if line.lstrip().startswith("|")]
-    shown = sum(1 for line in lines[: last - start + 1] if line.lstrip().startswith("|"))
-    return last, total, max(shown - 2, 0), max(len(table) - 2, 0)  # minus header, separator
-
-
-def _fit_words(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` words as evidence counts them (whitespace-separated), the
-    last of them a visible "…" when it was cut."""
-    if len(text.split()) <= limit:
-        return text
-    ends = [m.end() for m in re.finditer(r"\S+", text)]
-    if limit <= 1:  # one word left: the word itself carries the mark ("word…" is one word)
-        return text[: ends[0]] + "…"
-    return text[: ends[limit - 2]] + " …"
 
 
 def _as_list(value: list[str] | str | None) -> list[str]:
