@@ -194,11 +194,11 @@ def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path,
     found = app.search_titles("systems")
     assert any(c.kind == "collection" and c.title == "Systems" for c in found)
     info = app.doctor()
-    assert info["any_cloud_endpoint"] is False
-    assert set(info["models"]["roles"]) == {"coordinator", "search", "synthesizer", "verifier",
-                                            "online_search", "online_synthesizer"}  # fmt: skip
-    assert info["embedding_model"] and info["rerank"]["rerank_method"]
-    assert info["index_health"]["ok"] and info["library"]["items"] >= 4
+    assert info.any_cloud_endpoint is False
+    assert set(info.models.roles) == {"coordinator", "search", "synthesizer", "verifier",
+                                      "online_search", "online_synthesizer"}  # fmt: skip
+    assert info.embedding_model and info.rerank and info.rerank.rerank_method
+    assert info.index_health.ok and info.library and info.library.items >= 4
 
 
 def test_cli_ask_json_offline(small: tuple[Path, Any], capsys: pytest.CaptureFixture[str]) -> None:

@@ -116,8 +116,8 @@ def test_a_lost_or_damaged_vector_store_is_found_and_rebuilt(
             assert problem == (f"The vector store {chroma} cannot be read (file is not a "
                                "database): run `zocrates-nb index` to rebuild it from the "
                                "cached conversions.")  # fmt: skip
-        health = app.doctor()["index_health"]
-        assert health["ok"] is False and health["vectors"]
+        health = app.doctor().index_health
+        assert health.ok is False and health.vectors
         with pytest.raises(IndexDamaged, match="run `zocrates-nb index`"):
             app.search("rockfish")  # never dense search silently off
         repairs, converted, reused = _index(app, folder)
@@ -126,7 +126,7 @@ def test_a_lost_or_damaged_vector_store_is_found_and_rebuilt(
         assert line.endswith("no paper converted again).") and "vector store" in line
         status = app.status()
         assert status.vectors and status.vectors >= status.chunks and status.problems == []
-        assert app.doctor()["index_health"]["ok"] is True
+        assert app.doctor().index_health.ok is True
         assert app.search("rockfish kelp")[0].title == "Kelp Forests"
 
 
@@ -164,7 +164,7 @@ def test_a_damaged_sessions_db_is_moved_aside_and_kept(
             f"to {aside} (kept as it was) and a fresh sessions.db was started") in err
     with App.open(home) as app:
         assert app.notices == [] and app.sessions() == []
-        assert app.doctor()["sessions"] == 0
+        assert app.doctor().sessions == 0
     sqlite3.connect(sessions).execute("PRAGMA quick_check").fetchone()
 
 
@@ -174,10 +174,10 @@ def test_doctor_says_nothing_leaves_only_when_nothing_does(
     monkeypatch.delenv("OLLAMA_BASE_URL", raising=False)
     home = tmp_path / "home"
     with App.open(home) as app:
-        privacy = app.doctor()["privacy"]
-        assert privacy["leaves"] is False
-        assert privacy["summary"].startswith("nothing leaves this machine")
-        assert app.doctor()["models"]["summary"].endswith("nothing leaves this machine")
+        privacy = app.doctor().privacy
+        assert privacy.leaves is False
+        assert privacy.summary.startswith("nothing leaves this machine")
+        assert app.doctor().models.summary.endswith("nothing leaves this machine")
     config = {
         "index": {"embedding": {"provider": "openai-compatible", "model": "nomic-embed-text",
                                 "base_url": "http://gpu-box.lab:11434/v1"},
@@ -188,26 +188,26 @@ def test_doctor_says_nothing_leaves_only_when_nothing_does(
     (home / "zocrates_config.json").write_text(json.dumps(config))
     with App.open(home) as app:
         info = app.doctor()
-    privacy, models = info["privacy"], info["models"]
-    assert privacy["leaves"] is True and "nothing leaves" not in models["summary"]
-    where = {d["what"]: (d["where"], d["leaves"]) for d in privacy["destinations"]}
+    privacy, models = info.privacy, info.models
+    assert privacy.leaves is True and "nothing leaves" not in models.summary
+    where = {d.what: (d.where, d.leaves) for d in privacy.destinations}
     assert where["embedding server"] == ("http://gpu-box.lab:11434/v1", True)
     assert where["online source openalex"] == ("https://api.openalex.org", True)
     assert where["model ollama:qwen3 (verifier)"] == ("http://localhost:11434/v1", False)
-    assert privacy["summary"].startswith("data leaves this machine: to ")
-    assert "embedding server at http://gpu-box.lab:11434/v1" in privacy["summary"]
+    assert privacy.summary.startswith("data leaves this machine: to ")
+    assert "embedding server at http://gpu-box.lab:11434/v1" in privacy.summary
 
 
 def test_doctor_names_a_chroma_server_on_another_machine() -> None:
-    from zocrates_nb.app.doctor import privacy
+    from zocrates_nb.app.doctor import ModelsInfo, privacy
 
     settings = Settings.model_validate(
         {"index": {"chroma": {"mode": "server", "host": "vectors.lab", "port": 8000}}})
-    found = privacy(settings, {"roles": {}})
-    assert found["leaves"] is True
-    assert found["summary"] == "data leaves this machine: to Chroma server at http://vectors.lab:8000"
+    found = privacy(settings, ModelsInfo(roles={}))
+    assert found.leaves is True
+    assert found.summary == "data leaves this machine: to Chroma server at http://vectors.lab:8000"
     local = Settings.model_validate({"index": {"chroma": {"mode": "server", "port": 8000}}})
-    assert privacy(local, {"roles": {}})["leaves"] is False
+    assert privacy(local, ModelsInfo(roles={})).leaves is False
 
 
 def test_a_catalogue_damaged_under_an_open_app_or_emptied_is_rebuilt(

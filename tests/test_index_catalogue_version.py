@@ -98,7 +98,7 @@ def test_an_older_catalogue_is_reported_until_index_rebuilds_it_keeping_bundles_
         assert error.type == "error" and OLDER in error.message
         assert "Error" not in error.message and "Traceback" not in error.message
         session_ids = [s.session_id for s in app.sessions()]
-        assert session_ids and app.doctor()["index_health"]["ok"] is False
+        assert session_ids and app.doctor().index_health.ok is False
     assert _content(catalog) == before and _user_version(catalog) == 0  # nothing changed
 
     code, out, _ = _cli(capsys, home, "index", "--folder", str(library), "--json")

@@ -1,10 +1,11 @@
 """The public API: `App` on a data home (facade.py, built from core.py, records.py and
 papers.py), the turn state machine (runner.py), the event stream (stream.py), library operations
-as typed records (library.py), `doctor`, and the one description of a failure every surface shows
-(describe.py), and the records surfaces show (a save's result). Surfaces import from here,
-and only from here below the base modules."""
+as typed records (library.py), `doctor` and its report (doctor.py), the one description of a
+failure every surface shows (describe.py), and the records surfaces show (a save's result).
+Surfaces import from here, and only from here below the base modules."""
 
 from zocrates_nb.app.describe import describe_error, disk_full
+from zocrates_nb.app.doctor import DoctorReport, ModelsInfo
 from zocrates_nb.app.facade import ACTIONS, Action, App, open_app
 from zocrates_nb.app.library import IndexStatus, SearchHit
 from zocrates_nb.app.runner import CANCELLED, OnBegin
@@ -24,7 +25,9 @@ __all__ = [
     "App",
     "CheckpointClaimed",
     "CheckpointPending",
+    "DoctorReport",
     "IndexStatus",
+    "ModelsInfo",
     "NoPendingCheckpoint",
     "OnBegin",
     "SaveResult",

@@ -167,11 +167,6 @@ class AppCore:
             and index.dense_open
         )
 
-    def models(self) -> dict[str, Any]:
-        """Which model each role runs and whether the offline engine answers (as `doctor`
-        shows them), for a surface's header line."""
-        return self.registry.doctor_info()
-
     def roles(self, model: str | None = None) -> Roles:
         return resolve_roles(self.registry, self.engine, model, self.role_models)
 

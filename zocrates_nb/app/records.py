@@ -14,6 +14,7 @@ from zocrates_nb.retrieval import TitleMatch, search_titles
 from zocrates_nb.turn import Scope
 
 if TYPE_CHECKING:
+    from zocrates_nb.app.doctor import DoctorReport, ModelsInfo
     from zocrates_nb.index import IndexReport
     from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
     from zocrates_nb.ingest.bundle import Bundle
@@ -116,8 +117,16 @@ class LibraryRecords(AppCore):
         index = self.library_index
         return cached_example_questions(index) if cached else example_questions(index)
 
-    def doctor(self) -> dict[str, Any]:
-        """Models per role, embedding and rerank models, library and index health, cloud use."""
+    def models(self) -> ModelsInfo:
+        """Which model each role runs and whether the offline engine answers (as `doctor`
+        shows them), for a surface's header line."""
+        from zocrates_nb.app.doctor import models_info
+
+        return models_info(self)
+
+    def doctor(self) -> DoctorReport:
+        """Models per role, embedding and rerank models, library and index health, and every
+        place data can go."""
         from zocrates_nb.app.doctor import doctor
 
         return doctor(self)

@@ -267,37 +267,36 @@ def doctor_command(args: argparse.Namespace) -> int:
     with open_local(args) as app:
         info = app.doctor()
     if args.json:
-        print(json.dumps(info, ensure_ascii=False, indent=1, default=str))
+        print(json.dumps(info.model_dump(mode="json"), ensure_ascii=False, indent=1))
         return 0
-    models = info.get("models", {})
-    print(f"data home        {info['home']}")
+    models = info.models
+    print(f"data home        {info.home}")
     print("models")
-    for role, r in (models.get("roles") or {}).items():
-        where = f" @ {r['endpoint']}" if r.get("endpoint") else ""
-        cloud = "cloud" if r.get("cloud") else "local"
-        print(f"  {role:<12} {r['model']}{where}  ({cloud}, thinking {r['thinking']}, "
-              f"key {r['api_key']})")
-    if models.get("error"):
-        print(f"  configuration error: {models['error']}")
-    print(f"cloud endpoint   {models.get('summary', '')}")
-    privacy = info.get("privacy") or {}
-    print(f"privacy          {privacy.get('summary', '')}")
-    for d in privacy.get("destinations") or []:
-        place = "another machine" if d["leaves"] else "this machine"
-        when = f"; {d['when']}" if d.get("when") else ""
-        print(f"  {d['what']} at {d['where']} ({place}{when}): {d['sends']}")
-    print(f"embedding model  {info.get('embedding_model')}")
-    print(f"rerank           {(info.get('rerank') or {}).get('rerank_method')}")
-    lib = info.get("library") or {}
-    print(f"library          {lib.get('items')} items, {lib.get('chunks')} chunks, "
-          f"documents {lib.get('documents')}, last indexed {lib.get('last_indexed')}")
-    health = info.get("index_health") or {}
-    print(f"index health     {'ok' if health.get('ok') else 'PROBLEM'} "
-          f"{health.get('note') or health.get('error') or ''}".rstrip())
-    for line in health.get("vectors") or []:
+    for role, r in models.roles.items():
+        where = f" @ {r.endpoint}" if r.endpoint else ""
+        cloud = "cloud" if r.cloud else "local"
+        print(f"  {role:<12} {r.model}{where}  ({cloud}, thinking {r.thinking}, "
+              f"key {r.api_key})")
+    if models.error:
+        print(f"  configuration error: {models.error}")
+    print(f"cloud endpoint   {models.summary}")
+    print(f"privacy          {info.privacy.summary}")
+    for d in info.privacy.destinations:
+        place = "another machine" if d.leaves else "this machine"
+        when = f"; {d.when}" if d.when else ""
+        print(f"  {d.what} at {d.where} ({place}{when}): {d.sends}")
+    print(f"embedding model  {info.embedding_model}")
+    print(f"rerank           {info.rerank.rerank_method if info.rerank else None}")
+    if (lib := info.library) is not None:  # None: index health says why
+        print(f"library          {lib.items} items, {lib.chunks} chunks, "
+              f"documents {lib.documents}, last indexed {lib.last_indexed}")
+    health = info.index_health
+    print(f"index health     {'ok' if health.ok else 'PROBLEM'} "
+          f"{health.note or health.error}".rstrip())
+    for line in health.vectors:
         print(f"  vectors: {line}")
-    for p in health.get("problems") or []:
-        print(f"  {p['status']}: {p['doc_key']} ({p['item_key']}): {p['error']}")
-    print(f"telemetry        {info.get('telemetry')}")
-    print(f"sessions         {info.get('sessions')}")
+    for p in health.problems:
+        print(f"  {p.status}: {p.doc_key} ({p.item_key}): {p.error}")
+    print(f"telemetry        {info.telemetry}")
+    print(f"sessions         {info.sessions}")
     return 0

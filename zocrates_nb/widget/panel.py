@@ -525,11 +525,11 @@ def _model_label(app: App, model: str | None = None) -> str:
     if model:
         return model
     info = app.models()
-    roles = info.get("roles") or {}
-    if info.get("offline", False) or not roles:
+    roles = info.roles
+    if info.offline or not roles:
         return OFFLINE_LABEL
     names = dict.fromkeys(
-        str(roles[r]["model"]) for r in ("coordinator", "search", "synthesizer") if r in roles
+        roles[r].model for r in ("coordinator", "search", "synthesizer") if r in roles
     )
     return " · ".join(names)
 
