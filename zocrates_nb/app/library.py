@@ -125,18 +125,18 @@ def search(
     chunk_type: str | None = None,
     limit: int = 10,
 ) -> list[SearchHit]:
-    """Hybrid search within a scope; unknown collections are a UsageError naming the known."""
+    """Hybrid search within a scope, by the rule a question's tools follow (`allowed_keys`:
+    an attachment or note key stands for its parent item); unknown collections are a
+    UsageError naming the known ones."""
     from zocrates_nb.index import SearchFilter
+    from zocrates_nb.retrieval import allowed_keys
 
-    keys: set[str] | None = set(scope.items) if scope.items else None
-    if scope.collections:
-        try:
-            in_collections = index.collection_item_keys(list(scope.collections))
-        except ValueError as e:
-            raise UsageError(str(e)) from None
-        keys = in_collections if keys is None else keys & in_collections
+    try:
+        keys = allowed_keys(index, scope)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     flt = SearchFilter(
-        item_keys=sorted(keys) if keys is not None else None,
+        item_keys=keys if scope.kind != "library" else None,  # restricted to none: nothing
         chunk_types=[chunk_type] if chunk_type else None,
     )
     return [SearchHit.of(h) for h in index.search(query, flt, limit=limit)]

@@ -25,10 +25,14 @@ _KEY = re.compile(r"^[A-Za-z0-9]{2,32}$")
 
 
 def allowed_keys(index: Index, scope: Scope) -> list[str]:
-    """The parent item keys a selection or collection may read ([] for the whole library).
+    """The parent item keys a selection or collection may read: the one rule by which a scope
+    becomes keys (a question's tools, `App.search`). An attachment or note key stands for its
+    parent item.
 
-    Items and collections together mean the items of those collections that are selected.
-    Unknown collections raise ValueError (from the index) naming the known ones.
+    [] both for the whole library and for a restricted scope that selects nothing (a search
+    over nothing): callers tell them apart by `scope.kind`. Items and collections together
+    mean the items of those collections that are selected. Unknown collections raise
+    ValueError (from the index) naming the known ones.
     """
     items = [k for k in scope.items if k]
     collections = [c for c in scope.collections if c]

@@ -103,11 +103,15 @@ class RunState(_Model):
     ) -> RunState:
         s = settings or RetrievalSettings()
         scope = scope or Scope()
+        if active_keys is None:  # a selection: its items as `allowed_keys` resolved them (an
+            # attachment or note key stands for its parent item), else as given
+            bound = allowed_keys is not None and scope.kind == "selection"
+            active_keys = allowed_keys if bound else scope.items
         return cls(
             goal=goal,
             scope=scope,
             allowed_keys=list(allowed_keys or []),
-            active_keys=list(active_keys if active_keys is not None else scope.items),
+            active_keys=list(active_keys or []),
             budget=s.budget,
             word_ceiling=s.word_ceiling,
             max_rerank_chunks=s.max_rerank_chunks,
