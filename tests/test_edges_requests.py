@@ -12,6 +12,7 @@ import pytest
 from zocrates_nb.app import App
 from zocrates_nb.cli import main
 from zocrates_nb.errors import UsageError
+from zocrates_nb.turn import AskOptions, Scope
 
 
 def test_unknown_item_keys_are_refused_like_unknown_collections(app: App) -> None:
@@ -61,3 +62,42 @@ def test_the_web_api_offline_is_one_sentence(
     assert main(["--home", str(home), "index", "--zotero-web", "../../etc"]) == 2
     assert "'../../etc' is not a Zotero library id: it is a number" in capsys.readouterr().err
     assert not (home / "downloads").exists() or not any((home / "downloads").iterdir())
+
+
+@pytest.mark.parametrize("bad", [False, 0, "", {}, "ABCD2345", [1]])
+def test_a_scope_that_is_not_a_list_of_keys_is_refused_naming_its_field(
+    app: App, bad: object
+) -> None:
+    """`false`, `0`, `""` or `{}` never reads as "no scope" (the whole library)."""
+    for field in ("items", "collections"):
+        with pytest.raises(UsageError, match=rf"^{field}"):
+            app.search("fusion", **{field: bad})  # type: ignore[arg-type]
+        with pytest.raises(UsageError, match=rf"^{field}"):
+            app.ask("What is fusion?", **{field: bad})
+    assert AskOptions(items=None, collections=None).scope == Scope()  # null: no restriction
+
+
+def test_batch_lines_refuse_a_scope_that_is_not_a_list_of_keys(
+    app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [{"id": "false", "items": False}, {"id": "zero", "collections": 0},
+             {"id": "blank", "collection": ""}, {"id": "object", "scope": {"items": {}}},
+             {"id": "scope", "scope": False}]  # fmt: skip
+    questions, queries = tmp_path / "questions.jsonl", tmp_path / "queries.jsonl"
+    questions.write_text("".join(json.dumps({"question": "fusion?", **x}) + "\n" for x in lines))
+    searches = [{"id": "false", "items": False}, {"id": "zero", "collections": 0},
+                {"id": "blank", "collections": ""}]  # fmt: skip
+    queries.write_text("".join(json.dumps({"query": "fusion", **x}) + "\n" for x in searches))
+    home = str(app.home)
+    assert main(["--home", home, "ask", "--questions", str(questions), "--json"]) == 1
+    asked = {o["id"]: o for o in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert main(["--home", home, "search", "--queries", str(queries), "--json"]) == 1
+    searched = {o["id"]: o for o in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert {k: o["status"] for k, o in asked.items()} == dict.fromkeys(asked, "error")
+    assert asked.keys() == {"false", "zero", "blank", "object", "scope"}
+    for key, field in (("false", "items"), ("zero", "collections"), ("blank", "collections"),
+                       ("object", "items")):  # fmt: skip
+        assert asked[key]["error"].startswith(f"{field}: Input should be a valid list"), key
+    assert asked["scope"]["error"].endswith('"scope" must be an object')
+    for key, field in (("false", "items"), ("zero", "collections"), ("blank", "collections")):
+        assert searched[key]["error"].startswith(f"{field}: Input should be a valid list"), key

@@ -7,11 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from zocrates_nb.app import library
 from zocrates_nb.app.core import MAX_QUERY_CHARS, AppCore, user_text
 from zocrates_nb.app.library import SearchHit
+from zocrates_nb.errors import UsageError
 from zocrates_nb.retrieval import TitleMatch, search_titles
-from zocrates_nb.turn import Scope
+from zocrates_nb.turn import AskOptions
 
 if TYPE_CHECKING:
     from zocrates_nb.app.doctor import DoctorReport, ModelsInfo
@@ -87,7 +90,10 @@ class LibraryRecords(AppCore):
     ) -> list[SearchHit]:
         """Hybrid (BM25 + dense) search, within items or collections when given."""
         query = user_text(query, max_chars=MAX_QUERY_CHARS, what="the query")
-        scope = Scope(items=list(items or []), collections=list(collections or []))
+        try:  # lists of keys or None, as a question's (`false` or "KEY" is refused, not read)
+            scope = AskOptions.model_validate({"items": items, "collections": collections}).scope
+        except ValidationError as e:
+            raise UsageError.invalid(e) from None
         self.check_scope(scope)
         return library.search(self.library_index, query, scope, chunk_type=chunk_type,
                               limit=limit)  # fmt: skip

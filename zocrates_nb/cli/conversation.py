@@ -22,6 +22,7 @@ from zocrates_nb.cli.options import ask_options
 from zocrates_nb.cli.printer import TurnPrinter
 from zocrates_nb.errors import UsageError, ZocratesError
 from zocrates_nb.events import ErrorEvent
+from zocrates_nb.turn import Scope
 
 CHAT_HELP = """commands: /new (new session)  /items KEY…  /collection NAME…  /library (clear scope)
           /sessions  /quit"""
@@ -100,17 +101,21 @@ def question_lines(path: Path) -> Iterator[tuple[Any, str | BadLine, dict[str, A
             line_id = q.get("id", n) if isinstance(q, dict) else n
             yield line_id, BadLine(f'{path.name}:{n}: the line has no "question" text'), {}
             continue
-        question, given = q["question"], q.get("scope") or {}
+        question, given = q["question"], q.get("scope")
+        given = {} if given is None else given
         if not isinstance(given, dict):
             yield q.get("id", n), BadLine(f'{path.name}:{n}: "scope" must be an object'), {}
             continue
         scope = {**given,
                  **{k: v for k, v in q.items() if k in ("items", "collections", "collection")}}
-        collections = scope.get("collections") or scope.get("collection")
-        if isinstance(collections, str):
-            collections = [collections]
-        overrides = {"items": scope.get("items") or None, "collections": collections or None}
-        yield q.get("id", n), question, {k: v for k, v in overrides.items() if v}
+        collections = scope.get("collections")
+        collections = scope.get("collection") if collections is None else collections
+        if isinstance(collections, str) and collections.strip():
+            collections = [collections]  # one name
+        # null or [] leaves the flags' scope; anything else but a list of strings is refused
+        # by `AskOptions` (never read as no scope, which would search the whole library)
+        overrides = {"items": scope.get("items"), "collections": collections}
+        yield q.get("id", n), question, {k: v for k, v in overrides.items() if v not in (None, [])}
 
 
 # ---------------------------------------------------------------------------- resume
@@ -146,11 +151,11 @@ def sessions_command(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------------------- chat
 class ChatScope:
-    """What the next chat question searches; `/items`, `/collection`, `/library` change it."""
+    """What the next chat question searches (a `Scope`); `/items`, `/collection`, `/library`
+    change it."""
 
     def __init__(self, items: list[str] | None, collections: list[str] | None) -> None:
-        self.items = list(items or [])
-        self.collections = list(collections or [])
+        self.scope = Scope(items=list(items or []), collections=list(collections or []))
 
     def command(self, line: str) -> str:
         """Carry out a slash command; 'quit', 'new' or 'sessions' is left to the caller."""
@@ -160,13 +165,13 @@ class ChatScope:
         if cmd in ("/new", "/sessions"):
             return cmd[1:]
         if cmd == "/items":
-            self.items, self.collections = rest, []
+            self.scope = Scope(items=rest)
             print(f"scope: items {' '.join(rest) or '(none)'}")
         elif cmd == "/collection":
-            self.collections, self.items = ([" ".join(rest)] if rest else []), []
-            print(f"scope: collection {self.collections[0] if rest else '(none)'}")
+            self.scope = Scope(collections=[" ".join(rest)] if rest else [])
+            print(f"scope: collection {' '.join(rest) or '(none)'}")
         elif cmd == "/library":
-            self.items, self.collections = [], []
+            self.scope = Scope()
             print("scope: the whole library")
         else:
             print(CHAT_HELP)
@@ -232,8 +237,8 @@ async def _chat(client: Client, args: argparse.Namespace) -> int:
                 for r in client.sessions(20):
                     print(f"  {r.session_id}  {r.title}")
             continue
-        options = ask_options(args, items=scope.items or None,
-                              collections=scope.collections or None)  # fmt: skip
+        options = ask_options(args, items=scope.scope.items or None,
+                              collections=scope.scope.collections or None)  # fmt: skip
         printer = _printer(client, args, False)
         try:
             await printer.run(client.ask(line, options, session_id=session))
