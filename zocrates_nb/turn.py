@@ -31,6 +31,13 @@ class _Record(BaseModel):
     # serialised for readers) are ignored, never an error.
     model_config = ConfigDict(extra="ignore")
 
+    @classmethod
+    def from_passage(cls, source: object, **own: Any) -> Self:
+        """This record of a passage another holds (an index chunk, evidence, a row): the
+        passage fields (`PASSAGE_FIELDS`) both carry are copied, `own` sets the others."""
+        names = [n for n in cls.model_fields if n in PASSAGE_FIELDS and hasattr(source, n)]
+        return cls.model_validate({**{n: getattr(source, n) for n in names}, **own})
+
 
 class Scope(_Record):
     """What a question searches: item keys, collections, or (neither) the whole library.
@@ -121,13 +128,6 @@ class PassageFields(_Record):
     page_end: int | None = None
     words: int = 0
     text: str = ""
-
-    @classmethod
-    def from_passage(cls, source: object, **own: Any) -> Self:
-        """This view of a passage another holds (an index chunk, evidence, a row): the passage
-        fields both carry are copied, `own` sets the view's other fields."""
-        names = [n for n in cls.model_fields if n in PASSAGE_FIELDS and hasattr(source, n)]
-        return cls.model_validate({**{n: getattr(source, n) for n in names}, **own})
 
 
 class PlacedPassage(PassageFields):

@@ -36,6 +36,11 @@ class ResolvedDocument:
     year: int | None = None
     notices: list[str] = field(default_factory=list)
 
+    def names(self) -> dict[str, Any]:
+        """The keys and title a result about this document starts with."""
+        return {"item_key": self.key, "doc_key": self.doc_key, "parent_key": self.parent_key,
+                "title": self.title}  # fmt: skip
+
 
 def read_assets(
     index: Index,
@@ -109,15 +114,9 @@ def read_assets(
     if skipped:
         notices.append(f"[Word ceiling reached: not read {', '.join(skipped)}.]")
     out = ReadResult(
-        item_key=doc.key,
-        doc_key=doc.doc_key,
-        parent_key=doc.parent_key,
-        title=doc.title,
-        authors=doc.authors,
-        year=doc.year,
-        assets=assets,
+        **doc.names(), authors=doc.authors, year=doc.year, assets=assets,
         unresolved_asset_ids=unresolved,
-    )
+    )  # fmt: skip
     out.add_notices(list(notices))
     return out
 
@@ -222,38 +221,17 @@ def _read_asset(
     page = ref.page if ref.page is not None else (toc.page_of_line(a) if a else None)
     page_end = toc.page_of_line(b) if b else None
     ev = Evidence(
-        chunk_id=f"{doc.doc_key}:{ref.id}",
-        item_key=doc.parent_key,
-        attachment_key=doc.doc_key,
-        title=doc.title,
-        authors=doc.authors,
-        year=doc.year,
-        section=ref.heading,
-        section_id=ref.id,
-        chunk_type=chunk_type,
-        text=text,
-        words=len(text.split()),
-        line_start=a,
-        line_end=b,
-        page=page,
-        page_end=page_end,
-        csv=ref.csv,
-        caption=ref.caption,
-        label=ref.label,
-        tool="read_document",
-    )
+        chunk_id=f"{doc.doc_key}:{ref.id}", item_key=doc.parent_key, attachment_key=doc.doc_key,
+        title=doc.title, authors=doc.authors, year=doc.year, section=ref.heading,
+        section_id=ref.id, chunk_type=chunk_type, text=text, words=len(text.split()),
+        line_start=a, line_end=b, page=page, page_end=page_end, csv=ref.csv,
+        caption=ref.caption, label=ref.label, tool="read_document",
+    )  # fmt: skip
     st.add_evidence([ev])
     return ReadAsset(
-        asset_id=ref.id,
-        type=ref.kind,
-        heading=ref.heading,
-        title=doc.title,
-        page=page,
-        words=ev.words,
-        text=text,
-        caption=ref.caption or None,
-        csv=ref.csv or None,
-    )
+        asset_id=ref.id, type=ref.kind, heading=ref.heading, title=doc.title, page=page,
+        words=ev.words, text=text, caption=ref.caption or None, csv=ref.csv or None,
+    )  # fmt: skip
 
 
 def _cut_to_words(

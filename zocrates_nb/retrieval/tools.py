@@ -335,13 +335,7 @@ class Toolkit:
             return doc
         toc = self.bundle(doc.doc_key).toc
         parent = doc.parent_key if doc.parent_key != doc.doc_key else None
-        out = TocResult(
-            item_key=doc.key,
-            doc_key=doc.doc_key,
-            parent_key=doc.parent_key,
-            title=doc.title,
-            outline=compact_outline(toc, doc.doc_key, parent, doc.title),
-        )
+        out = TocResult(**doc.names(), outline=compact_outline(toc, doc.doc_key, parent, doc.title))
         out.add_notices(list(doc.notices))
         return out
 
