@@ -258,10 +258,10 @@ def test_app_mirrors_the_cli_library_commands(
         assert (hits[0].authors, hits[0].year) == (["Ada Author", "Bo Raft"], 2020)
         with pytest.raises(UsageError, match="unknown collection 'Nope'"):
             app.search("leader", collections=["Nope"])
-        outline = app.toc(RAFT)["outline"]
+        outline = app.toc(RAFT).outline
         assert "Understandable Consensus with Raft" in outline
         read = app.read(RAFT, ["s1"])
-        assert read["assets"] and read["assets"][0]["asset_id"] == "s1"
+        assert read.assets and read.assets[0].asset_id == "s1"
         with pytest.raises(UsageError, match="Unknown item key"):
             app.toc("NOSUCHKY")
         with pytest.raises(UsageError, match="one library source"):

@@ -221,19 +221,19 @@ def test_reading_a_giant_table_returns_its_first_rows_and_says_how_to_get_more(k
     doc = next(d for d in kit.index.documents() if d.file.endswith("/long-table.pdf"))
     kit_ = Toolkit(kit.index, RunState.new(RetrievalSettings()))
     out = kit_.read_document(doc.doc_key, "t1")
-    (asset,) = out["assets"]
-    assert TABLE_READ_WORDS // 2 < asset["words"] <= TABLE_READ_WORDS
-    shown = asset["text"].count("\n| S0")  # data rows, not the header
-    csv_rows = asset["csv"].splitlines()
+    (asset,) = out.assets
+    assert TABLE_READ_WORDS // 2 < asset.words <= TABLE_READ_WORDS
+    shown = asset.text.count("\n| S0")  # data rows, not the header
+    csv_rows = asset.csv.splitlines()
     assert csv_rows[0] == "Sample,Site,Depth,Temp,Salinity,Cast" and len(csv_rows) == shown + 1
     n = 120 * ROWS_PER_PAGE - 5
-    assert f"Table 1 is long ({n:,} rows, ~" in out["notice"]
+    assert f"Table 1 is long ({n:,} rows, ~" in out.notice
     assert f"showing rows 1–{shown:,}. Find particular rows with search_corpus, or read one page" \
-        in out["notice"]
-    assert kit_.state.words == asset["words"]
-    page = kit_.read_document(doc.doc_key, page=87)["assets"][0]
+        in out.notice
+    assert kit_.state.words == asset.words
+    page = kit_.read_document(doc.doc_key, page=87).assets[0]
     first_on_87 = ROWS_PER_PAGE - 5 + 85 * ROWS_PER_PAGE + 1
-    assert f"| {table_row(first_on_87)[0]} |" in page["text"]
+    assert f"| {table_row(first_on_87)[0]} |" in page.text
 
 
 def test_a_600_page_report_is_indexed_with_the_default_limit(kit: Kit) -> None:

@@ -25,7 +25,7 @@ def test_the_word_ceiling_is_never_passed(small_index: Any) -> None:
     ]
     for call in calls:
         out = call()
-        notices.append(str(out.get("notice", "")) + str(out.get("message", "")))
+        notices.append(str(out.notice or "") + str(getattr(out, "message", "")))
         assert st.words <= ceiling, (st.words, out)
         assert st.words == sum(len(e.text.split()) for e in st.evidence)
     assert st.words >= ceiling - 60  # it filled up to the ceiling, not stopped far short
@@ -37,8 +37,8 @@ def test_a_cut_read_says_what_the_ceiling_left(small_index: Any) -> None:
     kit = Toolkit(small_index, RunState.new(RetrievalSettings(word_ceiling=100, budget=5)))
     out = kit.read_document(RAFT, "s1, s2")
     assert kit.state.words <= 100
-    assert "what the word ceiling leaves" in out.get("notice", "") or any(
-        a["text"].endswith(" …") for a in out["assets"]
+    assert "what the word ceiling leaves" in (out.notice or "") or any(
+        a.text.endswith(" …") for a in out.assets
     )
 
 
@@ -66,7 +66,7 @@ def test_a_read_with_one_word_left_adds_exactly_one_word(small_index: Any) -> No
         kit.state.add_evidence([Evidence(chunk_id="F:1", item_key="F", attachment_key="F",
                                          text=filler, words=ceiling - left)])  # fmt: skip
         out = kit.read_document(RAFT, "s1")
-        assert out["status"] == "success"
+        assert out.status == "success"
         assert kit.state.words == ceiling, (left, kit.state.words)
         assert kit.state.words == sum(len(e.text.split()) for e in kit.state.evidence)
-        assert out["assets"][0]["text"].endswith("…")  # the cut is shown
+        assert out.assets[0].text.endswith("…")  # the cut is shown

@@ -17,7 +17,7 @@ import hashlib
 import re
 import unicodedata
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -30,6 +30,13 @@ class _Record(BaseModel):
     # Stored records are read back by later versions: unknown keys (and derived fields
     # serialised for readers) are ignored, never an error.
     model_config = ConfigDict(extra="ignore")
+
+    @classmethod
+    def from_passage(cls, source: object, **own: Any) -> Self:
+        """This record of a passage another holds (an index chunk, evidence, a row): the
+        passage fields (`PASSAGE_FIELDS`) both carry are copied, `own` sets the others."""
+        names = [n for n in cls.model_fields if n in PASSAGE_FIELDS and hasattr(source, n)]
+        return cls.model_validate({**{n: getattr(source, n) for n in names}, **own})
 
 
 class Scope(_Record):
@@ -106,12 +113,12 @@ class Citation(_Record):
     support: float | None = None  # verification support probability
 
 
-class EvidenceRow(_Record):
-    """One passage a turn's search gathered: what the synthesizer saw (`ranked`, in order),
-    then the other passages found. Every column of `frames.evidence_frame` comes from here."""
+class PassageFields(_Record):
+    """What every view of a passage carries (a search hit, a piece of evidence, a turn's row),
+    declared once: a field added to a passage is added here (or to `PlacedPassage`)."""
 
-    chunk_id: str
-    item_key: str
+    chunk_id: str  # index chunk id, or "{doc_key}:{asset}" / "{doc_key}:p{N}" for reads
+    item_key: str  # parent item key
     title: str = ""
     authors: list[str] = Field(default_factory=list)
     year: int | None = None
@@ -121,6 +128,24 @@ class EvidenceRow(_Record):
     page_end: int | None = None
     words: int = 0
     text: str = ""
+
+
+class PlacedPassage(PassageFields):
+    """A passage with its place in the document it came from."""
+
+    attachment_key: str  # the document: attachment or note key
+    section_id: str = ""  # "s3", "f1", "t2", "abstract", "p4"
+    line_start: int | None = None  # 1-based inclusive range in the document's Markdown
+    line_end: int | None = None
+
+
+PASSAGE_FIELDS = frozenset(PlacedPassage.model_fields)
+
+
+class EvidenceRow(PassageFields):
+    """One passage a turn's search gathered: what the synthesizer saw (`ranked`, in order),
+    then the other passages found. Every column of `frames.evidence_frame` comes from here."""
+
     tool: str = ""  # search_corpus | read_document
     retrieval_rank: int | None = None  # 1-based rank in the tool call that found it
     ranked: bool = False  # handed to the synthesizer after reranking
@@ -504,6 +529,7 @@ class SessionSummary(_Record):
 
 
 __all__ = [
+    "PASSAGE_FIELDS",
     "TURN_STATUSES",
     "AskOptions",
     "CheckpointInfo",
@@ -511,6 +537,8 @@ __all__ = [
     "Citation",
     "CitationView",
     "EvidenceRow",
+    "PassageFields",
+    "PlacedPassage",
     "QuestionPart",
     "RoleUsage",
     "Scope",

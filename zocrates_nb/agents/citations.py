@@ -199,13 +199,11 @@ def renumber(text: str) -> tuple[str, dict[int, int]]:
 
 # ---------------------------------------------------------------------------- sources
 def _source(e: Evidence, tier: str, numbers: Sequence[int] = ()) -> Source:
-    return Source(
+    return Source.from_passage(
+        e,
         n=numbers[0] if numbers else None,
         numbers=list(numbers),
-        item_key=e.item_key,
         title=e.title or "Untitled",
-        authors=list(e.authors),
-        year=e.year,
         tier="cited" if tier == "cited" else "other",
     )
 
@@ -241,18 +239,7 @@ def build_citations(
     for old, new in sorted(renumbered.items(), key=lambda kv: kv[1]):
         e = ranked[old - 1]
         out.append(
-            Citation(
-                n=new,
-                chunk_id=e.chunk_id,
-                item_key=e.item_key,
-                title=e.title or "Untitled",
-                authors=list(e.authors),
-                year=e.year,
-                section=e.section,
-                page=e.page,
-                text=e.text,
-                support=support.get(old),
-            )
+            Citation.from_passage(e, n=new, title=e.title or "Untitled", support=support.get(old))
         )
     return out
 

@@ -36,7 +36,7 @@ from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.agents.search_agent import run_search
 from zocrates_nb.agents.synthesizer import synthesize
 from zocrates_nb.events import CheckpointEvent
-from zocrates_nb.retrieval import RunState, Toolkit, rerank_state
+from zocrates_nb.retrieval import RunState, TocResult, Toolkit, rerank_state
 from zocrates_nb.retrieval.rerank import filter_substantive, rerank_evidence
 from zocrates_nb.retrieval.state import MAX_EXTENSIONS, CompletionReport, Evidence
 from zocrates_nb.retrieval.vectors import PassageVectors
@@ -440,10 +440,9 @@ class SearchPipeline:
                 if cached.get_outline(k) is not None:
                     continue
                 out = tools.document_toc(k)
-                if out.get("status") != "success" or not out.get("outline"):
+                if not isinstance(out, TocResult) or not out.outline:
                     return []
-                ids = [k, str(out.get("doc_key", "")), str(out.get("parent_key", ""))]
-                built[k] = (ids, str(out["outline"]), str(out.get("title", "")))
+                built[k] = ([k, out.doc_key, out.parent_key], out.outline, out.title)
         found: list[str] = []
 
         def touch(st: SessionState) -> None:
@@ -529,19 +528,4 @@ def evidence_rows(
 
 
 def _row(e: Evidence, **ranking: Any) -> EvidenceRow:
-    return EvidenceRow(
-        chunk_id=e.chunk_id,
-        item_key=e.item_key,
-        title=e.title,
-        authors=list(e.authors),
-        year=e.year,
-        section=e.section,
-        chunk_type=e.chunk_type,
-        page=e.page,
-        page_end=e.page_end,
-        words=e.words,
-        text=e.text,
-        tool=e.tool,
-        retrieval_rank=e.rank,
-        **ranking,
-    )
+    return EvidenceRow.from_passage(e, tool=e.tool, retrieval_rank=e.rank, **ranking)

@@ -4,16 +4,17 @@ It sees only its own input (active items with keys, pre-retrieved outlines, the 
 tool calls. `conclude_search` and `request_search_extension` are output functions: calling
 either ends the agent's run, like the design's skip-summarisation. The guardrails (budget, word
 ceiling, scope, dedup) live in the toolkit; these wrappers add the visible steps, serialise
-calls on the shared run state, and cache outlines in the session.
+calls on the shared run state, cache outlines in the session, and hand the model each typed
+result as its JSON.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterable, Sequence
+from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_ai import (
     Agent,
@@ -41,7 +42,15 @@ from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.prompts import SEARCH_INSTRUCTION
 from zocrates_nb.agents.runtime import TurnContext, role_call
 from zocrates_nb.events import Thinking
-from zocrates_nb.retrieval import RunState, Toolkit
+from zocrates_nb.retrieval import (
+    ReadResult,
+    Refusal,
+    RunState,
+    SearchResult,
+    TocResult,
+    Toolkit,
+    ToolResult,
+)
 from zocrates_nb.text import shorten
 
 
@@ -59,16 +68,18 @@ class SearchEnd:
     how: str  # concluded | extension
 
 
-async def _call(deps: SearchDeps, fn: Any, *args: Any) -> dict[str, Any]:
+R = TypeVar("R", bound=ToolResult)
+
+
+async def _call(deps: SearchDeps, fn: Callable[..., R], *args: Any) -> R:
     """Run a toolkit call off the event loop, one at a time (they share the run state)."""
     async with deps.lock:
-        result: dict[str, Any] = await asyncio.to_thread(fn, *args)
-        return result
+        return await asyncio.to_thread(fn, *args)
 
 
-def _budget_step(deps: SearchDeps, out: dict[str, Any]) -> None:
-    if out.get("status") == "budget_exhausted":
-        deps.turn.step("search", "Retrieval budget used up", message=out.get("message", ""))
+def _budget_step(deps: SearchDeps, out: ToolResult) -> None:
+    if isinstance(out, Refusal) and out.status == "budget_exhausted":
+        deps.turn.step("search", "Retrieval budget used up", message=out.message)
 
 
 async def search_corpus(
@@ -111,10 +122,9 @@ async def _search(
     deps.turn.step("search", label, query=query)
     out = await _call(deps, deps.toolkit.search_corpus, query, item_key, chunk_type, limit)
     _budget_step(deps, out)
-    if out.get("status") == "success" and _economy(deps):
-        out = search_context.for_model(out)
-        n = len(out.get("results") or [])
-        papers = len({r.get("item_key") for r in out.get("results") or []})
+    if isinstance(out, SearchResult) and _economy(deps):
+        n = len(out.results)
+        papers = len({r.item_key for r in out.results})
         deps.turn.step(
             "search",
             f"Found {_plural(n, 'passage')} in {_plural(papers, 'paper')}",
@@ -122,7 +132,8 @@ async def _search(
             passages=n,
             papers=papers,
         )
-    return out
+        return search_context.for_model(out.model_dump(mode="json"))
+    return out.model_dump(mode="json")
 
 
 def _plural(n: int, noun: str) -> str:
@@ -138,8 +149,9 @@ def _paper_names(deps: SearchDeps, item_key: Any) -> str:
             record = deps.toolkit.index.item(key)
         except Exception:  # a label must never fail the search
             record = None
-        titles.append(f"“{shorten(record.title)}”" if record is not None and record.title
-                      else "one paper")
+        titles.append(
+            f"“{shorten(record.title)}”" if record is not None and record.title else "one paper"
+        )
     if not titles:
         return "some papers"
     if len(titles) == 1:
@@ -169,17 +181,16 @@ async def get_document_toc(ctx: RunContext[SearchDeps], item_key: str) -> dict[s
     deps = ctx.deps
     out = await _call(deps, deps.toolkit.get_document_toc, item_key)
     _budget_step(deps, out)
-    if out.get("status") == "success":
-        title = out.get("title", "")
-        deps.turn.step("toc", f"Opening the outline of {shorten(title, 90)}", title=title)
-        keys = [k for k in (out.get("item_key"), out.get("doc_key"), out.get("parent_key")) if k]
-        outline = str(out.get("outline", ""))
+    if isinstance(out, TocResult):
+        toc = out
+        deps.turn.step("toc", f"Opening the outline of {shorten(toc.title, 90)}", title=toc.title)
+        keys = [k for k in (toc.item_key, toc.doc_key, toc.parent_key) if k]
 
         def put(state: Any) -> None:
-            state.cache_outline(keys, outline, title)
+            state.cache_outline(keys, toc.outline, toc.title)
 
         await asyncio.to_thread(deps.turn.store.update_state, deps.turn.session_id, put)
-    return out
+    return out.model_dump(mode="json")
 
 
 async def read_document(
@@ -200,25 +211,20 @@ async def read_document(
     deps = ctx.deps
     out = await _call(deps, deps.toolkit.read_document, item_key, asset_id, page)
     _budget_step(deps, out)
-    if out.get("status") == "success":
-        title = shorten(out.get("title", ""), 90)
-        heads = [a.get("heading") or a.get("asset_id") for a in out.get("assets") or []]
-        for a in out.get("assets") or []:
-            head = a.get("heading") or a.get("asset_id", "")
-            kind = a.get("type", "section")
-            what = f"§{head}" if kind == "section" else head
-            deps.turn.step(
-                "read",
-                f"Reading {what} of {title}",
-                title=out.get("title", ""),
-                asset_id=a.get("asset_id"),
-                words=a.get("words"),
-            )
-        if not heads:
-            deps.turn.step("read", f"Nothing new to read in {title}", title=out.get("title", ""))
-        if _economy(deps):
-            out = search_context.read_for_model(out)
-    return out
+    if not isinstance(out, ReadResult):
+        return out.model_dump(mode="json")
+    title = shorten(out.title, 90)
+    for a in out.assets:
+        head = a.heading or a.asset_id
+        what = f"§{head}" if a.type == "section" else head
+        deps.turn.step(
+            "read", f"Reading {what} of {title}", title=out.title, asset_id=a.asset_id,
+            words=a.words,
+        )  # fmt: skip
+    if not out.assets:
+        deps.turn.step("read", f"Nothing new to read in {title}", title=out.title)
+    wire = out.model_dump(mode="json")
+    return search_context.read_for_model(wire) if _economy(deps) else wire
 
 
 async def conclude_search(
@@ -251,8 +257,8 @@ async def request_search_extension(
     out = ctx.deps.toolkit.request_search_extension(
         justification, covered_summary, missing_aspects or []
     )
-    if out.get("status") != "success":
-        raise ModelRetry(str(out.get("message", "No extension available: call conclude_search.")))
+    if isinstance(out, Refusal):
+        raise ModelRetry(out.message)
     return SearchEnd("extension")
 
 

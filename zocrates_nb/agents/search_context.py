@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
+from zocrates_nb.retrieval.results import succeeded
+
 ECONOMY = True  # False only in `bench tokens --agent --compare`: the history as it was sent
 ELIDED_WORDS = 6  # what an older passage keeps: its opening words, as a reminder
 SHORTENED = "read earlier: shortened here, the full text is kept in the evidence"
@@ -86,7 +88,7 @@ def _outline_sections(outline: str) -> str:
 def elide_result(tool: str, content: Any) -> Any:
     """An older result as the model is reminded of it: what was asked, and one line per
     passage (where it is, its opening words), with one note that the full texts are kept."""
-    if not isinstance(content, dict) or content.get("status") != "success":
+    if not succeeded(content):
         return content
     if content.get("note") == SHORTENED or content.get("shortened"):  # elided already
         return content

@@ -7,54 +7,31 @@ The CLI's `index`, `status`, `search`, `toc`, `read` and `convert` are these cal
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from zocrates_nb.config import Settings
 from zocrates_nb.errors import UsageError
-from zocrates_nb.turn import Scope
+from zocrates_nb.retrieval.results import ReadResult, Refusal, TocResult
+from zocrates_nb.turn import PlacedPassage, Scope
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Hit, Index, IndexReport
     from zocrates_nb.ingest.bundle import Bundle
+    from zocrates_nb.retrieval import Toolkit
 
 
-class SearchHit(BaseModel):
+class SearchHit(PlacedPassage):
     """One passage a search found, with its paper's metadata (higher `score` is better)."""
 
     model_config = ConfigDict(frozen=True)
 
-    chunk_id: str
-    item_key: str
-    attachment_key: str
-    title: str
-    authors: list[str]
-    year: int | None
-    section: str
-    chunk_type: str
-    page: int | None
-    page_end: int | None
-    text: str
     score: float
 
     @classmethod
     def of(cls, hit: Hit) -> SearchHit:
-        c = hit.chunk
-        return cls(
-            chunk_id=c.chunk_id,
-            item_key=c.item_key,
-            attachment_key=c.attachment_key,
-            title=c.title,
-            authors=list(c.authors),
-            year=c.year,
-            section=c.section,
-            chunk_type=c.chunk_type,
-            page=c.page,
-            page_end=c.page_end,
-            text=c.text,
-            score=round(hit.score, 6),
-        )
+        return cls.from_passage(hit.chunk, score=round(hit.score, 6))
 
 
 class IndexStatus(BaseModel):
@@ -142,12 +119,12 @@ def search(
     return [SearchHit.of(h) for h in index.search(query, flt, limit=limit)]
 
 
-def toc(index: Index, settings: Settings, key: str) -> dict[str, Any]:
+def toc(index: Index, settings: Settings, key: str) -> TocResult:
     """A document's compact outline, exactly as the search agent gets it."""
     return _succeeded(_toolkit(index, settings).document_toc(key))
 
 
-def read(index: Index, settings: Settings, key: str, asset_ids: list[str]) -> dict[str, Any]:
+def read(index: Index, settings: Settings, key: str, asset_ids: list[str]) -> ReadResult:
     """Sections, figures or tables of a document, exactly as the search agent reads them."""
     return _succeeded(_toolkit(index, settings).read_document(key, asset_ids))
 
@@ -165,16 +142,19 @@ def convert(path: Path) -> Bundle:
         raise UsageError(f"{path.name}: {e}") from None
 
 
-def _toolkit(index: Index, settings: Settings) -> Any:
+def _toolkit(index: Index, settings: Settings) -> Toolkit:
     """The agent's tools with a fresh run state at library scope."""
     from zocrates_nb.retrieval import RunState, Toolkit
 
     return Toolkit(index, RunState.new(settings.retrieval))
 
 
-def _succeeded(result: dict[str, Any]) -> dict[str, Any]:
-    if result.get("status") != "success":
-        raise UsageError(str(result.get("message") or result.get("status")))
+R = TypeVar("R", TocResult, ReadResult)
+
+
+def _succeeded(result: R | Refusal) -> R:
+    if isinstance(result, Refusal):
+        raise UsageError(result.message or result.status)
     return result
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -13,7 +13,7 @@ from zocrates_nb.app import library
 from zocrates_nb.app.core import MAX_QUERY_CHARS, AppCore, user_text
 from zocrates_nb.app.library import SearchHit
 from zocrates_nb.errors import UsageError
-from zocrates_nb.retrieval import TitleMatch, search_titles
+from zocrates_nb.retrieval import ReadResult, TitleMatch, TocResult, search_titles
 from zocrates_nb.turn import AskOptions
 
 if TYPE_CHECKING:
@@ -98,11 +98,11 @@ class LibraryRecords(AppCore):
         return library.search(self.library_index, query, scope, chunk_type=chunk_type,
                               limit=limit)  # fmt: skip
 
-    def toc(self, key: str) -> dict[str, Any]:
+    def toc(self, key: str) -> TocResult:
         """A document's outline (parent, attachment or note key), as the search agent sees it."""
         return library.toc(self.library_index, self.settings, key)
 
-    def read(self, key: str, asset_ids: Sequence[str]) -> dict[str, Any]:
+    def read(self, key: str, asset_ids: Sequence[str]) -> ReadResult:
         """Sections (`s2`), figures (`f1`), tables (`t1`), `abstract`, `full` or pages (`p4`)."""
         return library.read(self.library_index, self.settings, key, list(asset_ids))
 

@@ -166,8 +166,10 @@ def bench_beir(args: argparse.Namespace) -> dict[str, Any]:
     limit = getattr(args, "queries_limit", None)
     if limit:
         todo = todo[: int(limit)]
-    reranker = None if getattr(args, "no_rerank", False) else Reranker(
-        settings.retrieval, embedder=index.embedder
+    reranker = (
+        None
+        if getattr(args, "no_rerank", False)
+        else Reranker(settings.retrieval, embedder=index.embedder)
     )
     index.search("warm-up", limit=1)  # model load is not query latency
     methods_run = (*BEIR_MODES, "hybrid+rerank") if reranker else BEIR_MODES
@@ -252,6 +254,7 @@ def bench_tokens(args: argparse.Namespace) -> dict[str, Any]:
     from zocrates_nb.index import Index
     from zocrates_nb.index.embedder import model_path
     from zocrates_nb.retrieval.assets import FRONTMATTER_WORDS, section_span
+    from zocrates_nb.retrieval.results import TocResult
     from zocrates_nb.retrieval.state import RunState
     from zocrates_nb.retrieval.tools import Toolkit
 
@@ -265,10 +268,10 @@ def bench_tokens(args: argparse.Namespace) -> dict[str, Any]:
             if item.item_type in ("note", "attachment"):
                 continue
             toc_result = kit.document_toc(item.key)
-            if toc_result.get("status") != "success":
+            if not isinstance(toc_result, TocResult):
                 continue
-            bundle = kit.bundle(toc_result["doc_key"])
-            listed = set(re.findall(r"\[(s\d+)\]", toc_result["outline"]))
+            bundle = kit.bundle(toc_result.doc_key)
+            listed = set(re.findall(r"\[(s\d+)\]", toc_result.outline))
             # The targeted section: the median-sized section the outline lists (what a
             # question sends the agent to read), leaving out the references and a title-page
             # s0 (not one that holds the text of a paper without headings).
@@ -284,7 +287,7 @@ def bench_tokens(args: argparse.Namespace) -> dict[str, Any]:
                 continue
             spans.sort()
             section_tokens = spans[len(spans) // 2]
-            outline_tokens = counter(toc_result["outline"])
+            outline_tokens = counter(toc_result.outline)
             full_tokens = counter(bundle.markdown)
             rows.append(
                 {

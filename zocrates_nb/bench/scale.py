@@ -115,9 +115,10 @@ def paper_pdf(path: Path, number: int, source: TextSource) -> None:
             chart.data = [[rng.randint(5, 95) for _ in range(5)]]
             drawing = Drawing(380, 150)
             drawing.add(chart)
-            story += [drawing, Paragraph(
-                f"Figure 1. Outcome by group in {_esc(title[:60])}.", styles["Italic"]
-            )]
+            story += [
+                drawing,
+                Paragraph(f"Figure 1. Outcome by group in {_esc(title[:60])}.", styles["Italic"]),
+            ]
             rows = [["Group", "n", "Mean", "SD"]] + [
                 [f"G{g}", str(rng.randint(20, 400)), f"{rng.uniform(0, 9):.2f}",
                  f"{rng.uniform(0, 3):.2f}"] for g in range(1, 5)
@@ -225,9 +226,11 @@ def _tool_ms(index: Any, settings: Any, keys: list[str]) -> dict[str, float]:
     }  # fmt: skip
 
 
-def _ok(result: dict[str, Any]) -> None:
-    if result.get("status") != "success":
-        raise RuntimeError(f"tool failed in the benchmark: {result.get('message')}")
+def _ok(result: object) -> None:
+    from zocrates_nb.retrieval import Refusal
+
+    if isinstance(result, Refusal):
+        raise RuntimeError(f"tool failed in the benchmark: {result.message}")
 
 
 def measure(

@@ -111,7 +111,7 @@ def _batch_search(app: App, args: argparse.Namespace) -> int:
             try:
                 q = json.loads(line)
                 if not isinstance(q, dict):
-                    raise UsageError("a line must be a JSON object with a \"query\"")
+                    raise UsageError('a line must be a JSON object with a "query"')
                 line_id = q.get("id", n)
                 if not isinstance(q.get("query"), str):
                     raise UsageError('the line has no "query" text')
@@ -165,11 +165,11 @@ def toc_command(args: argparse.Namespace) -> int:
     with _app(args) as app:
         result = app.toc(args.key)
     if args.json:
-        _json(result)
+        _json(result.model_dump(mode="json"))
         return 0
-    print(result["outline"])
-    if result.get("notice"):
-        print(result["notice"])
+    print(result.outline)
+    if result.notice:
+        print(result.notice)
     return 0
 
 
@@ -177,15 +177,15 @@ def read_command(args: argparse.Namespace) -> int:
     with _app(args) as app:
         result = app.read(args.key, args.asset_ids)
     if args.json:
-        _json(result)
+        _json(result.model_dump(mode="json"))
         return 0
-    print(f"# {result['title']}")
-    for asset in result["assets"]:
-        page = f" (p. {asset['page']})" if asset.get("page") else ""
-        print(f"\n## [{asset['asset_id']}] {asset['heading']}{page}\n")
-        print(asset["text"])
-        if asset.get("csv"):
-            print("\n```csv\n" + asset["csv"].rstrip() + "\n```")
-    if result.get("notice"):
-        print("\n" + result["notice"])
+    print(f"# {result.title}")
+    for asset in result.assets:
+        page = f" (p. {asset.page})" if asset.page else ""
+        print(f"\n## [{asset.asset_id}] {asset.heading}{page}\n")
+        print(asset.text)
+        if asset.csv:
+            print("\n```csv\n" + asset.csv.rstrip() + "\n```")
+    if result.notice:
+        print("\n" + result.notice)
     return 0

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from zocrates_nb.ingest.bundle import Bundle
 from zocrates_nb.retrieval.assets import AssetRef, normalize_asset_ids, resolve_asset
+from zocrates_nb.retrieval.results import ReadAsset, ReadResult, Refusal
 from zocrates_nb.retrieval.state import Evidence, RunState
 
 if TYPE_CHECKING:
@@ -35,6 +36,11 @@ class ResolvedDocument:
     year: int | None = None
     notices: list[str] = field(default_factory=list)
 
+    def names(self) -> dict[str, Any]:
+        """The keys and title a result about this document starts with."""
+        return {"item_key": self.key, "doc_key": self.doc_key, "parent_key": self.parent_key,
+                "title": self.title}  # fmt: skip
+
 
 def read_assets(
     index: Index,
@@ -43,7 +49,7 @@ def read_assets(
     bundle: Bundle,
     asset_id: Any,
     page: int | None,
-) -> dict[str, Any]:
+) -> ReadResult | Refusal:
     """One `read_document` call on a resolved document: the assets asked for, within the
     run's word ceiling, each read once per run, each added to the evidence."""
     st = state
@@ -53,13 +59,12 @@ def read_assets(
         try:
             wanted.append(f"p{int(page)}")
         except (TypeError, ValueError):
-            return {"status": "error", "message": f"page must be a number, got {page!r}."}
+            return Refusal(message=f"page must be a number, got {page!r}.")
     if not wanted:
-        return {
-            "status": "error",
-            "message": "Give asset_id (e.g. 's2', 'f1', 't1', "
-            "'abstract', 'full'; see get_document_toc) or page=N.",
-        }
+        return Refusal(
+            message="Give asset_id (e.g. 's2', 'f1', 't1', "
+            "'abstract', 'full'; see get_document_toc) or page=N."
+        )
     notices = list(doc.notices)
     full_key = f"{doc.doc_key}:full"
     refs: list[AssetRef] = []
@@ -90,7 +95,7 @@ def read_assets(
             "in the document outline (get_document_toc): s1…, f1…, t1…, abstract, full, "
             "or page=N.]"
         )
-    assets: list[dict[str, Any]] = []
+    assets: list[ReadAsset] = []
     skipped: list[str] = []
     for ref in todo:
         if assets and st.words >= st.word_ceiling:
@@ -108,19 +113,11 @@ def read_assets(
         notices.append(f"[Already retrieved in this session, not repeated: {', '.join(already)}.]")
     if skipped:
         notices.append(f"[Word ceiling reached: not read {', '.join(skipped)}.]")
-    out: dict[str, Any] = {
-        "status": "success",
-        "item_key": doc.key,
-        "doc_key": doc.doc_key,
-        "parent_key": doc.parent_key,
-        "title": doc.title,
-        "authors": doc.authors,
-        "year": doc.year,
-        "assets": assets,
-        "unresolved_asset_ids": unresolved,
-    }
-    if notices:
-        out["notice"] = "\n".join(notices)
+    out = ReadResult(
+        **doc.names(), authors=doc.authors, year=doc.year, assets=assets,
+        unresolved_asset_ids=unresolved,
+    )  # fmt: skip
+    out.add_notices(list(notices))
     return out
 
 
@@ -156,7 +153,7 @@ def _read_asset(
     bundle: Bundle,
     ref: AssetRef,
     notices: list[str],
-) -> dict[str, Any]:
+) -> ReadAsset:
     st = state
     toc = bundle.toc
     csv = ref.csv
@@ -224,41 +221,17 @@ def _read_asset(
     page = ref.page if ref.page is not None else (toc.page_of_line(a) if a else None)
     page_end = toc.page_of_line(b) if b else None
     ev = Evidence(
-        chunk_id=f"{doc.doc_key}:{ref.id}",
-        item_key=doc.parent_key,
-        attachment_key=doc.doc_key,
-        title=doc.title,
-        authors=doc.authors,
-        year=doc.year,
-        section=ref.heading,
-        section_id=ref.id,
-        chunk_type=chunk_type,
-        text=text,
-        words=len(text.split()),
-        line_start=a,
-        line_end=b,
-        page=page,
-        page_end=page_end,
-        csv=ref.csv,
-        caption=ref.caption,
-        label=ref.label,
-        tool="read_document",
-    )
+        chunk_id=f"{doc.doc_key}:{ref.id}", item_key=doc.parent_key, attachment_key=doc.doc_key,
+        title=doc.title, authors=doc.authors, year=doc.year, section=ref.heading,
+        section_id=ref.id, chunk_type=chunk_type, text=text, words=len(text.split()),
+        line_start=a, line_end=b, page=page, page_end=page_end, csv=ref.csv,
+        caption=ref.caption, label=ref.label, tool="read_document",
+    )  # fmt: skip
     st.add_evidence([ev])
-    out: dict[str, Any] = {
-        "asset_id": ref.id,
-        "type": ref.kind,
-        "heading": ref.heading,
-        "title": doc.title,
-        "page": page,
-        "words": ev.words,
-        "text": text,
-    }
-    if ref.caption:
-        out["caption"] = ref.caption
-    if ref.csv:
-        out["csv"] = ref.csv
-    return out
+    return ReadAsset(
+        asset_id=ref.id, type=ref.kind, heading=ref.heading, title=doc.title, page=page,
+        words=ev.words, text=text, caption=ref.caption or None, csv=ref.csv or None,
+    )  # fmt: skip
 
 
 def _cut_to_words(

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from zocrates_nb.config import RetrievalSettings
-from zocrates_nb.turn import Scope
+from zocrates_nb.turn import PlacedPassage, Scope
 
 # An extension adds these on top of the current ceilings (10→15→20, 7500→11250→15000, 15→20→25).
 EXTENSION_CALLS = 5
@@ -24,24 +24,12 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Evidence(_Model):
+class Evidence(PlacedPassage):
     """One retrieved passage: an index chunk (search) or a synthetic one (a section read)."""
 
-    chunk_id: str  # index chunk id, or "{doc_key}:{asset}" / "{doc_key}:p{N}" for reads
-    item_key: str  # parent item key
-    attachment_key: str  # the document read: attachment or note key
-    title: str = ""
-    authors: list[str] = Field(default_factory=list)
-    year: int | None = None
-    section: str = ""
-    section_id: str = ""
+    model_config = ConfigDict(extra="forbid")
+
     chunk_type: str = "body"
-    text: str = ""
-    words: int = 0
-    line_start: int | None = None
-    line_end: int | None = None
-    page: int | None = None
-    page_end: int | None = None
     csv: str | None = None  # tables: rows as CSV
     caption: str = ""  # figures/tables: the printed caption
     label: str = ""  # figures/tables: "Figure 3"

@@ -1,4 +1,4 @@
-"""The retrieval tools of a search run, as plain Python returning JSON-ready dicts.
+"""The retrieval tools of a search run, as plain Python returning typed results (results.py).
 
 The guardrails live here, not in prompts: the agent cannot be trusted to respect a budget, a
 scope or what it has already read. Every retrieval call (search, toc, read) passes the budget
@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from zocrates_nb.index.model import CHUNK_TYPES, Hit, SearchFilter
 from zocrates_nb.ingest.bundle import Bundle
 from zocrates_nb.retrieval.joining import CANDIDATES, Passage, join_adjacent
 from zocrates_nb.retrieval.outline import compact_outline
 from zocrates_nb.retrieval.reading import ResolvedDocument, read_assets
+from zocrates_nb.retrieval.results import (
+    ConcludeResult,
+    ExtensionResult,
+    ReadResult,
+    Refusal,
+    SearchResult,
+    SearchRow,
+    TocResult,
+    ToolResult,
+)
 from zocrates_nb.retrieval.scope import ACTIVE_WORDS, ALL_WORDS, ScopeGuard, parse_keys
 from zocrates_nb.retrieval.state import (
     MAX_EXTENSIONS,
@@ -30,6 +40,7 @@ if TYPE_CHECKING:
     from zocrates_nb.index import Index
 
 log = logging.getLogger(__name__)
+R = TypeVar("R", bound=ToolResult)
 
 RETRIEVAL_TOOLS = ("search_corpus", "get_document_toc", "read_document")
 SURVEY_LIMIT = 10  # frontmatter survey: at most this many papers
@@ -71,8 +82,8 @@ def budget_notice(state: RunState) -> str | None:
     return None
 
 
-def _refused(message: str) -> dict[str, Any]:
-    return {"status": "budget_exhausted", "message": message}
+def _refused(message: str) -> Refusal:
+    return Refusal(status="budget_exhausted", message=message)
 
 
 class Toolkit:
@@ -85,11 +96,10 @@ class Toolkit:
         self._bundles: dict[str, Bundle] = {}
 
     # ================================================================== guard
-    def _run(
-        self, tool: str, args: dict[str, Any], body: Callable[[], dict[str, Any]]
-    ) -> dict[str, Any]:
+    def _run(self, tool: str, args: dict[str, Any], body: Callable[[], R | Refusal]) -> R | Refusal:
         """Budget guard around one retrieval call: refuse, or count it and add the notice."""
         st = self.state
+        out: R | Refusal
         if st.tool_count >= st.budget:
             out = _refused(
                 f"Retrieval tool budget exhausted ({st.tool_count}/{st.budget}): no further "
@@ -107,17 +117,15 @@ class Toolkit:
                 out = body()
             except Exception as e:  # a broken bundle or store must not end the run
                 log.warning("%s failed: %s", tool, e, exc_info=True)
-                out = {"status": "error", "message": f"{tool} failed: {' '.join(str(e).split())}"}
-            notices = [out.pop("notice", None)]
-            if st.words >= st.word_ceiling and out.get("status") == "success":
-                notices.append(
+                out = Refusal(message=f"{tool} failed: {' '.join(str(e).split())}")
+            ceiling = None
+            if st.words >= st.word_ceiling and out.ok:
+                ceiling = (
                     f"[Notice: Evidence word ceiling reached ({st.words:,}/{st.word_ceiling:,} "
                     "words). Further retrieval will be refused: call `conclude_search`.]"
                 )
-            notices = [n for n in (*notices, budget_notice(st)) if n]
-            if notices:
-                out["notice"] = "\n".join(notices)
-        st.tool_log.append({"tool": tool, "args": args, "status": out.get("status", "")})
+            out.add_notices([ceiling, budget_notice(st)])
+        st.tool_log.append({"tool": tool, "args": args, "status": out.status})
         return out
 
     # ================================================================== search_corpus
@@ -127,7 +135,7 @@ class Toolkit:
         item_key: str | list[str] | None = None,
         chunk_type: str | None = None,
         limit: int = 10,
-    ) -> dict[str, Any]:
+    ) -> SearchResult | Refusal:
         """Hybrid search within the run's scope, never returning a chunk already seen."""
         args = {"query": query, "item_key": item_key, "chunk_type": chunk_type, "limit": limit}
         return self._run(
@@ -136,7 +144,7 @@ class Toolkit:
 
     def _search_keys(
         self, item_key: str | list[str] | None
-    ) -> tuple[list[str] | None, list[str], dict[str, Any] | None]:
+    ) -> tuple[list[str] | None, list[str], Refusal | None]:
         """(filter keys or None for all, notices, refusal)."""
         words = item_key.strip().lower() if isinstance(item_key, str) else None
         empty = isinstance(item_key, (list, tuple)) and not item_key
@@ -161,20 +169,19 @@ class Toolkit:
             return (
                 None,
                 notices,
-                {
-                    "status": "error",
-                    "message": f"No known item key in {item_key!r}. Use keys from search results "
-                    "or the active items, or item_key=None to search the whole scope.",
-                },
+                Refusal(
+                    message=f"No known item key in {item_key!r}. Use keys from search results "
+                    "or the active items, or item_key=None to search the whole scope."
+                ),
             )
         return check.keys, notices, None
 
     def _search(
         self, query: str, item_key: str | list[str] | None, chunk_type: str | None, limit: int
-    ) -> dict[str, Any]:
+    ) -> SearchResult | Refusal:
         st = self.state
         if not query or not query.strip():
-            return {"status": "error", "message": "Give a non-empty query."}
+            return Refusal(message="Give a non-empty query.")
         keys, notices, refusal = self._search_keys(item_key)
         if refusal is not None:
             return refusal
@@ -182,11 +189,10 @@ class Toolkit:
         if chunk_type:
             ctype = _CHUNK_TYPE_ALIASES.get(chunk_type.strip().lower())
             if ctype is None:
-                return {
-                    "status": "error",
-                    "message": f"Unknown chunk_type {chunk_type!r}; use "
-                    f"one of {', '.join(CHUNK_TYPES)} (or omit it).",
-                }
+                return Refusal(
+                    message=f"Unknown chunk_type {chunk_type!r}; use "
+                    f"one of {', '.join(CHUNK_TYPES)} (or omit it)."
+                )
         survey = ctype == "frontmatter"
         limit = max(1, min(int(limit or 10), SURVEY_LIMIT if survey else MAX_SEARCH_LIMIT))
         flt = SearchFilter(
@@ -203,7 +209,17 @@ class Toolkit:
         else:
             hits = self.index.search(query, flt, limit=max(limit, CANDIDATES))
             passages = join_adjacent(hits, limit, words_left=words_left)
-        items = [_evidence_from_hit(p.hit, rank, query) for rank, p in enumerate(passages, 1)]
+        items = [
+            Evidence.from_passage(
+                p.hit.chunk,
+                tool="search_corpus",
+                query=query,
+                rank=rank,
+                score=round(p.hit.score, 6),
+                ranks=dict(p.hit.ranks),
+            )
+            for rank, p in enumerate(passages, 1)
+        ]
         fit = _within_ceiling(items, words_left)
         if len(fit) < len(items):
             notices.append(
@@ -213,36 +229,14 @@ class Toolkit:
         items = fit
         st.mark_seen([cid for p in passages[: len(fit)] for cid in p.chunk_ids])
         st.add_evidence(items)
-        results = [
-            {
-                "rank": e.rank,
-                "chunk_id": e.chunk_id,
-                "item_key": e.item_key,
-                "attachment_key": e.attachment_key,
-                "title": e.title,
-                "authors": e.authors,
-                "year": e.year,
-                "section": e.section,
-                "section_id": e.section_id,
-                "chunk_type": e.chunk_type,
-                "page": e.page,
-                "text": e.text,
-            }
-            for e in items
-        ]
+        results = [SearchRow.model_validate(e, from_attributes=True) for e in items]
         if not results:
             notices.append(
                 "[No new passages matched: everything relevant may already be read, "
                 "or the scope does not cover this topic.]"
             )
-        out: dict[str, Any] = {
-            "status": "success",
-            "query": query,
-            "scope": self._scope_label(keys),
-            "results": results,
-        }
-        if notices:
-            out["notice"] = "\n".join(notices)
+        out = SearchResult(query=query, scope=self._scope_label(keys), results=results)
+        out.add_notices(list(notices))
         return out
 
     def _scope_label(self, keys: list[str] | None) -> str:
@@ -253,35 +247,32 @@ class Toolkit:
         return self.guard.describe()
 
     # ================================================================== documents
-    def resolve_document(self, item_key: str) -> ResolvedDocument | dict[str, Any]:
+    def resolve_document(self, item_key: str) -> ResolvedDocument | Refusal:
         """A key (parent, attachment or note) → the document to read, or an error/refusal."""
         raw = parse_keys(item_key)
         if len(raw) != 1:
-            return {
-                "status": "error",
-                "message": "Give exactly one item key (parent, attachment "
-                f"or note key); got {item_key!r}.",
-            }
+            return Refusal(
+                message="Give exactly one item key (parent, attachment "
+                f"or note key); got {item_key!r}."
+            )
         check = self.guard.check(raw)
         if check.outside:
             return self.guard.refusal(check.outside)
         if not check.keys:
-            return {
-                "status": "error",
-                "message": f"Unknown item key {raw[0]!r}: use a key from "
-                "search results, the active items or a document outline.",
-            }
+            return Refusal(
+                message=f"Unknown item key {raw[0]!r}: use a key from "
+                "search results, the active items or a document outline."
+            )
         key = check.keys[0]
         docs = self.index.documents(key)
         own = next((d for d in docs if d.doc_key == key), None)
         notices: list[str] = []
         if own is not None:
             if own.status != "done":
-                return {
-                    "status": "error",
-                    "message": f"Document {key} is not readable "
-                    f"({own.status}{': ' + own.error if own.error else ''}).",
-                }
+                return Refusal(
+                    message=f"Document {key} is not readable "
+                    f"({own.status}{': ' + own.error if own.error else ''})."
+                )
             chosen = own
         else:
             ready = [d for d in docs if d.status == "done"]
@@ -292,10 +283,7 @@ class Toolkit:
             notes = sorted((d for d in ready if d.kind == "note"), key=lambda d: d.doc_key)
             if not files and not notes:
                 why = "; ".join(f"{d.doc_key}: {d.error or d.status}" for d in docs) or "none"
-                return {
-                    "status": "error",
-                    "message": f"Item {key} has no readable document (attachments: {why}).",
-                }
+                return Refusal(message=f"Item {key} has no readable document (attachments: {why}).")
             chosen = files[0] if files else notes[0]
             others = [d for d in (*files, *notes) if d.doc_key != chosen.doc_key]
             if others:
@@ -334,50 +322,41 @@ class Toolkit:
         return self._bundles[doc_key]
 
     # ================================================================== get_document_toc
-    def get_document_toc(self, item_key: str) -> dict[str, Any]:
+    def get_document_toc(self, item_key: str) -> TocResult | Refusal:
         """The compact outline of a document (about 150 words) with both keys in its header."""
         return self._run(
             "get_document_toc", {"item_key": item_key}, lambda: self.document_toc(item_key)
         )
 
-    def document_toc(self, item_key: str) -> dict[str, Any]:
+    def document_toc(self, item_key: str) -> TocResult | Refusal:
         """The outline without counting a call (for pre-injection and the CLI)."""
         doc = self.resolve_document(item_key)
-        if isinstance(doc, dict):
+        if isinstance(doc, Refusal):
             return doc
         toc = self.bundle(doc.doc_key).toc
         parent = doc.parent_key if doc.parent_key != doc.doc_key else None
-        out: dict[str, Any] = {
-            "status": "success",
-            "item_key": doc.key,
-            "doc_key": doc.doc_key,
-            "parent_key": doc.parent_key,
-            "title": doc.title,
-            "outline": compact_outline(toc, doc.doc_key, parent, doc.title),
-        }
-        if doc.notices:
-            out["notice"] = "\n".join(doc.notices)
+        out = TocResult(**doc.names(), outline=compact_outline(toc, doc.doc_key, parent, doc.title))
+        out.add_notices(list(doc.notices))
         return out
 
     # ================================================================== read_document
     def read_document(
         self, item_key: str, asset_id: Any = None, page: int | None = None
-    ) -> dict[str, Any]:
+    ) -> ReadResult | Refusal:
         """Whole sections, figures, tables, the abstract, a page, or the full text."""
         args = {"item_key": item_key, "asset_id": asset_id, "page": page}
         return self._run("read_document", args, lambda: self._read(item_key, asset_id, page))
 
-    def _read(self, item_key: str, asset_id: Any, page: int | None) -> dict[str, Any]:
+    def _read(self, item_key: str, asset_id: Any, page: int | None) -> ReadResult | Refusal:
         doc = self.resolve_document(item_key)
-        if isinstance(doc, dict):
+        if isinstance(doc, Refusal):
             return doc
         return read_assets(self.index, self.state, doc, self.bundle(doc.doc_key), asset_id, page)
-
 
     # ================================================================== run control
     def conclude_search(
         self, summary: str, notes: str = "", gaps: list[str] | str | None = None
-    ) -> dict[str, Any]:
+    ) -> ConcludeResult:
         """Record the agent's completion report; ends the search (does not count as a call)."""
         self.state.report = CompletionReport(
             summary=str(summary).strip(),
@@ -386,30 +365,29 @@ class Toolkit:
             source="agent",
         )
         self.state.tool_log.append({"tool": "conclude_search", "args": {}, "status": "success"})
-        return {
-            "status": "success",
-            "message": "Search concluded. The evidence goes to synthesis.",
-            "evidence_passages": len(self.state.evidence),
-            "words": self.state.words,
-        }
+        return ConcludeResult(
+            message="Search concluded. The evidence goes to synthesis.",
+            evidence_passages=len(self.state.evidence),
+            words=self.state.words,
+        )
 
     def request_search_extension(
         self,
         justification: str,
         covered_summary: str = "",
         missing_aspects: list[str] | str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ExtensionResult | Refusal:
         """Ask for +5 calls / +3,750 words; stamped with this pass (does not count as a call)."""
         st = self.state
         if st.extension_count >= MAX_EXTENSIONS:
             st.tool_log.append(
                 {"tool": "request_search_extension", "args": {}, "status": "unavailable"}
             )
-            return {
-                "status": "unavailable",
-                "message": f"The maximum of {MAX_EXTENSIONS} "
+            return Refusal(
+                status="unavailable",
+                message=f"The maximum of {MAX_EXTENSIONS} "
                 "extensions is used. Call `conclude_search` with what was found.",
-            }
+            )
         st.extension_request = ExtensionRequest(
             justification=str(justification).strip(),
             covered_summary=str(covered_summary).strip(),
@@ -417,12 +395,11 @@ class Toolkit:
             pass_number=st.extension_count + 1,
         )
         st.tool_log.append({"tool": "request_search_extension", "args": {}, "status": "success"})
-        return {
-            "status": "success",
-            "message": "Extension requested. Stop here: the user decides "
+        return ExtensionResult(
+            message="Extension requested. Stop here: the user decides "
             "whether the search continues.",
-            "pass_number": st.extension_count + 1,
-        }
+            pass_number=st.extension_count + 1,
+        )
 
     def finish(self) -> CompletionReport:
         """The run's report: the agent's, or one built from the evidence."""
@@ -449,32 +426,6 @@ def _as_list(value: list[str] | str | None) -> list[str]:
         parts = [p.strip(" -•*") for p in value.replace(";", "\n").splitlines()]
         return [p for p in parts if p]
     return [str(v).strip() for v in value if str(v).strip()]
-
-
-def _evidence_from_hit(hit: Hit, rank: int, query: str) -> Evidence:
-    c = hit.chunk
-    return Evidence(
-        chunk_id=c.chunk_id,
-        item_key=c.item_key,
-        attachment_key=c.attachment_key,
-        title=c.title,
-        authors=list(c.authors),
-        year=c.year,
-        section=c.section,
-        section_id=c.section_id,
-        chunk_type=c.chunk_type,
-        text=c.text,
-        words=c.words,
-        line_start=c.line_start,
-        line_end=c.line_end,
-        page=c.page,
-        page_end=c.page_end,
-        tool="search_corpus",
-        query=query,
-        rank=rank,
-        score=round(hit.score, 6),
-        ranks=dict(hit.ranks),
-    )
 
 
 def auto_report(state: RunState) -> CompletionReport:

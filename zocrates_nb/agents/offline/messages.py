@@ -13,6 +13,8 @@ from typing import Any
 from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
+from zocrates_nb.retrieval import results
+
 
 @dataclass
 class Exchange:
@@ -63,8 +65,7 @@ def result_dict(result: Any) -> dict[str, Any]:
 
 def refused(result: Any) -> bool:
     """Whether the tool refused the call (budget, scope, error): it gathered nothing."""
-    d = result_dict(result)
-    return d.get("status") in ("budget_exhausted", "refused", "error", "out_of_scope")
+    return results.refused(result_dict(result))
 
 
 def tool_call(tool: str, args: dict[str, Any]) -> ModelResponse:

@@ -21,6 +21,7 @@ from zocrates_nb.agents.offline.brief import SearchBrief
 from zocrates_nb.agents.offline.messages import exchanges, refused, result_dict
 from zocrates_nb.agents.parts import REGARDING, Part, core_goal
 from zocrates_nb.retrieval.assets import section_heading, section_words
+from zocrates_nb.retrieval.results import Refusal, succeeded
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.tools import Toolkit
 from zocrates_nb.retrieval.vectors import PassageVectors
@@ -142,7 +143,7 @@ def _outline(brief: SearchBrief, key: str) -> Outline | None:
     """A paper's outline from its typed table of contents (None: not readable in this run)."""
     toolkit = Toolkit(brief.index, brief.state)
     doc = toolkit.resolve_document(key)
-    if isinstance(doc, dict):
+    if isinstance(doc, Refusal):
         return None
     try:
         toc = toolkit.bundle(doc.doc_key).toc
@@ -197,7 +198,7 @@ def read_plan_state(brief: SearchBrief, messages: Sequence[ModelMessage]) -> Sea
                 st.survey.extend(ps)
             else:
                 st.passages.extend(p for p in ps if p.chunk_type != "frontmatter")
-        elif ex.tool == "get_document_toc" and d.get("status") == "success":
+        elif ex.tool == "get_document_toc" and succeeded(d):
             _add_outline(st, str(ex.args.get("item_key", "")))
         elif ex.tool == "read_document":
             doc = str(d.get("doc_key") or d.get("item_key") or "")
