@@ -45,7 +45,7 @@ def answered() -> TurnResult:
         cited_sources=[Source(n=1, numbers=[1], item_key="RAFTKEY2", title="Raft", year=2014,
                               authors=["Diego Ongaro"], tier="cited")],
         citations=[Citation(n=1, chunk_id="ARAFT:0001", item_key="RAFTKEY2", title="Raft",
-                            support=0.9)],
+                            page=5, support=0.9)],
         evidence=[EvidenceRow(chunk_id="ARAFT:0001", item_key="RAFTKEY2", words=40, ranked=True,
                               rerank_rank=1, cited=True, n=1, support=0.9, text="…")],
         usage=usage, seconds=2.5, model="openai:gpt-5.2", created=NOW, updated=NOW,
@@ -165,6 +165,7 @@ def test_the_cli_prints_a_projection_of_the_record_with_tokens_and_cost() -> Non
     printer.json_mode = False
     printer.print_human()
     assert "1,500 tokens in, 500 out · $0.0320 · session s1]" in out.getvalue()
+    assert "[1] Raft (Ongaro, 2014) — [1] p. 5" in out.getvalue()  # each citation's page
     offline = Usage()
     offline.add("search", "embedded offline engine (no language model)", output_tokens=20)
     assert usage_line(offline) == ""

@@ -125,11 +125,14 @@ class TurnPrinter:
                 print_discovery(f.discovery, self.session_id, o)
             if f.cited_sources:
                 print("\nSources", file=o)
+                pages = {c.n: c.page for c in f.citations if c.page is not None}
                 for s in f.cited_sources:
                     who = format_authors(s.authors)
-                    marks = ", ".join(map(str, s.numbers)) if s.numbers else str(s.n)
-                    print(f"  [{marks}] {s.title} ({who}{', ' if who else ''}{s.year or 'n.d.'})",
-                          file=o)  # fmt: skip
+                    numbers = s.numbers or ([s.n] if s.n is not None else [])
+                    marks = ", ".join(map(str, numbers))
+                    where = "; ".join(f"[{n}] p. {pages[n]}" for n in numbers if n in pages)
+                    print(f"  [{marks}] {s.title} ({who}{', ' if who else ''}{s.year or 'n.d.'})"
+                          + (f" — {where}" if where else ""), file=o)  # fmt: skip
             if f.other_sources:
                 print("\nOther considered", file=o)
                 for s in f.other_sources:
