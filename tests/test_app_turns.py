@@ -180,6 +180,14 @@ def test_offline_coordinator_banter_and_follow_up_rewrite() -> None:
     assert standalone_goal("and what about its log?", turns) == "and what about Raft's log?"
     new = "What is the boiling point of tungsten at sea level?"
     assert standalone_goal(new, turns) == new
+    # A comparison whose one side is a pronoun refers back: the name in it is the other side.
+    zab = "How does Zab order broadcasts?"
+    turns = [PastTurn(zab, zab, "Zab orders them by epoch and counter.")]
+    assert standalone_goal("Compare that with Raft's log.", turns) == "Compare Zab with Raft's log."
+    it = standalone_goal("How does it compare to Paxos?", turns)
+    assert it == "How does Zab compare to Paxos?"
+    both = "How does Raft compare to Paxos?"  # names both sides: a new question
+    assert standalone_goal(both, turns) == both
 
 
 def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path, Any]) -> None:

@@ -64,6 +64,14 @@ _REFERENCE_RE = re.compile(
     r"\b(you (just )?(said|mentioned|quoted|cited))\b",
     re.I,
 )
+# A comparison whose one side is a pronoun ("compare that with Raft", "how does it compare to
+# Paxos?", "how do they differ from Zab?"): the name in it is the other side, not its referent.
+_COMPARED_RE = re.compile(
+    r"\b(?:compar|contrast|relat|differentiat)\w*\s+(that|this|it|them|these|those)\b(?!\s+\w+\s+"
+    r"(?:with|to|and|against)\b)|"
+    r"\b(that|this|it|they|these|those)\s+(?:compares?|differs?|relates?|contrasts?|stacks? up)\b",
+    re.I,
+)
 # A selection is "this paper" / "these papers": they name the scope, not an earlier turn.
 _SCOPE_REFERENCE_RE = re.compile(r"\b(this|these|the selected) (paper|papers|item|items)\b", re.I)
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4}
@@ -91,7 +99,7 @@ def refers_back(message: str, scope_kind: str = "library") -> bool:
         return True
     if scope_kind == "selection":
         msg = _SCOPE_REFERENCE_RE.sub(" ", msg)
-    if _REFERENCE_RE.search(msg):
+    if _REFERENCE_RE.search(msg) or _COMPARED_RE.search(msg):
         return True
     return bool(_PRONOUN_RE.search(msg)) and not _names_its_subject(msg)
 
@@ -130,7 +138,9 @@ def standalone_goal(message: str, turns: Sequence[PastTurn], scope_kind: str = "
     if turn is None:
         return msg
     base = core_goal(turn.goal)
-    named = _name_the_papers(msg, turn) or _name_the_subject(msg, base)
+    named = (
+        _name_the_papers(msg, turn) or _name_the_compared(msg, base) or _name_the_subject(msg, base)
+    )
     if named is not None:
         return named
     return f"{msg.rstrip()}{REGARDING}{base}" if base and base != msg else msg
@@ -166,12 +176,27 @@ def _name_the_papers(msg: str, turn: PastTurn) -> str | None:
     return msg[: m.start()] + names + msg[m.end() :]
 
 
+def _subjects(goal: str) -> str | None:
+    """What an earlier goal was about, as a name ("Raft", "Zab and Paxos")."""
+    subjects = [e for e in entities(goal) if e.lower() not in ("i", "what", "how", "why")]
+    return " and ".join(dict.fromkeys(subjects[:3])) or None
+
+
+def _name_the_compared(msg: str, base: str) -> str | None:
+    """"Compare that with Raft's log" after a Zab question → "Compare Zab with Raft's log"."""
+    m = _COMPARED_RE.search(msg)
+    who = _subjects(base) if m else None
+    if m is None or who is None:
+        return None
+    group = 1 if m.group(1) else 2
+    return msg[: m.start(group)] + who + msg[m.end(group) :]
+
+
 def _name_the_subject(msg: str, base: str) -> str | None:
     """"What about its log compaction?" after a Raft question → "… Raft's log compaction?"."""
-    subjects = [e for e in entities(base) if e.lower() not in ("i", "what", "how", "why")]
-    if not subjects or not _PRONOUN_RE.search(msg):
+    who = _subjects(base)
+    if who is None or not _PRONOUN_RE.search(msg):
         return None
-    who = " and ".join(dict.fromkeys(subjects[:3]))
     out, n = re.subn(r"\b(its|their)\b", f"{who}'s", msg, flags=re.I)
     out, m = re.subn(r"\b(it|they|them)\b(?!\s+(is|was)\s+(true|possible|known))", who, out,
                      flags=re.I)  # fmt: skip
