@@ -77,6 +77,12 @@ class AskOptions(BaseModel):
     def scope(self) -> Scope:
         return Scope(items=list(self.items or []), collections=list(self.collections or []))
 
+    def with_scope(self, scope: Scope) -> AskOptions:
+        """These options searching `scope` (validated as any options are)."""
+        return AskOptions.of(
+            self, items=list(scope.items) or None, collections=list(scope.collections) or None
+        )
+
     @classmethod
     def of(cls, options: AskOptions | None = None, **changes: Any) -> AskOptions:
         """These options (or the defaults) with `changes` applied, validated; a subclass
@@ -456,6 +462,15 @@ class ScopeChips(_Record):
             named = [ScopeCollection(key=c, name=c) for c in scope.collections]
             return cls(mode="collections", collections=named)
         return cls()
+
+    @property
+    def scope(self) -> Scope:
+        """The keys the chips select (the one place chips become a `Scope`)."""
+        if self.mode == "items":
+            return Scope(items=[i.key for i in self.items])
+        if self.mode == "collections":
+            return Scope(collections=[c.key for c in self.collections])
+        return Scope()
 
 
 class SourceView(Source):

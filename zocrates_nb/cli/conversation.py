@@ -237,8 +237,7 @@ async def _chat(client: Client, args: argparse.Namespace) -> int:
                 for r in client.sessions(20):
                     print(f"  {r.session_id}  {r.title}")
             continue
-        options = ask_options(args, items=scope.scope.items or None,
-                              collections=scope.scope.collections or None)  # fmt: skip
+        options = ask_options(args).with_scope(scope.scope)
         printer = _printer(client, args, False)
         try:
             await printer.run(client.ask(line, options, session_id=session))

@@ -19,7 +19,7 @@ from zocrates_nb.widget.panel import (
 )
 from zocrates_nb.widget.records import history_turn, turn_view
 from zocrates_nb.widget.running import LiveTurn, WarmUp, start_warm_up
-from zocrates_nb.widget.scope import MAX_SCOPE_ITEMS, apply_scope, scope_of
+from zocrates_nb.widget.scope import MAX_SCOPE_ITEMS, apply_scope
 
 __all__ = [
     "MAX_PROMPT_CHARS",
@@ -35,7 +35,6 @@ __all__ = [
     "asset_path",
     "chat",
     "history_turn",
-    "scope_of",
     "start_warm_up",
     "turn_view",
 ]

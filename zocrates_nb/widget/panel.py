@@ -38,7 +38,7 @@ from zocrates_nb.widget.records import (
     turn_view,
 )
 from zocrates_nb.widget.running import LiveTurn, background_loop, running_loop, start_warm_up
-from zocrates_nb.widget.scope import apply_scope, scope_of
+from zocrates_nb.widget.scope import apply_scope
 from zocrates_nb.widget.writes import PanelWrites
 
 if TYPE_CHECKING:
@@ -251,9 +251,7 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
             return
         # "Search the whole library" asks once over everything; the panel's scope stays set.
         chips = ScopeChips() if msg.whole_library else ScopeChips.model_validate(self.scope or {})
-        scope = scope_of(chips)
-        options = AskOptions.of(self.options, items=scope.items or None,
-                                collections=scope.collections or None)  # fmt: skip
+        options = AskOptions.of(self.options).with_scope(chips.scope)
 
         def start(session_id: str, cancel: asyncio.Event) -> AsyncIterator[Event]:
             return self.app.ask(prompt, options, session_id=session_id, cancel=cancel)

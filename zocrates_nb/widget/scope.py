@@ -1,6 +1,6 @@
 """The panel's scope: the chips a researcher picks, checked and named before a question uses them.
 
-`scope_of` is the one place the chips become a `turn.Scope` (the keys a question searches);
+The chips become a `turn.Scope` (the keys a question searches) by `ScopeChips.scope`;
 `apply_scope` checks a `set_scope` pick with the App (`App.check_scope`: every key known, within
 the limits) and the panel's own bound (at most five papers), and names each chip.
 """
@@ -9,22 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zocrates_nb.turn import Scope, ScopeChips
+from zocrates_nb.turn import ScopeChips
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
 
 MAX_SCOPE_ITEMS = 5
-
-
-def scope_of(chips: ScopeChips) -> Scope:
-    """The keys the chips select. (Adapter: once `Scope` validates the chips' dict itself,
-    this is `Scope.model_validate(chips.model_dump())`.)"""
-    if chips.mode == "items":
-        return Scope(items=[i.key for i in chips.items])
-    if chips.mode == "collections":
-        return Scope(collections=[c.key for c in chips.collections])
-    return Scope()
 
 
 def apply_scope(chips: ScopeChips, app: App | None = None) -> ScopeChips:
@@ -46,7 +36,7 @@ def apply_scope(chips: ScopeChips, app: App | None = None) -> ScopeChips:
         return ScopeChips()
     if app is None:
         return applied
-    app.check_scope(scope_of(applied))
+    app.check_scope(applied.scope)
     for item in applied.items:
         record = app.item(item.key)
         item.title = item.title or (record.title if record else "") or item.key
