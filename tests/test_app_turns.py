@@ -184,8 +184,13 @@ def test_offline_coordinator_banter_and_follow_up_rewrite() -> None:
     zab = "How does Zab order broadcasts?"
     turns = [PastTurn(zab, zab, "Zab orders them by epoch and counter.")]
     assert standalone_goal("Compare that with Raft's log.", turns) == "Compare Zab with Raft's log."
+    # One that names no aspect of its own compares the one asked about before.
     it = standalone_goal("How does it compare to Paxos?", turns)
-    assert it == "How does Zab compare to Paxos?"
+    assert it == "How does Zab's ordering broadcasts compare to Paxos?"
+    gfs = "How does GFS handle chunk server failures?"
+    turns = [PastTurn(gfs, gfs, "GFS re-replicates their chunks.")]
+    that = standalone_goal("How is that different in Bigtable?", turns)
+    assert that == "How is GFS's handling chunk server failures different in Bigtable?"
     both = "How does Raft compare to Paxos?"  # names both sides: a new question
     assert standalone_goal(both, turns) == both
 

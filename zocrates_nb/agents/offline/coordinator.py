@@ -23,8 +23,8 @@ from zocrates_nb.agents.offline.brief import CoordinatorBrief, PastTurn, brief_o
 from zocrates_nb.agents.offline.conversation import conversation_answer, is_about_conversation
 from zocrates_nb.agents.offline.discovery import wants_discovery
 from zocrates_nb.agents.offline.messages import text_response, tool_call
-from zocrates_nb.agents.parts import REGARDING, core_goal
-from zocrates_nb.text import entities
+from zocrates_nb.agents.parts import REGARDING, core_goal, heading
+from zocrates_nb.text import entities, terms
 
 _GREETING_RE = re.compile(
     r"^(hi|hello|hey|hiya|howdy|greetings|good (morning|afternoon|evening|day)|yo|"
@@ -65,11 +65,13 @@ _REFERENCE_RE = re.compile(
     re.I,
 )
 # A comparison whose one side is a pronoun ("compare that with Raft", "how does it compare to
-# Paxos?", "how do they differ from Zab?"): the name in it is the other side, not its referent.
+# Paxos?", "how do they differ from Zab?", "is that different in Bigtable?"): the name in it is
+# the other side, not its referent.
 _COMPARED_RE = re.compile(
     r"\b(?:compar|contrast|relat|differentiat)\w*\s+(that|this|it|them|these|those)\b(?!\s+\w+\s+"
     r"(?:with|to|and|against)\b)|"
-    r"\b(that|this|it|they|these|those)\s+(?:compares?|differs?|relates?|contrasts?|stacks? up)\b",
+    r"\b(that|this|it|they|these|those)\s+(?:compares?|differs?|relates?|contrasts?|stacks? up|"
+    r"(?:(?:is|are|was|were)\s+)?(?:different|similar|alike|the same))\b",
     re.I,
 )
 # A selection is "this paper" / "these papers": they name the scope, not an earlier turn.
@@ -182,14 +184,24 @@ def _subjects(goal: str) -> str | None:
     return " and ".join(dict.fromkeys(subjects[:3])) or None
 
 
+_COMPARING_WORDS = re.compile(r"^(compar|contrast|relat|differ|similar|alike|same|stack)", re.I)
+
+
 def _name_the_compared(msg: str, base: str) -> str | None:
-    """"Compare that with Raft's log" after a Zab question → "Compare Zab with Raft's log"."""
+    """"Compare that with Raft's log" after a Zab question → "Compare Zab with Raft's log";
+    "How is that different in Bigtable?" after "How does GFS handle chunk server failures?" →
+    "How is GFS's handling chunk server failures different in Bigtable?" (a comparison that
+    names no aspect of its own compares the one asked about before)."""
     m = _COMPARED_RE.search(msg)
     who = _subjects(base) if m else None
     if m is None or who is None:
         return None
     group = 1 if m.group(1) else 2
-    return msg[: m.start(group)] + who + msg[m.end(group) :]
+    named = {t.lower() for e in entities(msg) for t in terms(e)}
+    own = [t for t in terms(msg) if t.lower() not in named and not _COMPARING_WORDS.match(t)]
+    subject, _, aspect = heading(base, who).partition(": ")
+    side = f"{subject}'s {aspect}" if not own and aspect and subject == who else who
+    return msg[: m.start(group)] + side + msg[m.end(group) :]
 
 
 def _name_the_subject(msg: str, base: str) -> str | None:
