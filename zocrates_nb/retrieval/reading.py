@@ -44,7 +44,7 @@ class ResolvedDocument:
 
 def read_assets(
     index: Index,
-    state: RunState,
+    st: RunState,
     doc: ResolvedDocument,
     bundle: Bundle,
     asset_id: Any,
@@ -52,7 +52,6 @@ def read_assets(
 ) -> ReadResult | Refusal:
     """One `read_document` call on a resolved document: the assets asked for, within the
     run's word ceiling, each read once per run, each added to the evidence."""
-    st = state
     toc, n_lines = bundle.toc, len(bundle.lines)
     wanted = normalize_asset_ids(asset_id)
     if page is not None:
@@ -117,15 +116,14 @@ def read_assets(
         **doc.names(), authors=doc.authors, year=doc.year, assets=assets,
         unresolved_asset_ids=unresolved,
     )  # fmt: skip
-    out.add_notices(list(notices))
+    out.add_notices(notices)
     return out
 
 
 def _full_refs(
-    state: RunState, toc: Any, n_lines: int, bundle: Bundle, full_key: str, notices: list[str]
+    st: RunState, toc: Any, n_lines: int, bundle: Bundle, full_key: str, notices: list[str]
 ) -> list[AssetRef]:
     """`full` as its top-level sections, unless it would blow the word ceiling."""
-    st = state
     words = len(bundle.markdown.split())
     if full_key not in st.seen_assets and st.words + words > st.word_ceiling:
         notices.append(
@@ -148,13 +146,12 @@ def _full_refs(
 
 def _read_asset(
     index: Index,
-    state: RunState,
+    st: RunState,
     doc: ResolvedDocument,
     bundle: Bundle,
     ref: AssetRef,
     notices: list[str],
 ) -> ReadAsset:
-    st = state
     toc = bundle.toc
     csv = ref.csv
     # Never past the word ceiling: a read that would overshoot is cut at what is left.

@@ -8,6 +8,7 @@ Tool results read back from a message history are dicts: `succeeded`/`refused` j
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
@@ -38,7 +39,7 @@ class ToolResult(BaseModel):
             out["notice"] = out.pop("notice")
         return out
 
-    def add_notices(self, notices: list[str | None]) -> None:
+    def add_notices(self, notices: Sequence[str | None]) -> None:
         """Append notices (the empty ones left out) to the one the result carries."""
         kept = [n for n in (self.notice, *notices) if n]
         self.notice = "\n".join(kept) if kept else None

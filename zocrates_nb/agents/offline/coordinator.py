@@ -108,7 +108,7 @@ def refers_back(message: str, scope_kind: str = "library") -> bool:
 
 def _names_its_subject(msg: str) -> bool:
     """A message that names what its pronoun stands for ("How does Spanner use its clocks?")."""
-    return bool([e for e in entities(msg) if e.lower() not in ("i", "what", "how", "why")])
+    return _subjects(msg) is not None
 
 
 def referred_turn(message: str, turns: Sequence[PastTurn]) -> PastTurn | None:
