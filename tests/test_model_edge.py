@@ -185,6 +185,24 @@ def test_unbounded_output_is_cut_at_its_limit_with_a_notice(
     assert of_role(llm, "coordinator")[0].prompt_chars < limits.history_chars + 20_000
 
 
+def test_a_runaway_answer_costs_a_bounded_number_of_verifier_requests(
+    tmp_path: Path, llm: ScriptedOpenAI, edge_index: Any, route: str
+) -> None:
+    from zocrates_nb.agents.verifier import MAX_JUDGED
+
+    # Hundreds of cited sentences: repeats are judged once, distinct ones up to the cap, and
+    # the answer says its citations were not all verified.
+    repeated = "Raft elects a leader with randomized timeouts [1]. " * 300
+    distinct = " ".join(f"Claim number {k} about elections holds [1]." for k in range(150))
+    llm.set_script(roles(synthesizer=lambda req: text(repeated + distinct)))
+    app, sid = setup(tmp_path, llm, edge_index, route)
+    final = ask(app, sid)
+    assert final.type == "final", final
+    judged = of_role(llm, "verifier")
+    assert len(judged) == MAX_JUDGED  # 151 distinct pairs, 451 citations
+    assert final.citations_verified is False
+
+
 # ---------------------------------------------------------------------------- 4. cut off
 @pytest.mark.parametrize(
     ("step", "words"),

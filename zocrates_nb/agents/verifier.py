@@ -29,6 +29,11 @@ SUPPORT_THRESHOLD = 0.5
 VERIFY_TIMEOUT = 45.0  # seconds for the whole pass; pairs not judged by then are kept
 CONCURRENCY = 4
 CLAIM_CHARS = 2000  # a claim is a sentence: a runaway one is judged by its beginning
+# Distinct (claim, passage) pairs a verifier model judges for one answer. A real answer has a
+# few dozen; a runaway one (40,000 characters of one repeated sentence) once sent 1,140
+# requests. The same pair is judged once; pairs beyond the cap are kept unverified, which the
+# answer says, as it does for a verifier that fails.
+MAX_JUDGED = 60
 
 
 class SupportJudgement(BaseModel):
@@ -135,10 +140,21 @@ async def verify(
             p = float(result.output.supported_probability)
             verdicts[(i, n)] = Verdict(p >= SUPPORT_THRESHOLD, round(p, 4))
 
-        tasks = [asyncio.ensure_future(judge(i, n)) for i, n in todo]
+        first: dict[tuple[str, int], tuple[int, int]] = {}  # each distinct pair's first place
+        for i, n in todo:
+            first.setdefault((occurrences[i].claim, n), (i, n))
+        judged = list(first.values())[:MAX_JUDGED]
+        if len(first) > MAX_JUDGED:
+            log.warning("%d citations left unverified (over %d)", len(first) - MAX_JUDGED,
+                        MAX_JUDGED)  # fmt: skip
+        tasks = [asyncio.ensure_future(judge(i, n)) for i, n in judged]
         _done, pending = await asyncio.wait(tasks, timeout=VERIFY_TIMEOUT)
         for t in pending:
             t.cancel()
         if pending:
             log.warning("verification timed out on %d citations, keeping them", len(pending))
+        for i, n in todo:  # a repeated pair shares its first place's verdict
+            place = first[(occurrences[i].claim, n)]
+            if place in verdicts:
+                verdicts[(i, n)] = verdicts[place]
     return {k: verdicts.get(k, Verdict(True, None)) for k in todo}
