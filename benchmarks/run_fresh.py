@@ -17,8 +17,8 @@ three for one paper, ≥ 60 % anywhere for a part or a scope; padding ≥ 50 %):
 - padding: quoted bullets (factual, compound) that match no expected sentence;
 - cut: quoted bullets that do not end a sentence;
 - warm p50 seconds per kind (the App's own `seconds`, after a warm-up question loads the models);
-- conversations: each turn's `must` (cite / not_cite / says / not_says / whole_sentences /
-  not_repeat a turn's bullets).
+- conversations: each turn's `must` (cite / not_cite / says / not_says / own_says /
+  whole_sentences / not_repeat a turn's bullets).
 Sessions and turns go to --home: use a scratch copy, never a real data home.
 """
 
@@ -215,6 +215,8 @@ def check_turn(must: dict, o: dict, earlier: list[dict], lib: Library) -> list[s
     fails += [f"does not say “{s}”" for s in must.get("says", [])
               if key(s) not in key(answer.replace("\n", " ")) and s.lower() not in answer.lower()]
     fails += [f"says “{s}”" for s in must.get("not_says", []) if s.lower() in answer.lower()]
+    fails += [f"does not say “{s}” in its own words (not a quote)"
+              for s in must.get("own_says", []) if s.lower() not in own_words(answer).lower()]
     if must.get("whole_sentences"):
         fails += [f"cut: {b.strip()[:60]}" for b in bullets(answer) if cut(b)]
     if "not_repeat" in must:
@@ -257,6 +259,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         neg = kinds.get("negative", [])
         figures["negative_uncited"] = f"{sum(s['uncited'] for _, s, _ in neg)}/{len(neg)}"
         figures["negative_said"] = f"{sum(s['said'] for _, s, _ in neg)}/{len(neg)}"
+        scoped = [(ok, "elsewhere_named" in s) for k in ("scope", "collection")
+                  for ok, s, _ in kinds.get(k, [])]
+        figures["scope_mismatch"] = (f"{sum(ok for ok, out in scoped if out)}/"
+                                     f"{sum(out for _, out in scoped)} (answer outside the scope)")
+        figures["scope_inside"] = (f"{sum(ok for ok, out in scoped if not out)}/"
+                                   f"{sum(not out for _, out in scoped)} (answer inside the scope)")
         quoted = [s for k in ("factual", "compound") for _, s, _ in kinds.get(k, [])]
         figures["padding"] = (f"{sum(s['padding'] for s in quoted)}/"
                               f"{sum(s['bullets'] for s in quoted)} quoted bullets answer nothing")

@@ -75,3 +75,21 @@ def test_a_cut_quote_is_counted() -> None:
     run = _module("run_fresh")
     assert run.cut("- A newly elected master proceeds: 1 [3] _(§ 2.4 Master)_")
     assert not run.cut("- The master re-replicates a chunk. [3] _(§ 4.3 Re-replication)_")
+
+
+def test_a_conversation_turn_that_repeats_itself_or_recalls_only_in_a_quote_fails(
+    library: object,
+) -> None:
+    run = _module("run_fresh")
+    gfs = "The Google File System"
+    bigtable = "Bigtable: A Distributed Storage System for Structured Data"
+    first = _answer("- The master keeps a chunk version number. [1]", cited=(gfs,))
+    must = {"cite": ["bigtable"], "not_repeat": 1, "own_says": ["GFS"]}
+    again = _answer("- The master keeps a chunk version number. [1]",
+                    "- Bigtable stores its files in GFS. [2]", cited=(gfs, bigtable))
+    fails = run.check_turn(must, again, [first], library)
+    assert any("repeats 1 bullet" in f for f in fails)
+    assert any("own words" in f for f in fails)  # "GFS" only inside a quote
+    contrast = _answer("In GFS, by contrast, a chunk version number marks stale replicas.",
+                       "- Bigtable stores its files in GFS. [2]", cited=(bigtable,))
+    assert run.check_turn(must, contrast, [first], library) == []
