@@ -49,6 +49,7 @@ SAID = re.compile(
     re.I)
 CITE_TAIL = re.compile(r"(\s*\[\d+\](,?\s*\[\d+\])*)?(\s*_\(.*?\)_)?\s*$")
 SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
+ELLIPSIS = re.compile(r"\w{1,20}(…|\.\.\.)(?=\s|$)")  # text shortened mid-sentence
 
 
 # ------------------------------------------------------------------ the judge's rules
@@ -219,6 +220,7 @@ def check_turn(must: dict, o: dict, earlier: list[dict], lib: Library) -> list[s
               for s in must.get("own_says", []) if s.lower() not in own_words(answer).lower()]
     if must.get("whole_sentences"):
         fails += [f"cut: {b.strip()[:60]}" for b in bullets(answer) if cut(b)]
+        fails += [f"cut with an ellipsis: …{m.group(0)}" for m in ELLIPSIS.finditer(answer)]
     if "not_repeat" in must:
         before = {b.strip() for b in bullets(earlier[must["not_repeat"] - 1].get("answer"))}
         again = [b for b in bullets(answer) if b.strip() in before]

@@ -71,8 +71,10 @@ def test_a_negative_must_be_uncited_and_said_in_the_answers_own_words(library: o
     assert not run.score(q, cited, library)[0]
 
 
-def test_a_cut_quote_is_counted() -> None:
+def test_a_cut_quote_is_counted(library: object) -> None:
     run = _module("run_fresh")
+    summary = _answer("1. You asked: “Why?”", " The answer: the throughput can reach (over 4 acco…")
+    assert run.check_turn({"whole_sentences": True}, summary, [], library)
     assert run.cut("- A newly elected master proceeds: 1 [3] _(§ 2.4 Master)_")
     assert not run.cut("- The master re-replicates a chunk. [3] _(§ 4.3 Re-replication)_")
 
