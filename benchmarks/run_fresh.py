@@ -17,6 +17,7 @@ three for one paper, ≥ 60 % anywhere for a part or a scope; padding ≥ 50 %):
 - padding: quoted bullets (factual, compound) that match no expected sentence;
 - cut: quoted bullets that do not end a sentence;
 - warm p50 seconds per kind (the App's own `seconds`, after a warm-up question loads the models);
+- fresh ask wall p50: the wall time of each conversation turn, a fresh `ask` process each;
 - conversations: each turn's `must` (cite / not_cite / says / not_says / own_says /
   whole_sentences / not_repeat a turn's bullets).
 Sessions and turns go to --home: use a scratch copy, never a real data home.
@@ -197,12 +198,14 @@ def ask_turn(args: argparse.Namespace, question: str, session: str | None) -> di
     cmd = [*base, "ask", question, "--no-hitl", "--json"]
     if session:
         cmd += ["--session", session]
+    t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    wall = round(time.perf_counter() - t0, 2)
     try:
         result: dict = json.loads(p.stdout)
-        return result
     except ValueError:
-        return {"status": "error", "answer": "", "error": p.stderr.strip()[-300:]}
+        result = {"status": "error", "answer": "", "error": p.stderr.strip()[-300:]}
+    return {**result, "wall_s": wall}
 
 
 def check_turn(must: dict, o: dict, earlier: list[dict], lib: Library) -> list[str]:
@@ -283,7 +286,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         convs = [json.loads(ln) for ln in args.conversations.read_text("utf-8").splitlines()
                  if ln.strip()]
         convs = [c for c in convs if not args.only or c["id"] in args.only]
-        conv_rows = []
+        conv_rows, walls = [], []
         for c in convs:
             session, turns, fails = None, [], []
             for i, t in enumerate(c["turns"], 1):
@@ -291,10 +294,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 session = session or o.get("session_id")
                 fails += [f"turn {i}: {f}" for f in check_turn(t.get("must", {}), o, turns, lib)]
                 turns.append(o)
+                walls.append(o["wall_s"])
             conv_rows.append({"id": c["id"], "ok": not fails, "fails": fails,
                               "answers": [o.get("answer") for o in turns]})
         result["conversations"] = f"{sum(r['ok'] for r in conv_rows)}/{len(conv_rows)}"
         result["conversation_rows"] = conv_rows
+        result["fresh_ask_wall_p50_s"] = p50(walls)  # each turn a fresh process, loading included
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     return result
 
@@ -324,6 +329,8 @@ def main() -> int:
         print(f"{k:>17}: {v}")
     if "conversations" in result:
         print(f"{'conversations':>17}: {result['conversations']}")
+        print(f"{'fresh ask wall p50':>17}: {result['fresh_ask_wall_p50_s']} s "
+              "(each turn a fresh `ask` process, loading included)")
         for r in result["conversation_rows"]:
             if not r["ok"]:
                 print(f"{'':>19}{r['id']}: " + "; ".join(r["fails"]))
