@@ -358,7 +358,7 @@ def test_add_by_doi_arxiv_id_and_isbn_saves_each_once_into_the_collection_asked_
     assert saved["preprint"]["archiveID"] == "arXiv:2104.12255"
     assert {zotero.placed[i["id"]] for i in zotero.saved} == {"C14"}
     assert {tuple(zotero.tags[i["id"]]) for i in zotero.saved} == {("to-read",)}
-    assert "not saved 10.9999/nope: not added: no scholarly source knows it" in out
+    assert "not saved 1:\n  10.9999/nope: not added: no scholarly source knows it\n" in out
     assert books.asked == ["ISBN:9780262033848"]
     code, out, _ = again
     result = json.loads(out)

@@ -19,6 +19,7 @@ KEY_CHARS = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
 class _Server:
     inject_methods: tuple[str, ...] | None = None  # the requests `injected` answers (None: all)
     lose_paths: tuple[str, ...] | None = None  # the requests whose answer `lose` loses
+    inject_paths: tuple[str, ...] | None = None  # the paths `injected` answers (None: all)
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []  # {"method", "path", "headers", "body"}
@@ -45,6 +46,8 @@ class _Server:
                 with outer._lock:
                     outer.requests.append(req)
                     faults = outer.inject_methods is None or self.command in outer.inject_methods
+                    if outer.inject_paths is not None:
+                        faults = faults and req["path"].split("?")[0] in outer.inject_paths
                     if faults and outer.fail_after > 0:  # let this one through untouched
                         outer.fail_after -= 1
                         faults = False

@@ -133,7 +133,11 @@ def save_papers(app: AppCore, to: str, papers: list[Candidate], ledger: WriteLed
     else:
         result = SaveResult(to=to)
     result.held.update({i: f"already in Zotero ({h.describe()}); not saved again"
-                        for i, h in held.items()})  # fmt: skip
+                        for i, h in held.items() if i not in result.saved})  # fmt: skip
+    result.titles.update({c.id: c.title for c in papers})
+    # Each paper counted once: what Zotero saved is not also pending, failed or held.
+    result.pending = [i for i in dict.fromkeys(result.pending) if i not in result.saved]
+    result.failed = {i: why for i, why in result.failed.items() if i not in result.saved}
     if unasked:
         result.warnings.append(f"Could not ask {' or '.join(unasked)} whether it already "
                                "holds these papers.")  # fmt: skip

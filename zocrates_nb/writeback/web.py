@@ -183,6 +183,7 @@ class _Run:
         """Send `batch` (retrying with its token) and settle it; False when its outcome stays
         unknown or Zotero would not take it now (it stays pending for the next run)."""
         items = [i.item for i in batch.items]
+        self.result.titles.update({i.candidate_id: i.title for i in batch.items})
         for attempt in range(RETRIES + 1):
             self.ledger.mark_sent(batch)
             try:
