@@ -28,6 +28,8 @@ class _Server:
         # this many seconds (0: at once) without a response (a timeout, a dropped link).
         self.lose: deque[float] = deque()
         self.fail_after = 0  # requests (of inject_methods) served normally before the faults
+        # Headers added to the next answer only (Zotero's `Backoff` may come with any answer).
+        self.extra_headers: dict[str, str] = {}
         self._lock = threading.Lock()
         outer = self
 
@@ -53,6 +55,9 @@ class _Server:
                         faults = False
                     injected = outer.injected.popleft() if faults and outer.injected else None
                     answer = injected or outer.handle(req)
+                    if outer.extra_headers and faults:
+                        answer = (answer[0], {**answer[1], **outer.extra_headers}, answer[2])
+                        outer.extra_headers = {}
                     losable = outer.lose_paths is None or req["path"] in outer.lose_paths
                     lose = (outer.lose.popleft() if faults and losable and outer.lose
                             else None)  # fmt: skip

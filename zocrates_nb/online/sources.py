@@ -111,8 +111,13 @@ class _Base:
         return [found] if found.title else []
 
     def _get(self, client: httpx.Client, path: str, **kw: Any) -> Any:
-        return get_json(client, self.name, self.settings.base_url + path,
-                        max_retry_after=self.online.max_retry_after, **kw)  # fmt: skip
+        return get_json(client, self.name, self.settings.base_url + path, **self.pacing, **kw)
+
+    @property
+    def pacing(self) -> dict[str, Any]:
+        """The longest wait honoured and this API's polite interval (`online.http.get`)."""
+        return {"max_retry_after": self.online.max_retry_after,
+                "interval": self.settings.min_interval}  # fmt: skip
 
 
 class Arxiv(_Base):
@@ -124,7 +129,7 @@ class Arxiv(_Base):
         # before trusting it (its API group's advice).
         for _ in range(2):
             r = get(client, self.name, self.settings.base_url + "/query", params=params,
-                    max_retry_after=self.online.max_retry_after)  # fmt: skip
+                    **self.pacing)
             found = parse_arxiv(r.content, self.name)
             if found:
                 break
@@ -138,7 +143,7 @@ class Arxiv(_Base):
         params = {"search_query": "", "id_list": ident, "sortBy": "relevance",
                   "sortOrder": "descending", "start": 0, "max_results": 100}  # fmt: skip
         r = get(client, self.name, self.settings.base_url + "/query", params=params,
-                max_retry_after=self.online.max_retry_after)  # fmt: skip
+                **self.pacing)
         return parse_arxiv(r.content, self.name)
 
 

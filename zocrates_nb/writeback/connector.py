@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from zocrates_nb.online.candidate import Candidate
+from zocrates_nb.online.http import Again, attempts
 from zocrates_nb.writeback.items import zotero_item
 from zocrates_nb.writeback.ledger import CONNECTOR, Batch, BatchItem, Ledger
 from zocrates_nb.writeback.result import SaveResult, WriteError
@@ -171,25 +172,26 @@ class Session:
         session this home had sent before (an earlier send saved it). Any other answer
         leaves the papers unsaved and says why (`failed`)."""
         self.result.titles.update({i.candidate_id: i.title for i in batch.items})
-        for attempt in range(RETRIES + 1):
-            resent = batch.sent is not None
-            self.ledger.mark_sent(batch)
-            try:
-                r = self.client.post(self.url + "/connector/saveItems", json=self.body(batch),
-                                     headers=HEADERS)  # fmt: skip
-            except httpx.TransportError:
-                if attempt < RETRIES:
-                    continue
-                self.stop(batch, "Zotero's answer to the save was lost (timeout or dropped "
-                                 "connection), so whether it saved the papers is not known yet.")
-                return False
-            if r.status_code == 201 or (r.status_code == 409 and resent
-                                        and _error(r) == "SESSION_EXISTS"):  # fmt: skip
-                self.written(batch)
-                return True
-            self.refused(batch, refusal(r))
+        try:
+            for attempt in attempts(RETRIES + 1, 0.0):  # a lost answer: the same session again
+                with attempt:
+                    resent = batch.sent is not None
+                    self.ledger.mark_sent(batch)
+                    try:
+                        r = self.client.post(self.url + "/connector/saveItems",
+                                             json=self.body(batch), headers=HEADERS)  # fmt: skip
+                    except httpx.TransportError:
+                        raise Again() from None
+        except Again:
+            self.stop(batch, "Zotero's answer to the save was lost (timeout or dropped "
+                             "connection), so whether it saved the papers is not known yet.")
             return False
-        raise AssertionError("unreachable")  # pragma: no cover
+        if r.status_code == 201 or (r.status_code == 409 and resent
+                                    and _error(r) == "SESSION_EXISTS"):  # fmt: skip
+            self.written(batch)
+            return True
+        self.refused(batch, refusal(r))
+        return False
 
     def refused(self, batch: Batch, reason: str) -> None:
         """Zotero did not save the session: its papers stay staged, each with the reason."""

@@ -24,7 +24,7 @@ from pyzotero import zotero
 
 from zocrates_nb.config import ZoteroWebSettings
 from zocrates_nb.online.candidate import Candidate, clean_arxiv_id, clean_doi
-from zocrates_nb.online.http import retry_after
+from zocrates_nb.online.http import Again, Pace, attempts, pace
 from zocrates_nb.writeback.items import zotero_item
 from zocrates_nb.writeback.ledger import Batch, BatchItem, Ledger, target_of
 from zocrates_nb.writeback.result import SaveResult, WriteError
@@ -59,6 +59,8 @@ class WebLibrary:
         self.target = target_of(web.library_type, str(web.library_id))
         self.where = f"{web.library_type} library {web.library_id}"
         self.items_url = f"{self.zot.endpoint}/{web.library_type}s/{web.library_id}/items"
+        # One pace per Web API server in this process: a Backoff on any answer holds them all.
+        self.pace: Pace = pace(f"Zotero Web API {self.zot.endpoint}")
 
     def version(self) -> int | None:
         """The library's version now (None when it cannot be read: reading back then searches
@@ -184,39 +186,45 @@ class _Run:
         unknown or Zotero would not take it now (it stays pending for the next run)."""
         items = [i.item for i in batch.items]
         self.result.titles.update({i.candidate_id: i.title for i in batch.items})
-        for attempt in range(RETRIES + 1):
-            self.ledger.mark_sent(batch)
-            try:
-                r = self.library.post(items, batch.token)
-            except httpx2.TransportError:  # a timeout or a lost answer: sent again, same token
-                if attempt < RETRIES:
-                    self.sleep(min(2.0**attempt, self.max_wait))
-                    continue
+        gate = self.library.pace
+        try:
+            for attempt in attempts(RETRIES + 1, self.max_wait, self.sleep):
+                with attempt:
+                    if not gate.wait(self.max_wait, self.sleep):
+                        return self.stop(batch, "The Zotero Web API asked for a pause longer "
+                                                f"than {self.max_wait:.0f} s.")  # fmt: skip
+                    self.ledger.mark_sent(batch)
+                    try:
+                        r = self.library.post(items, batch.token)
+                    except httpx2.TransportError:  # a timeout or a lost answer: same token
+                        raise Again() from None
+                    asked = gate.heed(r.headers)  # Backoff on any answer, a success too
+                    if r.status_code in (429, 503):
+                        raise Again(r, asked, paced=True)
+        except Again as e:
+            if e.response is None:
                 return self.stop(batch, "Zotero's answer to a batch was lost (timeout or "
                                         "dropped connection), so whether it was saved is not "
                                         "known yet.")  # fmt: skip
-            if r.status_code == 200:
-                return self.settle(batch, _report(r))
-            if r.status_code == 412 and b"token" in r.content.lower():
-                return self.read_back(batch)
-            if r.status_code in (429, 503):
-                wait = retry_after(r.headers.get("retry-after") or r.headers.get("backoff"))
-                if wait is not None and wait <= self.max_wait and attempt < RETRIES:
-                    self.sleep(wait)
-                    continue
-                later = f" (it asks to wait {wait:.0f} s)" if wait else ""
+            later = f" (it asks to wait {e.wait:.0f} s)" if e.wait else ""
+            if e.response.status_code == 429:
                 return self.stop(batch, f"The Zotero Web API is rate limiting{later}.")
-            if r.status_code in (401, 403):  # nothing was written: the batch is closed
-                self.settle(batch, {})
-                self.stopped = "Zotero refused the API key: it needs write access to this library."
-                return False
-            if r.status_code in (400, 409, 413):
-                why = f"Zotero rejected the batch (HTTP {r.status_code}: {_text(r)})"
-                return self.settle(batch, {"failed": {str(n): {"message": why}
-                                                      for n in range(len(items))}})  # fmt: skip
-            return self.stop(batch, f"Zotero answered a batch with an error (HTTP "
-                                    f"{r.status_code}).")  # fmt: skip
-        raise AssertionError("unreachable")  # pragma: no cover
+            return self.stop(batch, "The Zotero Web API is unavailable (HTTP 503: down for "
+                                    f"maintenance or overloaded){later}.")  # fmt: skip
+        if r.status_code == 200:
+            return self.settle(batch, _report(r))
+        if r.status_code == 412 and b"token" in r.content.lower():
+            return self.read_back(batch)
+        if r.status_code in (401, 403):  # nothing was written: the batch is closed
+            self.settle(batch, {})
+            self.stopped = "Zotero refused the API key: it needs write access to this library."
+            return False
+        if r.status_code in (400, 409, 413):  # 409: the library is locked
+            why = f"Zotero rejected the batch (HTTP {r.status_code}: {_text(r)})"
+            return self.settle(batch, {"failed": {str(n): {"message": why}
+                                                  for n in range(len(items))}})  # fmt: skip
+        return self.stop(batch, f"Zotero answered a batch with an error (HTTP "
+                                f"{r.status_code}).")  # fmt: skip
 
     def settle(self, batch: Batch, report: dict[str, Any]) -> bool:
         written: dict[str, str] = {}
