@@ -28,6 +28,7 @@ class _Server:
         # this many seconds (0: at once) without a response (a timeout, a dropped link).
         self.lose: deque[float] = deque()
         self.fail_after = 0  # requests (of inject_methods) served normally before the faults
+        self.post_delay = 0.0  # seconds each POST takes before it is carried out (a slow Zotero)
         # Headers added to the next answer only (Zotero's `Backoff` may come with any answer).
         self.extra_headers: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -44,7 +45,9 @@ class _Server:
                 except ValueError:  # not JSON (or not text): a PDF upload, say
                     body = raw
                 req = {"method": self.command, "path": self.path, "headers": dict(self.headers),
-                       "body": body}  # fmt: skip
+                       "body": body, "at": time.monotonic()}  # fmt: skip
+                if self.command == "POST" and outer.post_delay:
+                    time.sleep(outer.post_delay)  # outside the lock: requests overlap
                 with outer._lock:
                     outer.requests.append(req)
                     faults = outer.inject_methods is None or self.command in outer.inject_methods

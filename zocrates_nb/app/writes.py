@@ -132,6 +132,10 @@ def save_papers(app: AppCore, to: str, papers: list[Candidate], ledger: WriteLed
         result = write(app, to, fresh, ledger, collection=collection, tags=tags, lost=lost)
     else:
         result = SaveResult(to=to)
+    # A paper another process saved while this one waited for the library: held, by the ledger.
+    done = {*result.saved, *result.failed, *result.pending}
+    late = Holdings(saved=ledger.saved())
+    held.update({c.id: h for c in fresh if c.id not in done and (h := late.find(c))})
     result.held.update({i: f"already in Zotero ({h.describe()}); not saved again"
                         for i, h in held.items() if i not in result.saved})  # fmt: skip
     result.titles.update({c.id: c.title for c in papers})

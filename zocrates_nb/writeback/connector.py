@@ -130,7 +130,7 @@ def save_to_connector(candidates: list[Candidate], url: str, *, ledger: Ledger,
     """Save the candidates as one connector session into the collection asked for (else the
     selected one); settle first what an earlier session left unknown (`lost`: "saved" or
     "unsaved" when the researcher checked Zotero; `is_saved` asks the local API)."""
-    with httpx.Client(timeout=timeout, transport=transport) as client:
+    with ledger.lease(CONNECTOR), httpx.Client(timeout=timeout, transport=transport) as client:
         target = selected_target(client, url)
         dest = choose(target, collection) if collection else None
         if not target.editable:

@@ -118,7 +118,7 @@ def save_note_to_connector(turn: TurnResult, url: str, *, ledger: Ledger,
         return SaveResult(to="connector", saved=[turn.turn_id],
                           message="This answer was already saved as a note through the Zotero "
                                   "app; it was not saved again.")  # fmt: skip
-    with httpx.Client(timeout=timeout, transport=transport) as client:
+    with ledger.lease(CONNECTOR), httpx.Client(timeout=timeout, transport=transport) as client:
         target = selected_target(client, url)
         if not target.editable:
             raise WriteError(f"{target.describe()} is read-only: select another one in Zotero")

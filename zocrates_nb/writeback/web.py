@@ -147,21 +147,22 @@ def write_batches(library: WebLibrary, ledger: Ledger, entries: list[BatchItem],
     """Settle the library's pending batches, then write `entries` not yet written, 50 a batch;
     stop at the first batch whose outcome is unknown (see the module's docstring)."""
     run = _Run(library, ledger, SaveResult(to="web", where=library.where), max_wait, sleep)
-    for batch in ledger.pending(library.target):
-        if run.stopped:  # not reached this time: still pending
-            run.result.pending += [i.candidate_id for i in batch.items]
-        else:
-            run.send(batch)
-    todo = [e for e in entries if e.candidate_id not in run.result.saved]
-    for start in range(0, len(todo), BATCH):
-        chunk = todo[start : start + BATCH]
-        if run.stopped:
-            run.result.pending += [e.candidate_id for e in chunk
-                                   if e.candidate_id not in run.result.pending]  # fmt: skip
-            continue
-        opened = ledger.open_batch(library.target, uuid.uuid4().hex, chunk, library.version())
-        if opened is not None:
-            run.send(opened)
+    with ledger.lease(library.target):  # one writer per library: no batch sent twice
+        for batch in ledger.pending(library.target):
+            if run.stopped:  # not reached this time: still pending
+                run.result.pending += [i.candidate_id for i in batch.items]
+            else:
+                run.send(batch)
+        todo = [e for e in entries if e.candidate_id not in run.result.saved]
+        for start in range(0, len(todo), BATCH):
+            chunk = todo[start : start + BATCH]
+            if run.stopped:
+                run.result.pending += [e.candidate_id for e in chunk
+                                       if e.candidate_id not in run.result.pending]  # fmt: skip
+                continue
+            opened = ledger.open_batch(library.target, uuid.uuid4().hex, chunk, library.version())
+            if opened is not None:
+                run.send(opened)
     if run.stopped:
         run.result.message = (
             f"{run.stopped} Saved {len(run.result.saved)}, not saved yet "
