@@ -244,6 +244,8 @@ class FakeWebAPI(_Server):
         self.tokens: set[str] = set()
         self.version = 100  # the library's version: each accepted write raises it
         self.next_key = 0
+        self.held: dict[str, dict[str, Any]] = {}  # items the library holds already, by key
+        self.group_name = "Lab"  # what GET /groups/<id> names a group library
 
     def _read(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes] | None:
         js = {"Content-Type": "application/json", "Last-Modified-Version": "1"}
@@ -276,6 +278,17 @@ class FakeWebAPI(_Server):
         path, _, query = req["path"].partition("?")
         if req["method"] == "GET" and path == f"{self.library}/items":
             return self._list(parse_qs(query), js)
+        if req["method"] == "GET" and path.startswith(f"{self.library}/items/"):
+            key = path.rsplit("/", 1)[1]
+            made = {i["key"]: i for i in self.created}
+            if (data := self.held.get(key) or made.get(key)) is None:
+                return 404, {"Content-Type": "text/plain"}, b"Not found"
+            return 200, js, json.dumps({"key": key, "version": self.version,
+                                        "data": {"key": key, **data}}).encode()  # fmt: skip
+        if req["method"] == "GET" and self.library.startswith("/groups/") and (
+                path == self.library):  # fmt: skip
+            group = {"id": int(self.library.rsplit("/", 1)[1]), "data": {"name": self.group_name}}
+            return 200, js, json.dumps(group).encode()
         if req["method"] == "POST" and path == f"{self.library}/items":
             token = h.get("zotero-write-token", "")
             if token in self.tokens:

@@ -210,6 +210,7 @@ def save_note(
     confirmed: bool,
     collection: str | None = None,
     tag_cited: bool = False,
+    standalone: bool = False,
 ) -> SaveResult:
     """Save an answer (the session's last answered turn unless `turn_id`) as a Zotero note;
     with `tag_cited` (Web API only) its cited items also get the `zocrates:cited` tag."""
@@ -237,7 +238,8 @@ def save_note(
                                       ledger=WriteLedger(app.store),
                                       timeout=app.settings.online.timeout)  # fmt: skip
     result = save_note_to_web(turn, zotero.web, ledger=WriteLedger(app.store),
-                              collection=collection, in_zotero=known)  # fmt: skip
+                              collection=collection, in_zotero=known,
+                              standalone=standalone)  # fmt: skip
     if tag_cited:
         from zocrates_nb.writeback.web import tag_items
 

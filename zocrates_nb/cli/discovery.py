@@ -190,7 +190,8 @@ def note_save_command(args: argparse.Namespace) -> int:
                 print("nothing saved")
                 return 1
         result = app.save_note(args.session, to=args.to, turn_id=args.turn, confirmed=True,
-                               collection=args.collection, tag_cited=args.tag_cited)  # fmt: skip
+                               collection=args.collection, tag_cited=args.tag_cited,
+                               standalone=args.standalone)  # fmt: skip
     if args.json:
         _json(result.model_dump(mode="json"))
     else:
@@ -273,6 +274,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     nsv.add_argument("--turn", help="the turn id (default: the last answered turn)")
     nsv.add_argument("--to", required=True, choices=["connector", "web"])
     nsv.add_argument("--collection", help="web: a collection key for a standalone note")
+    nsv.add_argument("--standalone", action="store_true",
+                     help="web: a standalone note even when the answer cites one paper (when "
+                          "the library does not hold that paper)")
     nsv.add_argument("--tag-cited", action="store_true",
                      help="web: also tag the cited items zocrates:cited")
     nsv.add_argument("--yes", action="store_true", help="do not ask before writing")

@@ -143,6 +143,15 @@ class WriteLedger:
                     (reason[:500], now, batch.batch_id, cid),
                 )
 
+    def written(self, target: str, candidate_id: str) -> Saved | None:
+        r = self.store._conn().execute(
+            "SELECT candidate_id, target, item_key, settled FROM zotero_writes WHERE target = ? "
+            "AND candidate_id = ? AND state = 'written' ORDER BY settled LIMIT 1",
+            (target, candidate_id),
+        ).fetchone()
+        return None if r is None else Saved(r["candidate_id"], r["target"], r["item_key"] or "",
+                                            r["settled"] or 0)  # fmt: skip
+
     def saved(self) -> dict[str, Saved]:
         out: dict[str, Saved] = {}
         rows = self.store._conn().execute(

@@ -73,6 +73,10 @@ class Ledger(Protocol):
         """Each candidate of the batch written (candidate id → item key) or failed (→ reason)."""
         ...
 
+    def written(self, target: str, candidate_id: str) -> Saved | None:
+        """The record of `candidate_id` written to `target`, if it was."""
+        ...
+
     def saved(self) -> dict[str, Saved]:
         """Every paper written to Zotero from this data home, by identity (doi:…, title:…)."""
         ...

@@ -58,9 +58,37 @@ class WebLibrary:
         self.zot = web_client(web, environ=environ, timeout=timeout)
         self.target = target_of(web.library_type, str(web.library_id))
         self.where = f"{web.library_type} library {web.library_id}"
+        self.library_id = str(web.library_id)
+        self._name: str | None = None
         self.items_url = f"{self.zot.endpoint}/{web.library_type}s/{web.library_id}/items"
         # One pace per Web API server in this process: a Backoff on any answer holds them all.
         self.pace: Pace = pace(f"Zotero Web API {self.zot.endpoint}")
+
+    def describe(self) -> str:
+        """The library as messages name it: "the group library 'Lab'", "your user library"."""
+        if self.target.startswith("web:users/"):
+            return "your user library"
+        if self._name is None:
+            self._name = ""
+            try:  # GET /groups/<id>: the group's name (not having it is no error)
+                assert self.zot.client is not None
+                r = self.zot.client.get(f"{self.zot.endpoint}/groups/{self.library_id}",
+                                        headers=self.zot.default_headers())  # fmt: skip
+                data = (r.json() or {}).get("data") if r.status_code == 200 else None
+                name = data.get("name") if isinstance(data, dict) else None
+                self._name = " ".join(str(name).split())[:80] if name else ""
+            except (httpx2.HTTPError, ValueError, AttributeError):
+                pass
+        return f"the group library '{self._name}'" if self._name else (
+            f"the group library {self.library_id}")  # fmt: skip
+
+    def has(self, key: str) -> bool:
+        """Whether the library holds an item with this key."""
+        try:
+            self.zot.item(key)
+        except pyzotero.ResourceNotFoundError:
+            return False
+        return True
 
     def version(self) -> int | None:
         """The library's version now (None when it cannot be read: reading back then searches
