@@ -242,7 +242,7 @@ def test_a_staged_paper_that_reached_the_library_since_is_not_saved_again(
     result = json.loads(out)
     assert [i["title"] for i in zotero.saved] == [picked[1]["title"]]
     assert result["saved"] == [picked[1]["id"]]
-    assert "already in Zotero (in your indexed library" in result["held"][picked[0]["id"]]
+    assert "already in your indexed library" in result["held"][picked[0]["id"]]
     assert json.loads(run(capsys, tmp_path, "stage", "list", "--json")[1])["staged"] == []
 
 
@@ -280,9 +280,10 @@ def test_a_saved_paper_is_never_offered_or_staged_again_and_stage_add_says_where
         assert again[saved["id"]]["in_library"]  # not offered again: the ledger knows it
         assert again[local_held["id"]]["in_library"]  # Zotero's local API found it
         code, _, err = run(capsys, tmp_path, "stage", "add", saved["id"])
-        assert code == 2 and f"{saved['id']} (saved from here through the Zotero app on " in err
+        assert code == 2 and f"({saved['id']}) in Zotero (saved from here through the Zotero app on " in err
         code, _, err = run(capsys, tmp_path, "stage", "add", web_held["id"])
-    assert code == 2 and f"{web_held['id']} (in your Zotero web library, item WEBHELD2)" in err
+    assert code == 2
+    assert f"({web_held['id']}) in your user library, item WEBHELD2" in err
     assert "Nothing was staged" in err
     assert len(zotero.saved) == 2  # one saved from here, one by the researcher: no more
 

@@ -68,7 +68,11 @@ def holdings(app: AppCore, *, remote: bool = True, to: str | None = None) -> Hol
                 web = None
         places = remote_places(web=web, connector_url=str(zotero.connector_url),
                                timeout=min(5.0, app.settings.online.timeout))  # fmt: skip
-    return Holdings(indexed, WriteLedger(app.store).saved(), places)
+    # Per library: the destination's (by default the configured web library, else the app's).
+    default = "web" if app.settings.zotero.web.library_id else "connector"
+    target = _target(app, to if to in ("web", "connector") else default)
+    names = {p.target: p.name for p in places if p.target}
+    return Holdings(indexed, WriteLedger(app.store).saved(target), places, names=names)
 
 
 def held_by_zotero(
@@ -134,9 +138,9 @@ def save_papers(app: AppCore, to: str, papers: list[Candidate], ledger: WriteLed
         result = SaveResult(to=to)
     # A paper another process saved while this one waited for the library: held, by the ledger.
     done = {*result.saved, *result.failed, *result.pending}
-    late = Holdings(saved=ledger.saved())
+    late = Holdings(saved=ledger.saved(_target(app, to)))
     held.update({c.id: h for c in fresh if c.id not in done and (h := late.find(c))})
-    result.held.update({i: f"already in Zotero ({h.describe()}); not saved again"
+    result.held.update({i: f"already {h.describe()}; not saved again"
                         for i, h in held.items() if i not in result.saved})  # fmt: skip
     result.titles.update({c.id: c.title for c in papers})
     # Each paper counted once: what Zotero saved is not also pending, failed or held.

@@ -152,11 +152,17 @@ class WriteLedger:
         return None if r is None else Saved(r["candidate_id"], r["target"], r["item_key"] or "",
                                             r["settled"] or 0)  # fmt: skip
 
-    def saved(self) -> dict[str, Saved]:
+    def saved(self, target: str | None = None) -> dict[str, Saved]:
         out: dict[str, Saved] = {}
+        # Saving to one Web API library, another's records do not count (a paper in a group
+        # library is not in the user's); saving to the desktop app (or staging for it), a
+        # group library's do not; the connector's (whichever library it chose) always count.
+        web = bool(target and target.startswith("web:"))
+        other = ("AND NOT (target LIKE 'web:%' AND target != ?)" if web else
+                 "AND target NOT LIKE 'web:groups/%'" if target else "")  # fmt: skip
         rows = self.store._conn().execute(
             "SELECT candidate_id, target, item_key, identities, settled FROM zotero_writes "
-            "WHERE state = 'written' ORDER BY settled"
+            f"WHERE state = 'written' {other} ORDER BY settled", (target,) if web else ()
         )
         for r in rows:
             record = Saved(r["candidate_id"], r["target"], r["item_key"] or "", r["settled"] or 0)

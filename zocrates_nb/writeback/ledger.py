@@ -77,8 +77,9 @@ class Ledger(Protocol):
         """The record of `candidate_id` written to `target`, if it was."""
         ...
 
-    def saved(self) -> dict[str, Saved]:
-        """Every paper written to Zotero from this data home, by identity (doi:…, title:…)."""
+    def saved(self, target: str | None = None) -> dict[str, Saved]:
+        """Every paper written to Zotero from this data home, by identity (doi:…, title:…);
+        with a Web API `target`, none written to another Web API library."""
         ...
 
 
