@@ -280,7 +280,8 @@ def test_a_saved_paper_is_never_offered_or_staged_again_and_stage_add_says_where
         assert again[saved["id"]]["in_library"]  # not offered again: the ledger knows it
         assert again[local_held["id"]]["in_library"]  # Zotero's local API found it
         code, _, err = run(capsys, tmp_path, "stage", "add", saved["id"])
-        assert code == 2 and f"({saved['id']}) in Zotero (saved from here through the Zotero app on " in err
+        assert code == 2
+        assert f"({saved['id']}) in Zotero (saved from here through the Zotero app on " in err
         code, _, err = run(capsys, tmp_path, "stage", "add", web_held["id"])
     assert code == 2
     assert f"({web_held['id']}) in your user library, item WEBHELD2" in err
