@@ -310,3 +310,15 @@ def test_titles_in_any_script_give_papers_their_own_ids() -> None:
     assert Candidate(title="ΚΑΤΑΝΕΜΗΜΈΝΑ ΣΥΣΤΉΜΑΤΑ", authors=["A. Author"], year=2020).id == (
         found[4].id)  # fmt: skip
     assert Candidate(title=titles[0], doi="10.1/x").id != same.id
+
+
+def test_a_mistyped_isbn_is_named_as_such() -> None:
+    from zocrates_nb.online.sources import identifier, not_an_identifier
+
+    assert identifier("0262033844") == ("isbn", "9780262033848")
+    assert identifier("0-8044-2957-X") is not None
+    for typo in ("0262033845", "978-0-262-03384-9"):
+        assert identifier(typo) is None
+        assert not_an_identifier(typo).startswith("an ISBN whose check digit is wrong")
+    assert not_an_identifier("10.1234") == "not a complete DOI (10.<prefix>/<suffix>)"
+    assert not_an_identifier("hello") == "not a DOI, an arXiv id or an ISBN"

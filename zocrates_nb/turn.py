@@ -341,6 +341,8 @@ def clean_isbn(isbn: str | None) -> str | None:
     """`978-0-262-03384-8` and `0262033844` → ISBN-13 digits (`9780262033848`); else None."""
     digits = re.sub(r"[\s-]", "", isbn or "").upper()
     if re.fullmatch(r"\d{9}[\dX]", digits):
+        if sum((10 - n) * (10 if d == "X" else int(d)) for n, d in enumerate(digits)) % 11:
+            return None  # a mistyped ISBN-10 (its check digit disagrees)
         core = "978" + digits[:9]
     elif re.fullmatch(r"97[89]\d{10}", digits):
         core = digits[:12]

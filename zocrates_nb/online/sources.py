@@ -64,6 +64,18 @@ def identity(kind: str, ident: str) -> set[str]:
                      isbn=ident if kind == "isbn" else None).identities()  # fmt: skip
 
 
+def not_an_identifier(query: str) -> str:
+    """Why `query` names no paper (for an identifier that `identifier` refused)."""
+    text = query.strip().rstrip(".,;")
+    if m := _ISBN_RE.match(text):
+        digits = re.sub(r"[\s-]", "", m.group(1))
+        return (f"an ISBN whose check digit is wrong ({digits[-1]}): check it for a typing "
+                "mistake")  # fmt: skip
+    if re.match(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)?10\.\d", text, re.I):
+        return "not a complete DOI (10.<prefix>/<suffix>)"
+    return "not a DOI, an arXiv id or an ISBN"
+
+
 def identifier(query: str) -> tuple[str, str] | None:
     """("doi", "10.x/y"), ("arxiv", "2104.12255v1") or ("isbn", "9780262033848") when the
     whole query is one identifier: a look-up of that paper, not a search."""
