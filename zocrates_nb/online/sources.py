@@ -227,7 +227,8 @@ def crossref_item(i: dict[str, Any], name: str = "Crossref") -> Candidate:
                 and x.get("id-type") == "doi" and (d := clean_doi(str(x.get("id") or "")))]
     return Candidate(
         title=plain(" ".join(i.get("title") or [])),
-        authors=[" ".join(filter(None, [a.get("given"), a.get("family")])) or a.get("name", "")
+        # "Family, Given": Crossref knows which name is which, so nothing has to guess later.
+        authors=[", ".join(filter(None, [a.get("family"), a.get("given")])) or a.get("name", "")
                  for a in i.get("author") or []],
         year=parts[0] if parts and isinstance(parts[0], int) else None,
         venue=plain(venue),
