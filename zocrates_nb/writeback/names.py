@@ -31,6 +31,8 @@ CHINESE_FAMILY_NAMES = frozenset(
 wang li zhang liu chen yang huang zhao wu zhou xu sun ma zhu hu guo he gao lin luo zheng liang
 """.split()  # noqa: SIM905 (a word list reads best as words)
 )
+KOREAN_FAMILY_NAMES = frozenset(("kim", "lee", "park", "choi", "jung", "kang", "cho", "yoon",
+                                 "jang", "lim", "han", "oh", "seo", "shin", "kwon", "hwang"))
 _PINYIN = re.compile(
     r"^(?:(?:zh|ch|sh|[bpmfdtnlgkhjqxrzcsyw])?"
     r"(?:iang|iong|uang|ueng|ang|eng|ing|ong|ian|iao|uai|uan|ai|ei|ao|ou|an|en|er|ia|ie|in|iu"
@@ -74,7 +76,9 @@ def creator(name: str, creator_type: str = "author") -> dict[str, Any]:
 
 
 def _family_first(first: str, second: str) -> bool:
-    if _CAPS_FAMILY.match(first) and not second.isupper():
+    # "ZHANG Wei", "KIM Min-jun": a family name in capitals first (not initials: "JA Smith").
+    if _CAPS_FAMILY.match(first) and not second.isupper() and (
+            len(first) > 3 or first.lower() in CHINESE_FAMILY_NAMES | KOREAN_FAMILY_NAMES):
         return True
     if re.fullmatch(r"[A-Z]{1,3}", second) and not first.isupper():  # "Smith JA": initials
         return True
