@@ -4,12 +4,15 @@ and a writer that cannot wait says which process holds the library."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,15 +79,34 @@ def test_two_processes_saving_at_once_with_a_slow_zotero_create_each_paper_once(
                for r in zotero.requests if r is not post), "the two saves did not overlap"
 
 
+@contextlib.contextmanager
+def held_elsewhere(store: SessionStore, target: str) -> Iterator[None]:
+    """`target` leased by another writer (a thread of this process) until the block ends."""
+    taken, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with WriteLedger(store).lease(target):
+            taken.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    taken.wait(10)
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(10)
+
+
 def test_a_writer_that_cannot_wait_names_the_process_holding_the_library(
     tmp_path: Path,
 ) -> None:
     store = SessionStore.open(tmp_path)
-    holder = WriteLedger(store)
     impatient = WriteLedger(store, lease_wait=0.3)
     with FakeWebAPI() as api:
         web = ZoteroWebSettings(library_id="475425", base_url=api.url)
-        with holder.lease(target_of("user", "475425")):
+        with held_elsewhere(store, target_of("user", "475425")):
             with pytest.raises(WriteError, match=rf"another zocrates-nb process \(pid "
                                                  rf"{os.getpid()}, writing since"):  # fmt: skip
                 save_to_web(PAPERS, web, ledger=impatient, environ=ENV)
@@ -95,9 +117,12 @@ def test_a_writer_that_cannot_wait_names_the_process_holding_the_library(
         started = time.monotonic()
         result = save_to_web(PAPERS, web, ledger=impatient, environ=ENV)  # released: it writes
     assert time.monotonic() - started < 5 and len(result.saved) == 2 and len(api.created) == 2
-    with FakeConnector() as zotero, holder.lease(CONNECTOR), pytest.raises(WriteError):
+    with FakeConnector() as zotero, held_elsewhere(store, CONNECTOR), pytest.raises(WriteError):
         save_to_connector(PAPERS, zotero.url, ledger=impatient)
     assert zotero.saved == []
+    # The same writer may take its own lease again (a note saved inside a larger write).
+    with impatient.lease(CONNECTOR), WriteLedger(store, lease_wait=0).lease(CONNECTOR):
+        pass
     store.close()
 
 

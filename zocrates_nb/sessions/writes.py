@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,14 +29,15 @@ class WriteLedger:
                  sleep: Callable[[float], None] = time.sleep) -> None:  # fmt: skip
         self.store = store
         self.lease_wait, self.sleep = lease_wait, sleep
-        self._held: dict[str, str] = {}  # target → this process's lease id
 
     @contextmanager
     def lease(self, target: str) -> Iterator[None]:
         """Hold `target` (one library) for this process while it writes: another process
         waits up to `lease_wait` seconds, then is told which process holds it. A lease whose
         process has ended, or that was not renewed for LEASE_TTL, is taken over."""
-        if target in self._held:  # re-entered by the same writer
+        held = _held()
+        key = (str(self.store.path), target)
+        if key in held:  # re-entered by the same writer (this thread), whichever ledger object
             yield
             return
         holder = uuid.uuid4().hex
@@ -49,11 +51,11 @@ class WriteLedger:
                     "Zotero library; nothing was sent. Save again when it has finished."
                 )
             self.sleep(0.2)
-        self._held[target] = holder
+        held[key] = holder
         try:
             yield
         finally:
-            self._held.pop(target, None)
+            held.pop(key, None)
             with self.store._tx() as c:
                 c.execute("DELETE FROM zotero_leases WHERE target = ? AND holder = ?",
                           (target, holder))  # fmt: skip
@@ -77,7 +79,7 @@ class WriteLedger:
         return None
 
     def _renew(self, target: str) -> None:
-        if (holder := self._held.get(target)) is not None:
+        if (holder := _held().get((str(self.store.path), target))) is not None:
             self._take(target, holder)
 
     def pending(self, target: str) -> list[Batch]:
@@ -169,6 +171,17 @@ class WriteLedger:
             for identity in json.loads(r["identities"]):
                 out.setdefault(identity, record)
         return out
+
+
+_LEASES = threading.local()
+
+
+def _held() -> dict[tuple[str, str], str]:
+    """The leases this thread holds: (sessions.db, target) → lease id."""
+    if not hasattr(_LEASES, "held"):
+        _LEASES.held = {}
+    held: dict[tuple[str, str], str] = _LEASES.held
+    return held
 
 
 def _alive(pid: int) -> bool:
