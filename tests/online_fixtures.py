@@ -105,10 +105,12 @@ class FixtureServer:
         return {
             "enabled": True,
             "timeout": 5.0,
-            "arxiv": {"base_url": self.url("arxiv")},
-            "crossref": {"base_url": self.url("crossref")},
-            "semantic_scholar": {"base_url": self.url("s2")},
-            "openalex": {"base_url": self.url("openalex")},
+            # No polite pause against this loopback server (tests/test_online_pacing.py
+            # checks the pace itself).
+            "arxiv": {"base_url": self.url("arxiv"), "min_interval": 0},
+            "crossref": {"base_url": self.url("crossref"), "min_interval": 0},
+            "semantic_scholar": {"base_url": self.url("s2"), "min_interval": 0},
+            "openalex": {"base_url": self.url("openalex"), "min_interval": 0},
             **extra,
         }
 

@@ -242,7 +242,7 @@ def test_a_staged_paper_that_reached_the_library_since_is_not_saved_again(
     result = json.loads(out)
     assert [i["title"] for i in zotero.saved] == [picked[1]["title"]]
     assert result["saved"] == [picked[1]["id"]]
-    assert "already in Zotero (in your indexed library" in result["held"][picked[0]["id"]]
+    assert "already in your indexed library" in result["held"][picked[0]["id"]]
     assert json.loads(run(capsys, tmp_path, "stage", "list", "--json")[1])["staged"] == []
 
 
@@ -280,9 +280,11 @@ def test_a_saved_paper_is_never_offered_or_staged_again_and_stage_add_says_where
         assert again[saved["id"]]["in_library"]  # not offered again: the ledger knows it
         assert again[local_held["id"]]["in_library"]  # Zotero's local API found it
         code, _, err = run(capsys, tmp_path, "stage", "add", saved["id"])
-        assert code == 2 and f"{saved['id']} (saved from here through the Zotero app on " in err
+        assert code == 2
+        assert f"({saved['id']}) in Zotero (saved from here through the Zotero app on " in err
         code, _, err = run(capsys, tmp_path, "stage", "add", web_held["id"])
-    assert code == 2 and f"{web_held['id']} (in your Zotero web library, item WEBHELD2)" in err
+    assert code == 2
+    assert f"({web_held['id']}) in your user library, item WEBHELD2" in err
     assert "Nothing was staged" in err
     assert len(zotero.saved) == 2  # one saved from here, one by the researcher: no more
 
@@ -358,7 +360,7 @@ def test_add_by_doi_arxiv_id_and_isbn_saves_each_once_into_the_collection_asked_
     assert saved["preprint"]["archiveID"] == "arXiv:2104.12255"
     assert {zotero.placed[i["id"]] for i in zotero.saved} == {"C14"}
     assert {tuple(zotero.tags[i["id"]]) for i in zotero.saved} == {("to-read",)}
-    assert "not saved 10.9999/nope: not added: no scholarly source knows it" in out
+    assert "not saved 1:\n  10.9999/nope: not added: no scholarly source knows it\n" in out
     assert books.asked == ["ISBN:9780262033848"]
     code, out, _ = again
     result = json.loads(out)

@@ -5,6 +5,7 @@ sent again under its own sessionID (Zotero: 409 while it lives) — never a seco
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -149,3 +150,83 @@ def test_zotero_s_local_api_settles_an_expired_session(ledger: WriteLedger) -> N
         result = save_to_connector([RAFT], zotero.url, ledger=ledger, is_saved=is_saved,
                                    clock=lambda: time.time() + 3600)  # fmt: skip
     assert result.saved == [RAFT.id] and len(zotero.saved) == 1
+
+
+JS = {"X-Zotero-Version": "7.0.32", "Content-Type": "application/json"}
+
+
+def staged_home(tmp_path: Path, url: str, papers: list[Candidate]) -> Path:
+    """A data home whose staging list holds `papers`, set up to save through `url`."""
+    from zocrates_nb.sessions.staging import Staging
+
+    home = tmp_path / "home"
+    store = SessionStore.open(home)
+    Staging(store).remember(papers)
+    Staging(store).stage([c.id for c in papers])
+    store.close()
+    (home / "zocrates_config.json").write_text(json.dumps({"zotero": {"connector_url": url}}))
+    return home
+
+
+def cli(home: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    from zocrates_nb.cli import main
+
+    code = main(["--home", str(home), *argv])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+@pytest.mark.parametrize("answer, why", [
+    ((409, JS, b'{"error":"SESSION_EXISTS"}'), "Zotero refused the save: the library is locked"),
+    ((409, JS, b""), "Zotero refused the save: the library is locked"),
+    ((500, JS, b'{"libraryEditable":false}'), "the selected library is read-only"),
+    ((503, JS, b""), "Zotero failed while saving them (HTTP 503)"),
+])  # fmt: skip
+def test_only_zotero_s_saved_is_saved_any_other_answer_leaves_the_papers_staged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], answer: tuple[int, dict[str, str], bytes],
+    why: str,
+) -> None:  # fmt: skip
+    """A 409 on a first send (not a session this home sent before), a read-only library, a
+    5xx: nothing is reported saved, the papers stay staged and unwritten in the ledger, the
+    exit status says so, and each paper is named by its title."""
+    with FakeConnector() as zotero:
+        home = staged_home(tmp_path, zotero.url, [RAFT, THESIS])
+        zotero.inject_paths = ("/connector/saveItems",)
+        zotero.injected.append(answer)
+        code, out = cli(home, capsys, "stage", "save", "--to", "connector", "--yes")
+        assert code == 1
+        assert out.startswith("saved 0 ") and "not saved 2:" in out and why in out
+        assert f"'{RAFT.title}' ({RAFT.id})" in out and f"'{THESIS.title}' ({THESIS.id})" in out
+        code, listed = cli(home, capsys, "stage", "list", "--json")
+        assert [c["id"] for c in json.loads(listed)["staged"]] == [RAFT.id, THESIS.id]
+        store = SessionStore.open(home)
+        assert WriteLedger(store).saved() == {}
+        store.close()
+        # The next save sends them (a new session) and Zotero saves them.
+        code, out = cli(home, capsys, "stage", "save", "--to", "connector", "--yes")
+        assert code == 0, out
+        assert out.startswith("saved 2 ") and len(zotero.saved) == 2
+
+
+def test_a_collection_or_tags_not_applied_is_a_partial_failure_that_names_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    with FakeConnector() as zotero:
+        home = staged_home(tmp_path, zotero.url, [RAFT])
+        zotero.inject_paths = ("/connector/updateSession",)
+        zotero.injected.append((400, JS, b'{"error":"SESSION_NOT_FOUND"}'))
+        code, out = cli(home, capsys, "stage", "save", "--to", "connector", "--yes",
+                        "--collection", "Reading/To read", "--tag", "consensus")
+    assert code == 1
+    assert out.startswith("saved 1 to the collection 'Reading/To read' in My Library")
+    assert "not applied: the collection 'Reading/To read'; the tags 'consensus'" in out
+    assert "SESSION_NOT_FOUND" in out and len(zotero.saved) == 1
+
+
+def test_a_409_to_a_session_this_home_sent_before_is_saved_once(
+    ledger: WriteLedger,
+) -> None:  # fmt: skip
+    with FakeConnector() as zotero:
+        zotero.lose.append(0.0)  # saved, but the answer is lost; the re-send gets 409
+        result = save_to_connector([RAFT], zotero.url, ledger=ledger)
+    assert result.saved == [RAFT.id] and result.complete and len(zotero.saved) == 1

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pylatexenc.latex2text import LatexNodes2Text
 
 from zocrates_nb.online import Candidate
 from zocrates_nb.writeback import to_bibtex, to_ris
@@ -64,7 +65,17 @@ THESIS = Candidate(title="Consensus: Bridging Theory and Practice", year=2014,
 REPORT = Candidate(title="Paxos Made Simple", year=2001, authors=["Leslie Lamport"],
                    venue="Microsoft Research", item_type="report",
                    url="https://lamport.azurewebsites.net/pubs/paxos-simple.pdf")  # fmt: skip
-PAPERS = [ARTICLE, PREPRINT, CONFERENCE, CHAPTER, THESIS, REPORT]
+NAMES = Candidate(
+    title="Prices from $5: 50% of #1 & the_rest {in braces} ^", year=2021,
+    authors=["Johannes van der Berg", "World Health Organization", "Zhang Wei",
+             "Martin Luther King Jr.", "Ольга Петрова", "Smith JA", "张伟"],
+    venue="Journal of Money & Co", item_type="journalArticle",
+)  # fmt: skip
+# Creators as Zotero's own import keeps them: (family, given, one field).
+CREATORS = {NAMES.id: [("van der Berg", "Johannes", False), ("World Health Organization", "", True),
+                       ("Zhang", "Wei", False), ("King", "Martin Luther, Jr.", False),
+                       ("Петрова", "Ольга", False), ("Smith", "JA", False), ("张伟", "", True)]}
+PAPERS = [ARTICLE, PREPRINT, CONFERENCE, CHAPTER, THESIS, REPORT, NAMES]
 VENUE = {"journalArticle": "publicationTitle", "conferencePaper": "proceedingsTitle",
          "bookSection": "bookTitle", "thesis": "university", "report": "institution"}
 # BibTeX.js reads TeX maths by its own table (`\le` becomes "łe"), so maths go as characters.
@@ -87,9 +98,9 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     given = os.environ.get("ZOTERO_TRANSLATION_SOURCES")
     if given and all((Path(given) / r).is_dir() for r in REPOS):
         return Path(given)
-    snapshots = Path(os.environ.get("ZOTERO_SNAPSHOTS", "/work/.mirror"))
-    gits = {r: snapshots / f"zotero+{r}" / "repo" for r in REPOS}
-    if not all(g.is_dir() for g in gits.values()):
+    snapshots = os.environ.get("ZOTERO_SNAPSHOTS")  # no default: nothing machine-specific
+    gits = {r: Path(snapshots) / f"zotero+{r}" / "repo" for r in REPOS} if snapshots else {}
+    if not gits or not all(g.is_dir() for g in gits.values()):
         pytest.skip("Zotero's translators are not here: set ZOTERO_TRANSLATION_SOURCES to "
                     "checkouts of zotero/translators, zotero/translate, zotero/utilities and "
                     "zotero/zotero-schema (or ZOTERO_SNAPSHOTS to git snapshots of them)")
@@ -150,7 +161,7 @@ def expected(c: Candidate, *, bibtex: bool) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "itemType": "document" if bibtex and kind == "preprint" else kind,
         "title": BIBTEX_TITLE.get(c.id, c.title) if bibtex else c.title,
-        "creators": [_name(a) for a in c.authors],
+        "creators": CREATORS.get(c.id) or [(*_name(a), False) for a in c.authors],
         "date": str(c.year),
         "url": c.url,
         "DOI": c.doi,
@@ -177,7 +188,8 @@ def _name(author: str) -> tuple[str, str]:
 
 def got(item: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
     out = {k: item.get(k) for k in want if k != "creators"}
-    out["creators"] = [(c.get("lastName", ""), c.get("firstName", "")) for c in item["creators"]]
+    out["creators"] = [(c.get("lastName", c.get("name", "")), c.get("firstName", ""),
+                        c.get("fieldMode") == 1 or "name" in c) for c in item["creators"]]
     return {k: v for k, v in out.items() if v}
 
 
@@ -217,3 +229,21 @@ def test_the_exports_carry_what_zotero_reads_not_what_it_misreads() -> None:
     assert "eprinttype = {arxiv}" in bib and "eprint = {1901.06053}" in bib
     assert r"file = {Full Text PDF:https\://arxiv.org/pdf/1901.06053v2:application/pdf}" in bib
     assert "@inproceedings{" in bib and r"title = {In {Search} of an {Understandable}" in bib
+
+
+def test_names_and_text_are_written_as_zotero_reads_them() -> None:
+    """Without node: particles, suffixes, family-first names and organisations in both
+    formats, and a dollar sign in prose is text, not maths."""
+    ris, bib = to_ris([NAMES]), to_bibtex([NAMES])
+    for line in ("AU  - van der Berg, Johannes", "AU  - World Health Organization",
+                 "AU  - Zhang, Wei", "AU  - King, Martin Luther, Jr.", "AU  - 张伟"):
+        assert line + "\n" in ris
+    assert ("author = {van der Berg, Johannes and {World Health Organization} and Zhang, Wei "
+            "and King, Jr., Martin Luther and") in bib
+    assert r"Prices from \$5: 50\% of \#1 \& the\_rest \{in braces\}" in bib
+    # Two dollar signs in prose stay prices; maths only where the source marks it ($x$).
+    prices = to_bibtex([NAMES.model_copy(update={"title": "Prices from $5 to $10, not $x$"})])
+    assert r"title = {Prices from \$5 to \$10, not x}" in prices
+    # BibTeX.js strips any `$…$` pair, even escaped ones, so this is read as LaTeX reads it.
+    title = re.search(r"title = \{(.*)\},?\n", prices).group(1)  # type: ignore[union-attr]
+    assert LatexNodes2Text().latex_to_text(title) == "Prices from $5 to $10, not x"

@@ -48,11 +48,18 @@ def test_one_cited_paper_makes_a_child_note_through_the_web_api(
     turn = answered(tmp_path, [RAFT])
     monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
     with FakeWebAPI() as api:
+        api.held["RAFTKEY1"] = {"itemType": "conferencePaper", "title": RAFT.title}
         configure(tmp_path, web={"library_id": "475425", "base_url": api.url})
         code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
                              "--to", "web", "--yes")  # fmt: skip
-    assert code == 0, err
-    assert out.strip() == "saved the answer as a child note of item RAFTKEY1"
+        assert code == 0, err
+        assert out.strip() == (f"saved the answer as a child note of '{RAFT.title}' (RAFTKEY1) "
+                               "in your user library")
+        # Once per library: a repeat says so and writes nothing.
+        code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                             "--to", "web", "--yes")  # fmt: skip
+        assert code == 0, err
+        assert "already saved as note" in out and "not saved again" in out
     (note,) = api.created
     assert note["itemType"] == "note" and note["parentItem"] == "RAFTKEY1"
     assert note["tags"] == [{"tag": "zocrates:answer"}] and "collections" not in note
@@ -178,3 +185,75 @@ def test_tagging_through_the_connector_is_refused_plainly(
     code, _, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id, "--to",
                        "connector", "--tag-cited", "--yes")  # fmt: skip
     assert code == 2 and "needs the Web API" in err
+
+
+def test_a_note_for_a_group_library_without_its_paper_offers_a_way_on_and_links_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cited paper is not in the group library: nothing is written and the message
+    offers a standalone note or adding the paper; the standalone note links into the group
+    library; a Markdown table arrives as a table."""
+    store = SessionStore.open(tmp_path)
+    sid = store.create_session("raft").id
+    turn = store.save_turn(store.begin_turn(sid, "Compare them").model_copy(update={
+        "status": "answered", "cited_sources": [RAFT],
+        "answer": "| system | leader |\n|---|---|\n| Raft | yes [1] |\n| EPaxos | no |"}))
+    store.close()
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    with FakeWebAPI(library="/groups/5120") as api:
+        configure(tmp_path, web={"library_id": "5120", "library_type": "group",
+                                 "base_url": api.url})  # fmt: skip
+        code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                             "--to", "web", "--yes")  # fmt: skip
+        assert code != 0 and api.created == []
+        assert f"'{RAFT.title}' (RAFTKEY1), is not in the group library 'Lab'" in err
+        assert "--standalone" in err and "add the paper" in err
+        code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                             "--to", "web", "--yes", "--standalone")  # fmt: skip
+    assert code == 0, err
+    assert out.strip() == "saved the answer as a standalone note in the group library 'Lab'"
+    (note,) = api.created
+    assert "parentItem" not in note
+    body = note["note"]
+    assert "<table>" in body and "<th>system</th>" in body and "<td>EPaxos</td>" in body
+    assert "zotero://select/groups/5120/items/RAFTKEY1" in body
+    assert "zotero://select/library/" not in body
+
+
+def test_holdings_are_per_library_and_say_which_library(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paper saved to the group library 'Lab' is reported there when saved to it again,
+    and does not keep it from the user's own library (nor from being staged for it)."""
+    from zocrates_nb.online import Candidate
+    from zocrates_nb.sessions.staging import Staging
+
+    paper = Candidate(title="Chain Replication for Supporting High Throughput", year=2004,
+                      authors=["Robbert van Renesse"], doi="10.5555/chain.2004")  # fmt: skip
+    store = SessionStore.open(tmp_path)
+    Staging(store).remember([paper])
+    Staging(store).stage([paper.id])
+    store.close()
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    with FakeWebAPI(library="/groups/5120") as lab, FakeWebAPI() as mine:
+        configure(tmp_path, web={"library_id": "5120", "library_type": "group",
+                                 "base_url": lab.url})  # fmt: skip
+        code, out, err = run(capsys, tmp_path, "stage", "save", "--to", "web", "--yes")
+        assert code == 0 and out.startswith("saved 1 to group library 5120"), out + err
+        configure(tmp_path, web={"library_id": "475425", "base_url": mine.url})
+        code, out, err = run(capsys, tmp_path, "stage", "add", paper.id)
+        assert code == 0, err  # staged again, for the user's own library
+        code, out, err = run(capsys, tmp_path, "stage", "save", "--to", "web", "--yes")
+        assert code == 0 and out.startswith("saved 1 to user library 475425"), out + err
+        assert len(lab.created) == 1 and len(mine.created) == 1
+        configure(tmp_path, web={"library_id": "5120", "library_type": "group",
+                                 "base_url": lab.url})  # fmt: skip
+        code, out, err = run(capsys, tmp_path, "stage", "add", paper.id)
+        assert code == 2 and "in the group library 'Lab'" in err  # staging for it: refused
+        store = SessionStore.open(tmp_path)  # staged for it days ago, before it was saved
+        Staging(store).stage([paper.id])
+        store.close()
+        code, out, err = run(capsys, tmp_path, "stage", "save", "--to", "web", "--yes")
+    assert code == 0 and len(lab.created) == 1, out + err
+    assert "already in Zotero 1:" in out
+    assert f"'{paper.title}' ({paper.id}): already in the group library 'Lab'" in out

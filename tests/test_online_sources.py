@@ -288,3 +288,37 @@ def test_a_preprint_and_its_published_version_are_one_paper_led_by_the_published
     (one,) = merge([arxiv, pub])
     assert one.doi == "10.1002/ece3.2314" and one.arxiv_id == "1503.01234"
     assert {c.item_type for c in records} == {"journalArticle", "preprint", ""}  # "": other
+
+
+def test_titles_in_any_script_give_papers_their_own_ids() -> None:
+    """A DOI-less paper's id comes from its title in whatever script, its first author and
+    year: Chinese, Russian, Greek and Arabic titles never share one, and merging keeps each."""
+    titles = ["分布式系统中的共识算法", "分布式存储系统的一致性", "Распределённые системы",
+              "Консенсус в распределённых системах", "Κατανεμημένα συστήματα",
+              "Συναίνεση σε κατανεμημένα συστήματα", "الأنظمة الموزعة",
+              "الإجماع في الأنظمة الموزعة",
+              "分散システムにおける合意", "분산 시스템의 합의"]  # fmt: skip
+    found = [Candidate(title=t, authors=["A. Author"], year=2020) for t in titles]
+    assert len({c.id for c in found}) == len(titles)
+    assert len(merge(found)) == len(titles)
+    # The same title by another first author, or in another year, is another paper.
+    same = Candidate(title=titles[0], authors=["A. Author"], year=2020)
+    assert same.id == found[0].id
+    assert Candidate(title=titles[0], authors=["B. Other"], year=2020).id != same.id
+    assert Candidate(title=titles[0], authors=["A. Author"], year=2021).id != same.id
+    # Case and accents do not make another paper; an identifier leads when there is one.
+    assert Candidate(title="ΚΑΤΑΝΕΜΗΜΈΝΑ ΣΥΣΤΉΜΑΤΑ", authors=["A. Author"], year=2020).id == (
+        found[4].id)  # fmt: skip
+    assert Candidate(title=titles[0], doi="10.1/x").id != same.id
+
+
+def test_a_mistyped_isbn_is_named_as_such() -> None:
+    from zocrates_nb.online.sources import identifier, not_an_identifier
+
+    assert identifier("0262033844") == ("isbn", "9780262033848")
+    assert identifier("0-8044-2957-X") is not None
+    for typo in ("0262033845", "978-0-262-03384-9"):
+        assert identifier(typo) is None
+        assert not_an_identifier(typo).startswith("an ISBN whose check digit is wrong")
+    assert not_an_identifier("10.1234") == "not a complete DOI (10.<prefix>/<suffix>)"
+    assert not_an_identifier("hello") == "not a DOI, an arXiv id or an ISBN"

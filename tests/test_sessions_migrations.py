@@ -75,7 +75,7 @@ def test_every_session_and_turn_survives_with_what_surfaces_showed(
     migrated: tuple[SessionStore, dict[str, Any]],
 ) -> None:
     store, old = migrated
-    assert store.schema_version == SCHEMA_VERSION == 4
+    assert store.schema_version == SCHEMA_VERSION == 5
     assert store._conn().execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     sessions = {s.id: s for s in store.list_sessions()}
     assert set(sessions) == set(old["sessions"])
@@ -211,5 +211,5 @@ def test_a_failing_migration_leaves_the_file_as_it_was(
     # real migration then converts.
     assert first_release_rows(v1_home / "sessions.db")["messages"] > 0
     store = SessionStore.open(v1_home)
-    assert store.schema_version == 4 and len(store.list_sessions()) == 3
+    assert store.schema_version == 5 and len(store.list_sessions()) == 3
     store.close()

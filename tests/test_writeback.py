@@ -135,8 +135,11 @@ def test_connector_save_error_says_nothing_was_saved(ledger: WriteLedger) -> Non
         zotero.injected.extend([(200, {"X-Zotero-Version": "7"}, b"{}"),
                                 (200, {"X-Zotero-Version": "7"}, b'{"id": null}'),
                                 (500, {"X-Zotero-Version": "7"}, b"")])  # fmt: skip
-        with pytest.raises(WriteError, match=r"HTTP 500\); nothing was saved"):
-            save_to_connector([ARTICLE], zotero.url, ledger=ledger)
+        result = save_to_connector([ARTICLE], zotero.url, ledger=ledger)
+    assert result.saved == [] and not result.complete
+    assert result.failed == {ARTICLE.id: "Zotero failed while saving them (HTTP 500); try again"}
+    assert "nothing of that save was saved" in result.message
+    assert ledger.saved() == {}
 
 
 def web(api: FakeWebAPI) -> ZoteroWebSettings:

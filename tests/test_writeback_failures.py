@@ -105,8 +105,31 @@ def test_a_rate_limit_on_the_second_batch_is_waited_out(tmp_path: Path) -> None:
         api.fail_after = 1
         api.injected.append((429, {"Retry-After": "3"}, b"Request rate limit exceeded"))
         result = save(tmp_path, api, sleep=waits.append)
-    assert waits == [3.0] and len(result.saved) == 77 and not result.pending
+    assert waits == [3.0] and len(result.saved) == 77
+    assert not result.pending
     assert_each_once(api)
+
+
+def test_a_backoff_on_a_successful_write_holds_the_next_batch(tmp_path: Path) -> None:
+    """Zotero's `Backoff` may come with any answer, a 200 too: the next batch waits it out."""
+    waits: list[float] = []
+    with FakeWebAPI() as api:
+        api.fail_after = 0
+        api.extra_headers = {"Backoff": "5"}  # on the first batch's 200
+        result = save(tmp_path, api, sleep=waits.append)
+    assert len(result.saved) == 77 and result.complete
+    assert waits and waits[0] == pytest.approx(5.0, abs=0.1), waits
+    assert_each_once(api)
+
+
+def test_a_503_is_zotero_unavailable_not_rate_limiting(tmp_path: Path) -> None:
+    with FakeWebAPI() as api:
+        for _ in range(4):
+            api.injected.append((503, {"Retry-After": "600"}, b"Service Unavailable"))
+        result = save(tmp_path, api)
+    assert result.saved == [] and len(result.pending) == 77 and not result.complete
+    assert "The Zotero Web API is unavailable (HTTP 503" in result.message
+    assert "rate limiting" not in result.message and "600 s" in result.message
 
 
 def test_a_crash_between_recording_and_sending_sends_the_same_batch_later(

@@ -19,6 +19,7 @@ KEY_CHARS = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"
 class _Server:
     inject_methods: tuple[str, ...] | None = None  # the requests `injected` answers (None: all)
     lose_paths: tuple[str, ...] | None = None  # the requests whose answer `lose` loses
+    inject_paths: tuple[str, ...] | None = None  # the paths `injected` answers (None: all)
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []  # {"method", "path", "headers", "body"}
@@ -27,6 +28,9 @@ class _Server:
         # this many seconds (0: at once) without a response (a timeout, a dropped link).
         self.lose: deque[float] = deque()
         self.fail_after = 0  # requests (of inject_methods) served normally before the faults
+        self.post_delay = 0.0  # seconds each POST takes before it is carried out (a slow Zotero)
+        # Headers added to the next answer only (Zotero's `Backoff` may come with any answer).
+        self.extra_headers: dict[str, str] = {}
         self._lock = threading.Lock()
         outer = self
 
@@ -41,15 +45,22 @@ class _Server:
                 except ValueError:  # not JSON (or not text): a PDF upload, say
                     body = raw
                 req = {"method": self.command, "path": self.path, "headers": dict(self.headers),
-                       "body": body}  # fmt: skip
+                       "body": body, "at": time.monotonic()}  # fmt: skip
+                if self.command == "POST" and outer.post_delay:
+                    time.sleep(outer.post_delay)  # outside the lock: requests overlap
                 with outer._lock:
                     outer.requests.append(req)
                     faults = outer.inject_methods is None or self.command in outer.inject_methods
+                    if outer.inject_paths is not None:
+                        faults = faults and req["path"].split("?")[0] in outer.inject_paths
                     if faults and outer.fail_after > 0:  # let this one through untouched
                         outer.fail_after -= 1
                         faults = False
                     injected = outer.injected.popleft() if faults and outer.injected else None
                     answer = injected or outer.handle(req)
+                    if outer.extra_headers and faults:
+                        answer = (answer[0], {**answer[1], **outer.extra_headers}, answer[2])
+                        outer.extra_headers = {}
                     losable = outer.lose_paths is None or req["path"] in outer.lose_paths
                     lose = (outer.lose.popleft() if faults and losable and outer.lose
                             else None)  # fmt: skip
@@ -233,6 +244,8 @@ class FakeWebAPI(_Server):
         self.tokens: set[str] = set()
         self.version = 100  # the library's version: each accepted write raises it
         self.next_key = 0
+        self.held: dict[str, dict[str, Any]] = {}  # items the library holds already, by key
+        self.group_name = "Lab"  # what GET /groups/<id> names a group library
 
     def _read(self, req: dict[str, Any]) -> tuple[int, dict[str, str], bytes] | None:
         js = {"Content-Type": "application/json", "Last-Modified-Version": "1"}
@@ -265,6 +278,17 @@ class FakeWebAPI(_Server):
         path, _, query = req["path"].partition("?")
         if req["method"] == "GET" and path == f"{self.library}/items":
             return self._list(parse_qs(query), js)
+        if req["method"] == "GET" and path.startswith(f"{self.library}/items/"):
+            key = path.rsplit("/", 1)[1]
+            made = {i["key"]: i for i in self.created}
+            if (data := self.held.get(key) or made.get(key)) is None:
+                return 404, {"Content-Type": "text/plain"}, b"Not found"
+            return 200, js, json.dumps({"key": key, "version": self.version,
+                                        "data": {"key": key, **data}}).encode()  # fmt: skip
+        if req["method"] == "GET" and self.library.startswith("/groups/") and (
+                path == self.library):  # fmt: skip
+            group = {"id": int(self.library.rsplit("/", 1)[1]), "data": {"name": self.group_name}}
+            return 200, js, json.dumps(group).encode()
         if req["method"] == "POST" and path == f"{self.library}/items":
             token = h.get("zotero-write-token", "")
             if token in self.tokens:

@@ -56,15 +56,22 @@ def pages_label(pages: list[int | None]) -> str:
     return ("p. " if len(known) == 1 else "pp. ") + ", ".join(map(str, known))
 
 
-def select_url(item_key: str) -> str:
-    return f"zotero://select/library/items/{item_key}" if ZOTERO_KEY.match(item_key) else ""
-
-
-def pdf_url(attachment_key: str, page: int | None = None) -> str:
-    if not ZOTERO_KEY.match(attachment_key):
+def select_url(item_key: str, library: str = "library") -> str:
+    """A link that selects the item in Zotero; `library` is "library" (the user's own) or
+    "groups/<id>" (a group library), as Zotero's URLs name them."""
+    if not ZOTERO_KEY.match(item_key) or not _LIBRARY.match(library):
         return ""
-    url = f"zotero://open-pdf/library/items/{attachment_key}"
+    return f"zotero://select/{library}/items/{item_key}"
+
+
+def pdf_url(attachment_key: str, page: int | None = None, library: str = "library") -> str:
+    if not ZOTERO_KEY.match(attachment_key) or not _LIBRARY.match(library):
+        return ""
+    url = f"zotero://open-pdf/{library}/items/{attachment_key}"
     return f"{url}?page={page}" if page else url
+
+
+_LIBRARY = re.compile(r"^(library|groups/\d{1,12})$")
 
 
 def doi_url(doi: str | None) -> str:

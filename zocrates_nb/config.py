@@ -278,18 +278,24 @@ class SourceSettings(_Strict):
     enabled: bool = True
     base_url: HttpUrl
     api_key_env: OptionalEnvName = None  # the variable holding a key, where the API takes one
+    # Seconds between two requests, as the API's documentation asks (a rate the API announces
+    # in its answers, as Crossref does, replaces it).
+    min_interval: float = Field(default=0.0, ge=0, le=60)
 
 
 class ArxivSettings(SourceSettings):
     base_url: HttpUrl = "https://export.arxiv.org/api"
+    min_interval: float = Field(default=3.0, ge=0, le=60)  # its terms: one request per 3 s
 
 
 class CrossrefSettings(SourceSettings):
     base_url: HttpUrl = "https://api.crossref.org"
+    min_interval: float = Field(default=0.2, ge=0, le=60)  # public pool: 5 a second
 
 
 class SemanticScholarSettings(SourceSettings):
     base_url: HttpUrl = "https://api.semanticscholar.org/graph/v1"
+    min_interval: float = Field(default=1.0, ge=0, le=60)  # a key's rate: 1 a second
     api_key_env: OptionalEnvName = "S2_API_KEY"  # optional: a key buys a dedicated rate
 
 
@@ -297,6 +303,7 @@ class OpenAlexSettings(SourceSettings):
     base_url: HttpUrl = "https://api.openalex.org"
     # Since February 2026 OpenAlex wants a key: it is asked only when this variable is set.
     api_key_env: OptionalEnvName = "OPENALEX_API_KEY"
+    min_interval: float = Field(default=0.01, ge=0, le=60)  # at most 100 a second
 
 
 class OpenLibrarySettings(SourceSettings):

@@ -341,6 +341,8 @@ def clean_isbn(isbn: str | None) -> str | None:
     """`978-0-262-03384-8` and `0262033844` → ISBN-13 digits (`9780262033848`); else None."""
     digits = re.sub(r"[\s-]", "", isbn or "").upper()
     if re.fullmatch(r"\d{9}[\dX]", digits):
+        if sum((10 - n) * (10 if d == "X" else int(d)) for n, d in enumerate(digits)) % 11:
+            return None  # a mistyped ISBN-10 (its check digit disagrees)
         core = "978" + digits[:9]
     elif re.fullmatch(r"97[89]\d{10}", digits):
         core = digits[:12]
@@ -353,16 +355,22 @@ def clean_isbn(isbn: str | None) -> str | None:
 
 
 def normalize_title(title: str | None) -> str:
-    """Lower-case letters and digits only, accents folded: the same paper's titles agree."""
+    """Letters and digits of any script, case-folded, accents folded: the same paper's titles
+    agree, and two titles in Chinese, Russian, Greek or Arabic stay two."""
     text = unicodedata.normalize("NFKD", title or "")
-    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
-    return " ".join(re.findall(r"[a-z0-9]+", text))
+    text = unicodedata.normalize("NFC", "".join(c for c in text if not unicodedata.combining(c)))
+    return " ".join(re.findall(r"[^\W_]+", text.casefold()))
 
 
 def candidate_id(c: Candidate) -> str:
-    """Short and stable: from the DOI, else the arXiv id, else the normalised title."""
-    key = (f"doi:{c.doi}" if c.doi else f"arxiv:{c.arxiv_id}" if c.arxiv_id
-           else f"isbn:{c.isbn}" if c.isbn else f"title:{normalize_title(c.title)}")  # fmt: skip
+    """Short and stable: from the DOI, else the arXiv id, else the ISBN, else the normalised
+    title with its first author's name and the year (two papers may share a title)."""
+    if c.doi or c.arxiv_id or c.isbn:
+        key = (f"doi:{c.doi}" if c.doi else f"arxiv:{c.arxiv_id}" if c.arxiv_id
+               else f"isbn:{c.isbn}")  # fmt: skip
+    else:
+        first = normalize_title(c.authors[0]) if c.authors else ""
+        key = f"title:{normalize_title(c.title)}|{first}|{c.year or ''}"
     return "c" + hashlib.sha1(key.encode()).hexdigest()[:9]
 
 

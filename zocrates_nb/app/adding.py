@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from zocrates_nb.errors import UsageError
 from zocrates_nb.online import Candidate, OnlineDisabled, discover
-from zocrates_nb.online.sources import identifier
+from zocrates_nb.online.sources import identifier, not_an_identifier
 from zocrates_nb.sessions.writes import WriteLedger
 from zocrates_nb.writeback import SaveResult
 
@@ -35,7 +35,7 @@ def lookup(app: AppCore, identifiers: Sequence[str]) -> tuple[list[Candidate], d
     unknown: dict[str, str] = {}
     for ident in idents:
         if identifier(ident) is None:
-            unknown[ident[:80]] = "not a DOI, an arXiv id or an ISBN"
+            unknown[ident[:80]] = not_an_identifier(ident)
             continue
         run = discover(app.settings.online, ident, limit=1)
         paper = next(iter(run.candidates), None)

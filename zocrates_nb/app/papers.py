@@ -113,12 +113,15 @@ class Papers(AppCore):
         confirmed: bool = False,
         collection: str | None = None,
         tag_cited: bool = False,
+        standalone: bool = False,
     ) -> SaveResult:
         """Save an answer with its cited sources as a Zotero note (`connector`: standalone in
-        the selected collection; `web`: a child of the one cited item, else standalone).
-        Default: the session's last answered turn. `tag_cited` (web) tags the cited items
-        `zocrates:cited`. Nothing is written unless `confirmed`."""
+        the selected collection; `web`: a child of the one cited item when the library holds
+        it, else a WriteError offering `standalone` or adding the paper). Default: the
+        session's last answered turn. `tag_cited` (web) tags the cited items `zocrates:cited`.
+        Nothing is written unless `confirmed`; a note is written once per library."""
         from zocrates_nb.app.writes import save_note
 
         return save_note(self, session_id, turn_id=turn_id, to=to, confirmed=confirmed,
-                         collection=collection, tag_cited=tag_cited)  # fmt: skip
+                         collection=collection, tag_cited=tag_cited,
+                         standalone=standalone)  # fmt: skip

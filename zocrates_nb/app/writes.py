@@ -68,7 +68,11 @@ def holdings(app: AppCore, *, remote: bool = True, to: str | None = None) -> Hol
                 web = None
         places = remote_places(web=web, connector_url=str(zotero.connector_url),
                                timeout=min(5.0, app.settings.online.timeout))  # fmt: skip
-    return Holdings(indexed, WriteLedger(app.store).saved(), places)
+    # Per library: the destination's (by default the configured web library, else the app's).
+    default = "web" if app.settings.zotero.web.library_id else "connector"
+    target = _target(app, to if to in ("web", "connector") else default)
+    names = {p.target: p.name for p in places if p.target}
+    return Holdings(indexed, WriteLedger(app.store).saved(target), places, names=names)
 
 
 def held_by_zotero(
@@ -132,8 +136,16 @@ def save_papers(app: AppCore, to: str, papers: list[Candidate], ledger: WriteLed
         result = write(app, to, fresh, ledger, collection=collection, tags=tags, lost=lost)
     else:
         result = SaveResult(to=to)
-    result.held.update({i: f"already in Zotero ({h.describe()}); not saved again"
-                        for i, h in held.items()})  # fmt: skip
+    # A paper another process saved while this one waited for the library: held, by the ledger.
+    done = {*result.saved, *result.failed, *result.pending}
+    late = Holdings(saved=ledger.saved(_target(app, to)))
+    held.update({c.id: h for c in fresh if c.id not in done and (h := late.find(c))})
+    result.held.update({i: f"already {h.describe()}; not saved again"
+                        for i, h in held.items() if i not in result.saved})  # fmt: skip
+    result.titles.update({c.id: c.title for c in papers})
+    # Each paper counted once: what Zotero saved is not also pending, failed or held.
+    result.pending = [i for i in dict.fromkeys(result.pending) if i not in result.saved]
+    result.failed = {i: why for i, why in result.failed.items() if i not in result.saved}
     if unasked:
         result.warnings.append(f"Could not ask {' or '.join(unasked)} whether it already "
                                "holds these papers.")  # fmt: skip
@@ -202,6 +214,7 @@ def save_note(
     confirmed: bool,
     collection: str | None = None,
     tag_cited: bool = False,
+    standalone: bool = False,
 ) -> SaveResult:
     """Save an answer (the session's last answered turn unless `turn_id`) as a Zotero note;
     with `tag_cited` (Web API only) its cited items also get the `zocrates:cited` tag."""
@@ -229,7 +242,8 @@ def save_note(
                                       ledger=WriteLedger(app.store),
                                       timeout=app.settings.online.timeout)  # fmt: skip
     result = save_note_to_web(turn, zotero.web, ledger=WriteLedger(app.store),
-                              collection=collection, in_zotero=known)  # fmt: skip
+                              collection=collection, in_zotero=known,
+                              standalone=standalone)  # fmt: skip
     if tag_cited:
         from zocrates_nb.writeback.web import tag_items
 

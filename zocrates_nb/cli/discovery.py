@@ -115,10 +115,13 @@ def stage_save_command(args: argparse.Namespace) -> int:
 
 
 def print_result(result: SaveResult, as_json: bool) -> int:
-    """A save's outcome: what was saved where, what was not and why, how to continue."""
+    """A save's outcome, adding up: saved, already in Zotero, not saved (why), not saved yet,
+    each paper by its title and id; what was asked for but not applied; how to continue.
+    The exit status is 0 only when everything asked for was done."""
+    status = 0 if result.complete else 1
     if as_json:
         _json(result.model_dump(mode="json"))
-        return 0 if not (result.failed or result.pending) else 1
+        return status
     for line in result.warnings:
         print(f"warning: {line}", file=sys.stderr)
     print(f"saved {len(result.saved)} to {result.where}" if result.where else
@@ -127,16 +130,24 @@ def print_result(result: SaveResult, as_json: bool) -> int:
         tried = len(result.attached) + len(result.unattached)
         print(f"Zotero attached PDFs to {len(result.attached)} of {tried}")
         for cid, reason in result.unattached.items():
-            print(f"  no PDF for {cid}: {reason}")
-    for cid, reason in result.failed.items():
-        print(f"  not saved {cid}: {reason}")
-    for cid, where in result.held.items():
-        print(f"  {cid}: {where}")
+            print(f"  no PDF for {result.name(cid)}: {reason}")
+    if result.held:
+        print(f"already in Zotero {len(result.held)}:")
+        for cid, where in result.held.items():
+            print(f"  {result.name(cid)}: {where}")
+    if result.failed:
+        print(f"not saved {len(result.failed)}:")
+        for cid, reason in result.failed.items():
+            print(f"  {result.name(cid)}: {reason}")
     if result.pending:
-        print(f"not saved yet: {', '.join(result.pending)}")
+        print(f"not saved yet {len(result.pending)}:")
+        for cid in result.pending:
+            print(f"  {result.name(cid)}")
+    if result.incomplete:
+        print(f"not applied: {'; '.join(result.incomplete)}")
     if result.message:
         print(result.message)
-    return 0 if not (result.failed or result.pending) else 1
+    return status
 
 
 def add_command(args: argparse.Namespace) -> int:
@@ -179,7 +190,8 @@ def note_save_command(args: argparse.Namespace) -> int:
                 print("nothing saved")
                 return 1
         result = app.save_note(args.session, to=args.to, turn_id=args.turn, confirmed=True,
-                               collection=args.collection, tag_cited=args.tag_cited)  # fmt: skip
+                               collection=args.collection, tag_cited=args.tag_cited,
+                               standalone=args.standalone)  # fmt: skip
     if args.json:
         _json(result.model_dump(mode="json"))
     else:
@@ -262,6 +274,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     nsv.add_argument("--turn", help="the turn id (default: the last answered turn)")
     nsv.add_argument("--to", required=True, choices=["connector", "web"])
     nsv.add_argument("--collection", help="web: a collection key for a standalone note")
+    nsv.add_argument("--standalone", action="store_true",
+                     help="web: a standalone note even when the answer cites one paper (when "
+                          "the library does not hold that paper)")
     nsv.add_argument("--tag-cited", action="store_true",
                      help="web: also tag the cited items zocrates:cited")
     nsv.add_argument("--yes", action="store_true", help="do not ask before writing")

@@ -64,6 +64,18 @@ def identity(kind: str, ident: str) -> set[str]:
                      isbn=ident if kind == "isbn" else None).identities()  # fmt: skip
 
 
+def not_an_identifier(query: str) -> str:
+    """Why `query` names no paper (for an identifier that `identifier` refused)."""
+    text = query.strip().rstrip(".,;")
+    if m := _ISBN_RE.match(text):
+        digits = re.sub(r"[\s-]", "", m.group(1))
+        return (f"an ISBN whose check digit is wrong ({digits[-1]}): check it for a typing "
+                "mistake")  # fmt: skip
+    if re.match(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)?10\.\d", text, re.I):
+        return "not a complete DOI (10.<prefix>/<suffix>)"
+    return "not a DOI, an arXiv id or an ISBN"
+
+
 def identifier(query: str) -> tuple[str, str] | None:
     """("doi", "10.x/y"), ("arxiv", "2104.12255v1") or ("isbn", "9780262033848") when the
     whole query is one identifier: a look-up of that paper, not a search."""
@@ -111,8 +123,13 @@ class _Base:
         return [found] if found.title else []
 
     def _get(self, client: httpx.Client, path: str, **kw: Any) -> Any:
-        return get_json(client, self.name, self.settings.base_url + path,
-                        max_retry_after=self.online.max_retry_after, **kw)  # fmt: skip
+        return get_json(client, self.name, self.settings.base_url + path, **self.pacing, **kw)
+
+    @property
+    def pacing(self) -> dict[str, Any]:
+        """The longest wait honoured and this API's polite interval (`online.http.get`)."""
+        return {"max_retry_after": self.online.max_retry_after,
+                "interval": self.settings.min_interval}  # fmt: skip
 
 
 class Arxiv(_Base):
@@ -124,7 +141,7 @@ class Arxiv(_Base):
         # before trusting it (its API group's advice).
         for _ in range(2):
             r = get(client, self.name, self.settings.base_url + "/query", params=params,
-                    max_retry_after=self.online.max_retry_after)  # fmt: skip
+                    **self.pacing)
             found = parse_arxiv(r.content, self.name)
             if found:
                 break
@@ -138,7 +155,7 @@ class Arxiv(_Base):
         params = {"search_query": "", "id_list": ident, "sortBy": "relevance",
                   "sortOrder": "descending", "start": 0, "max_results": 100}  # fmt: skip
         r = get(client, self.name, self.settings.base_url + "/query", params=params,
-                max_retry_after=self.online.max_retry_after)  # fmt: skip
+                **self.pacing)
         return parse_arxiv(r.content, self.name)
 
 
@@ -210,7 +227,8 @@ def crossref_item(i: dict[str, Any], name: str = "Crossref") -> Candidate:
                 and x.get("id-type") == "doi" and (d := clean_doi(str(x.get("id") or "")))]
     return Candidate(
         title=plain(" ".join(i.get("title") or [])),
-        authors=[" ".join(filter(None, [a.get("given"), a.get("family")])) or a.get("name", "")
+        # "Family, Given": Crossref knows which name is which, so nothing has to guess later.
+        authors=[", ".join(filter(None, [a.get("family"), a.get("given")])) or a.get("name", "")
                  for a in i.get("author") or []],
         year=parts[0] if parts and isinstance(parts[0], int) else None,
         venue=plain(venue),

@@ -17,6 +17,8 @@ two processes opening an old file at once migrate it once. A file written by a n
    the exact items sent, each item's outcome and new key), recorded before the request and
    settled before the next batch, so a retry, a crash or a re-run never writes a paper twice;
    it is also the data home's record of what it saved (of the data home, not of a session).
+5. One writer per Zotero library: a lease per write target (a library, the connector) held by
+   the process sending its batches, so no other process sends a batch that is in flight.
 """
 
 from __future__ import annotations
@@ -282,9 +284,22 @@ def zotero_writes(c: sqlite3.Connection) -> None:
     c.execute("CREATE INDEX zotero_writes_by_candidate ON zotero_writes(candidate_id, state)")
 
 
+def zotero_write_leases(c: sqlite3.Connection) -> None:
+    c.execute(
+        """CREATE TABLE zotero_leases (
+            target TEXT PRIMARY KEY,  -- the library written to (as zotero_writes.target)
+            holder TEXT NOT NULL,     -- the process holding it: a random id per lease
+            pid INTEGER NOT NULL,     -- its process id, to name it and to see it has ended
+            host TEXT NOT NULL,       -- the machine it runs on (a pid means nothing elsewhere)
+            acquired REAL NOT NULL,
+            expires REAL NOT NULL     -- renewed while it writes; taken over after
+        )"""
+    )
+
+
 # --------------------------------------------------------------------------------- apply
 MIGRATIONS: tuple[Migration, ...] = (initial_schema, typed_turns, candidate_staging,
-                                     zotero_writes)  # fmt: skip
+                                     zotero_writes, zotero_write_leases)  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

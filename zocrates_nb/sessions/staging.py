@@ -82,7 +82,8 @@ class Staging:
                                               if x.library_key else "in your Zotero library")
                      for x in found if x.in_library or x.id in held}  # fmt: skip
             if where:
-                named = "; ".join(f"{i} ({w})" for i, w in where.items())
+                titles = {x.id: x.title for x in found}
+                named = "; ".join(f"'{titles[i][:80]}' ({i}) {w}" for i, w in where.items())
                 raise AlreadyInLibrary(
                     f"already in Zotero, so not staged: {named}. Nothing was staged."
                 )

@@ -164,7 +164,7 @@ def save_message(result: SaveResult, text: str | None, titles: dict[str, str]) -
     the paper's title, and for RIS/BibTeX the file's text for the browser to download."""
 
     def paper(i: str, reason: str = "") -> p.Unsaved:
-        return p.Unsaved(id=i, title=titles.get(i, i), reason=reason)
+        return p.Unsaved(id=i, title=titles.get(i) or result.titles.get(i) or i, reason=reason)
 
     where, file = result.where, None
     if result.to == "web" and result.where:

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from zocrates_nb.online.candidate import Candidate
+from zocrates_nb.online.http import Again, attempts
 from zocrates_nb.writeback.items import zotero_item
 from zocrates_nb.writeback.ledger import CONNECTOR, Batch, BatchItem, Ledger
 from zocrates_nb.writeback.result import SaveResult, WriteError
@@ -129,7 +130,7 @@ def save_to_connector(candidates: list[Candidate], url: str, *, ledger: Ledger,
     """Save the candidates as one connector session into the collection asked for (else the
     selected one); settle first what an earlier session left unknown (`lost`: "saved" or
     "unsaved" when the researcher checked Zotero; `is_saved` asks the local API)."""
-    with httpx.Client(timeout=timeout, transport=transport) as client:
+    with ledger.lease(CONNECTOR), httpx.Client(timeout=timeout, transport=transport) as client:
         target = selected_target(client, url)
         dest = choose(target, collection) if collection else None
         if not target.editable:
@@ -167,26 +168,37 @@ class Session:
         return {"sessionID": batch.token, "items": [i.item for i in batch.items]}
 
     def send(self, batch: Batch) -> bool:
-        """True when Zotero saved the session (now or in an earlier attempt)."""
-        for attempt in range(RETRIES + 1):
-            self.ledger.mark_sent(batch)
-            try:
-                r = self.client.post(self.url + "/connector/saveItems", json=self.body(batch),
-                                     headers=HEADERS)  # fmt: skip
-            except httpx.TransportError:
-                if attempt < RETRIES:
-                    continue
-                self.stop(batch, "Zotero's answer to the save was lost (timeout or dropped "
-                                 "connection), so whether it saved the papers is not known yet.")
-                return False
-            if r.status_code in (201, 409):  # 409: the session exists, an earlier send saved
-                self.written(batch)
-                return True
-            reason = ("the selected library is read-only" if b"libraryEditable" in r.content
-                      else f"Zotero did not save them (HTTP {r.status_code})")  # fmt: skip
-            self.ledger.settle(batch, {}, {i.candidate_id: reason for i in batch.items})
-            raise WriteError(f"{reason[0].upper()}{reason[1:]}; nothing was saved")
-        raise AssertionError("unreachable")  # pragma: no cover
+        """True when Zotero saved the session: it answered 201, or SESSION_EXISTS to a
+        session this home had sent before (an earlier send saved it). Any other answer
+        leaves the papers unsaved and says why (`failed`)."""
+        self.result.titles.update({i.candidate_id: i.title for i in batch.items})
+        try:
+            for attempt in attempts(RETRIES + 1, 0.0):  # a lost answer: the same session again
+                with attempt:
+                    resent = batch.sent is not None
+                    self.ledger.mark_sent(batch)
+                    try:
+                        r = self.client.post(self.url + "/connector/saveItems",
+                                             json=self.body(batch), headers=HEADERS)  # fmt: skip
+                    except httpx.TransportError:
+                        raise Again() from None
+        except Again:
+            self.stop(batch, "Zotero's answer to the save was lost (timeout or dropped "
+                             "connection), so whether it saved the papers is not known yet.")
+            return False
+        if r.status_code == 201 or (r.status_code == 409 and resent
+                                    and _error(r) == "SESSION_EXISTS"):  # fmt: skip
+            self.written(batch)
+            return True
+        self.refused(batch, refusal(r))
+        return False
+
+    def refused(self, batch: Batch, reason: str) -> None:
+        """Zotero did not save the session: its papers stay staged, each with the reason."""
+        failed = {i.candidate_id: reason for i in batch.items}
+        self.ledger.settle(batch, {}, failed)
+        self.result.failed.update(failed)
+        self.result.message = f"{reason[0].upper()}{reason[1:]}: nothing of that save was saved."
 
     def settle_earlier(self, batch: Batch, lost: str | None,
                        is_saved: Callable[[BatchItem], bool | None] | None) -> None:  # fmt: skip
@@ -238,13 +250,39 @@ class Session:
             body["tags"] = list(tags)
         try:
             r = post(self.client, self.url, "/connector/updateSession", body)
-            ok = r.status_code == 200
-        except WriteError:
-            ok = False
-        if not ok:
-            asked = f"the collection '{dest[1]}'" if dest else "their tags"
+            why = "" if r.status_code == 200 else (_error(r) or f"HTTP {r.status_code}")
+        except WriteError as e:
+            why = str(e)
+        if why:
+            asked = ([f"the collection '{dest[1]}'"] if dest else []) + (
+                [f"the tags {', '.join(repr(t) for t in tags)}"] if tags else [])  # fmt: skip
+            self.result.incomplete += asked
             self.result.message = (f"Saved to {target.describe()}, but Zotero did not apply "
-                                   f"{asked}: move them there in Zotero.")  # fmt: skip
+                                   f"{' or '.join(asked)} ({why}): add "
+                                   f"{'them' if len(asked) > 1 else 'it'} in Zotero.")  # fmt: skip
+
+
+def _error(r: httpx.Response) -> str:
+    """The `error` a connector answer names (SESSION_EXISTS, SESSION_NOT_FOUND…), else ""."""
+    try:
+        data = r.json() if r.content else None
+    except ValueError:
+        return ""
+    error = data.get("error") if isinstance(data, dict) else None
+    return error[:60] if isinstance(error, str) else ""
+
+
+def refusal(r: httpx.Response) -> str:
+    """Why Zotero did not save a session, in words."""
+    if b"libraryEditable" in r.content:
+        return "Zotero did not save them: the selected library is read-only"
+    if r.status_code == 409:
+        named = _error(r)
+        return ("Zotero refused the save: the library is locked or the save clashed with "
+                f"another (HTTP 409{': ' + named if named else ''})")  # fmt: skip
+    if r.status_code >= 500:
+        return f"Zotero failed while saving them (HTTP {r.status_code}); try again"
+    return f"Zotero did not save them (HTTP {r.status_code}{': ' + _error(r) if _error(r) else ''})"
 
 
 def attach_pdfs(client: httpx.Client, url: str, sid: str, candidates: list[Candidate],

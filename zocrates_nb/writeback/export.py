@@ -22,7 +22,8 @@ from bibtexparser.bwriter import BibTexWriter
 from pylatexenc.latex2text import LatexNodes2Text
 
 from zocrates_nb.online.candidate import Candidate
-from zocrates_nb.writeback.items import split_name, zotero_item
+from zocrates_nb.writeback.items import zotero_item
+from zocrates_nb.writeback.names import creator, family_given
 
 RIS_TYPES = {"journalArticle": "JOUR", "conferencePaper": "CONF", "bookSection": "CHAP",
              "thesis": "THES", "report": "RPRT", "book": "BOOK", "preprint": "GEN"}  # fmt: skip
@@ -112,23 +113,28 @@ def to_bibtex(candidates: list[Candidate]) -> str:
     return str(writer.write(db))
 
 
-def _last_first(creator: dict[str, Any]) -> str:
-    if "lastName" in creator:
-        return ", ".join(p for p in (creator["lastName"], creator.get("firstName", "")) if p)
-    return str(creator.get("name", ""))
+def _last_first(c: dict[str, Any]) -> str:
+    """RIS's "Family, Given, Suffix" (RIS.js keeps what follows the first comma as the given
+    name); a one-field name (an organisation) without a comma, which RIS.js keeps whole."""
+    family, given, suffix = family_given(c)
+    return ", ".join(p for p in (family, given, suffix) if p)
 
 
-def _bib_name(creator: dict[str, Any]) -> str:
-    """"Last, First", or a one-field name in braces (an institution is not split)."""
-    if "lastName" in creator:
-        first = creator.get("firstName", "")
-        return _tex(creator["lastName"]) + (f", {_tex(first)}" if first else "")
-    return "{" + _tex(str(creator.get("name", ""))) + "}"
+def _bib_name(c: dict[str, Any]) -> str:
+    """BibTeX's "Family, Suffix, Given" (particles stay with the family name), or a one-field
+    name in braces (an organisation is not split)."""
+    family, given, suffix = family_given(c)
+    if not given and not suffix:
+        return "{" + _tex(family) + "}"
+    return ", ".join(_tex(p) for p in (family, suffix, given) if p)
 
 
-_MATH = re.compile(r"(?<!\\)\$(.+?)(?<!\\)\$")
+# TeX inline maths as Pandoc reads it: a `$` with no space after it, closed by a `$` with no
+# space before it and no digit after it. "from $5 to $10" is prices, not maths.
+_MATH = re.compile(r"(?<![\\$])\$(?=[^\s$])((?:[^$\\]|\\.)+?)(?<=[^\s\\])\$(?![\d$])")
 _SPECIAL = re.compile(r"([&%$#_{}~^\\])")
-_ESCAPED = {"\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+# The spellings both LaTeX and Zotero's BibTeX.js read back as the character.
+_ESCAPED = {"\\": r"$\backslash$", "~": r"\~{}", "^": r"\^{}"}
 
 
 def _tex(text: str, *, protect: bool = False) -> str:
@@ -158,8 +164,8 @@ def _ris(text: str) -> str:
 
 
 def _cite_key(c: Candidate) -> str:
-    first = split_name(c.authors[0]) if c.authors else {}
-    name = unicodedata.normalize("NFKD", str(first.get("lastName") or first.get("name") or ""))
+    name = unicodedata.normalize("NFKD", family_given(creator(c.authors[0]))[0] if c.authors
+                                 else "")  # fmt: skip
     last = re.sub(r"[^a-z]", "", name.lower())
     word = next((w for w in re.findall(r"[a-z]+", c.title.lower()) if len(w) > 3), "paper")
     return f"{last or 'anon'}{c.year or ''}{word}"

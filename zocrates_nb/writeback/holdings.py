@@ -27,12 +27,21 @@ class Place:
     name: str
     find: Finder
     quiet: bool = False  # not answering is normal (Zotero closed, its local API off)
+    target: str = ""  # the write target it is (a Web API library), "" for others
+
+
+def library_name(target: str, names: dict[str, str] | None = None) -> str:
+    """A Web API write target as messages name it ("the group library 'Lab'")."""
+    if names and target in names:
+        return names[target]
+    kind, _, number = target.removeprefix("web:").partition("s/")
+    return "your user library" if kind == "user" else f"the group library {number}"
 
 
 @dataclass
 class Held:
     key: str  # the Zotero item key ("" when the connector saved it: it reports no keys)
-    where: str  # "in your indexed library", "saved to Zotero through the Zotero app on …"
+    where: str  # "in your indexed library", "in the group library 'Lab' (saved from here …)"
 
     def describe(self) -> str:
         return f"{self.where}, item {self.key}" if self.key else self.where
@@ -65,6 +74,7 @@ class Holdings:
     saved: dict[str, Saved] = field(default_factory=dict)
     remote: list[Place] = field(default_factory=list)
     unasked: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)  # write target → its library's name
 
     def find(self, c: Candidate) -> Held | None:
         ids = c.identities()
@@ -74,9 +84,12 @@ class Holdings:
         for i in sorted(ids, key=lambda k: k.startswith("title:")):
             if i in self.saved:
                 s = self.saved[i]
-                how = "the Zotero app" if s.target == CONNECTOR else "the Zotero Web API"
                 day = time.strftime("%Y-%m-%d", time.localtime(s.settled))
-                return Held(s.item_key, f"saved from here through {how} on {day}")
+                if s.target == CONNECTOR:
+                    return Held(s.item_key, "in Zotero (saved from here through the Zotero "
+                                            f"app on {day})")  # fmt: skip
+                return Held(s.item_key, f"in {library_name(s.target, self.names)} (saved "
+                                        f"from here through the Zotero Web API on {day})")
         for place in list(self.remote):
             try:
                 key = place.find(ids, c.title)
@@ -99,5 +112,5 @@ def remote_places(*, web: WebLibrary | None, connector_url: str | None,
         local = LocalLibrary(connector_url, timeout)
         places.append(Place("Zotero on this computer", local.find, quiet=True))
     if web is not None:
-        places.append(Place("your Zotero web library", web.find))
+        places.append(Place(web.describe(), web.find, target=web.target))
     return places

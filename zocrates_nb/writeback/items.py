@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from zocrates_nb.online.candidate import Candidate, is_preprint
+from zocrates_nb.writeback.names import creator
 
 STAGED_TAG = "zocrates:discovered"
 ITEM_TYPES = ("journalArticle", "conferencePaper", "bookSection", "thesis", "report", "book",
@@ -25,18 +26,6 @@ PUBLISHER_FIELD = {"book": "publisher", "bookSection": "publisher", "conferenceP
 ISBN_TYPES = ("book", "bookSection", "conferencePaper", "thesis", "report")
 
 
-def split_name(name: str) -> dict[str, str]:
-    """'Diego Ongaro' → first/last; 'Ongaro, Diego' too; one word → a single-field name."""
-    name = " ".join(name.split())
-    if "," in name:
-        last, first = (p.strip() for p in name.split(",", 1))
-        return {"creatorType": "author", "firstName": first, "lastName": last}
-    first, _, last = name.rpartition(" ")
-    if not first:
-        return {"creatorType": "author", "name": name}
-    return {"creatorType": "author", "firstName": first, "lastName": last}
-
-
 def item_type(c: Candidate) -> str:
     """The type its source record gave, else a preprint when only arXiv or a preprint server
     knows it, else a journal article."""
@@ -52,7 +41,7 @@ def zotero_item(c: Candidate, *, tags: list[str] | None = None,
     item: dict[str, Any] = {
         "itemType": kind,
         "title": c.title,
-        "creators": [split_name(a) for a in c.authors if a.strip()],
+        "creators": [creator(a) for a in c.authors if a.strip()],
         "date": str(c.year) if c.year else "",
         "url": c.url or (f"https://arxiv.org/abs/{c.arxiv_id}" if c.arxiv_id else ""),
         "abstractNote": c.abstract,

@@ -6,6 +6,7 @@ The records and the interface live here; `sessions/writes.py` keeps them in sess
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,6 +50,11 @@ class Saved:
 
 
 class Ledger(Protocol):
+    def lease(self, target: str) -> AbstractContextManager[None]:
+        """Hold `target` for this process while it sends batches: no other process sends a
+        batch of it meanwhile (WriteError names the holder when it does not end soon)."""
+        ...
+
     def pending(self, target: str) -> list[Batch]:
         """Batches of `target` whose outcome is not known yet (sent or not), oldest first."""
         ...
@@ -67,8 +73,13 @@ class Ledger(Protocol):
         """Each candidate of the batch written (candidate id → item key) or failed (→ reason)."""
         ...
 
-    def saved(self) -> dict[str, Saved]:
-        """Every paper written to Zotero from this data home, by identity (doi:…, title:…)."""
+    def written(self, target: str, candidate_id: str) -> Saved | None:
+        """The record of `candidate_id` written to `target`, if it was."""
+        ...
+
+    def saved(self, target: str | None = None) -> dict[str, Saved]:
+        """Every paper written to Zotero from this data home, by identity (doi:…, title:…);
+        with a Web API `target`, none written to another Web API library."""
         ...
 
 

@@ -26,7 +26,8 @@ from zocrates_nb.writeback.result import SaveResult, WriteError
 from zocrates_nb.writeback.web import WebLibrary, write_batches
 
 ANSWER_TAG = "zocrates:answer"
-_MD = MarkdownIt("commonmark", {"html": False})  # paper/model text never becomes markup
+# Paper/model text never becomes markup; Markdown tables become HTML tables.
+_MD = MarkdownIt("commonmark", {"html": False}).enable("table")
 _MARKER = re.compile(r"\[(\d+(?:\s*[,;]\s*\d+)*)\]")
 _SKIP = re.compile(r"(<(code|pre)\b.*?</\2>|<[^>]+>)", re.S)
 # Which cited items and attachments exist in Zotero (a folder library's keys open nothing);
@@ -34,14 +35,16 @@ _SKIP = re.compile(r"(<(code|pre)\b.*?</\2>|<[^>]+>)", re.S)
 Known = Callable[[str], bool]
 
 
-def answer_note_html(turn: TurnResult, *, in_zotero: Known | None = None) -> str:
+def answer_note_html(turn: TurnResult, *, in_zotero: Known | None = None,
+                     library: str = "library") -> str:  # fmt: skip
     """The note's HTML: question as heading, the answer with linked `[n]`, numbered sources
-    with their pages and links."""
+    with their pages and links into `library` (the one the note is saved to: "library" or
+    "groups/<id>")."""
     if turn.status != "answered" or not turn.answer.strip():
         raise WriteError(f"turn {turn.turn_id} has no answer to save")
     known = in_zotero or (lambda key: bool(select_url(key)))
     pages = cited_pages(turn)
-    body = _link_markers(_MD.render(turn.answer).strip(), pages, known)
+    body = _link_markers(_MD.render(turn.answer).strip(), pages, known, library)
     parts = [f"<h1>{html.escape(turn.prompt)}</h1>", body]
     cited = sorted(turn.cited_sources, key=lambda s: (s.n is None, s.n or 0))
     if cited:
@@ -51,18 +54,18 @@ def answer_note_html(turn: TurnResult, *, in_zotero: Known | None = None) -> str
             label = f"[{s.n}] " if s.n is not None else ""
             year = f" ({s.year})" if s.year else ""
             title = html.escape(s.title)
-            if known(s.item_key) and select_url(s.item_key):
-                title = f'<a href="{select_url(s.item_key)}">{title}</a>'
+            if known(s.item_key) and (url := select_url(s.item_key, library)):
+                title = f'<a href="{url}">{title}</a>'
             refs = [r for n in (s.numbers or ([s.n] if s.n else [])) for r in pages.get(n, [])]
             rows.append(f"<li>{label}{html.escape(who)}{year}. {title}"
-                        f"{_pages(refs, known)}</li>")  # fmt: skip
+                        f"{_pages(refs, known, library)}</li>")  # fmt: skip
         parts.append("<h2>Sources</h2>\n<ul>\n" + "\n".join(rows) + "\n</ul>")
     parts.append(f"<p><em>Saved from zocrates-nb, session {html.escape(turn.session_id)}, "
                  f"turn {turn.index}.</em></p>")  # fmt: skip
     return "\n".join(parts)
 
 
-def _pages(refs: list[CitedPage], known: Known) -> str:
+def _pages(refs: list[CitedPage], known: Known, library: str) -> str:
     """', p. 4' / ', pp. 4, 7': the pages the passages are on, each opening the PDF there."""
     docs: dict[int, str] = {}
     for r in refs:
@@ -70,19 +73,20 @@ def _pages(refs: list[CitedPage], known: Known) -> str:
             docs[r.page] = r.doc_key
     parts = []
     for page in sorted(docs):
-        url = pdf_url(docs[page], page) if known(docs[page]) else ""
+        url = pdf_url(docs[page], page, library) if known(docs[page]) else ""
         parts.append(f'<a href="{url}">{page}</a>' if url else str(page))
     if not parts:
         return ""
     return (", p. " if len(parts) == 1 else ", pp. ") + ", ".join(parts)
 
 
-def _link_markers(rendered: str, pages: dict[int, list[CitedPage]], known: Known) -> str:
+def _link_markers(rendered: str, pages: dict[int, list[CitedPage]], known: Known,
+                  library: str) -> str:  # fmt: skip
     """Each `[n]` of the rendered answer linked to its paper (outside code and tags)."""
 
     def one(n: int) -> str:
         refs = pages.get(n) or []
-        url = select_url(refs[0].item_key) if refs and known(refs[0].item_key) else ""
+        url = select_url(refs[0].item_key, library) if refs and known(refs[0].item_key) else ""
         return f'<a href="{url}">{n}</a>' if url else str(n)
 
     def marker(m: re.Match[str]) -> str:
@@ -99,8 +103,10 @@ def _link_markers(rendered: str, pages: dict[int, list[CitedPage]], known: Known
     return "".join(out)
 
 
-def note_item(turn: TurnResult, *, in_zotero: Known | None = None) -> dict[str, Any]:
-    return {"itemType": "note", "note": answer_note_html(turn, in_zotero=in_zotero),
+def note_item(turn: TurnResult, *, in_zotero: Known | None = None,
+              library: str = "library") -> dict[str, Any]:  # fmt: skip
+    return {"itemType": "note", "note": answer_note_html(turn, in_zotero=in_zotero,
+                                                         library=library),
             "tags": [{"tag": ANSWER_TAG}]}  # fmt: skip
 
 
@@ -113,12 +119,12 @@ def save_note_to_connector(turn: TurnResult, url: str, *, ledger: Ledger,
     entry = BatchItem(f"note:{turn.turn_id}", {"id": f"note-{turn.turn_id}",
                                                **note_item(turn, in_zotero=in_zotero)},
                       [f"note:{turn.turn_id}"], turn.prompt)  # fmt: skip
-    previous = ledger.saved().get(entry.candidate_id)
-    if previous is not None and previous.target == CONNECTOR:
-        return SaveResult(to="connector", saved=[turn.turn_id],
+    if ledger.written(CONNECTOR, entry.candidate_id) is not None:
+        return SaveResult(to="connector", held={turn.turn_id: "already saved as a note through "
+                                                "the Zotero app"},
                           message="This answer was already saved as a note through the Zotero "
                                   "app; it was not saved again.")  # fmt: skip
-    with httpx.Client(timeout=timeout, transport=transport) as client:
+    with ledger.lease(CONNECTOR), httpx.Client(timeout=timeout, transport=transport) as client:
         target = selected_target(client, url)
         if not target.editable:
             raise WriteError(f"{target.describe()} is read-only: select another one in Zotero")
@@ -138,29 +144,42 @@ def save_note_to_connector(turn: TurnResult, url: str, *, ledger: Ledger,
 
 def save_note_to_web(turn: TurnResult, web: ZoteroWebSettings, *, ledger: Ledger,
                      collection: str | None = None, environ: dict[str, str] | None = None,
-                     in_zotero: Known | None = None,
+                     in_zotero: Known | None = None, standalone: bool = False,
                      sleep: Callable[[float], None] = time.sleep) -> SaveResult:  # fmt: skip
-    """A child note of the one cited item, else a standalone note (in `collection`)."""
-    item = note_item(turn, in_zotero=in_zotero)
-    cited = {s.item_key for s in turn.cited_sources}
-    if len(cited) == 1:
-        item["parentItem"] = next(iter(cited))
-        where = f"a child note of item {item['parentItem']}"
+    """A child note of the one cited item when the target library holds it, else (asked
+    for with `standalone`) a standalone note (in `collection`); written once per library."""
+    library = WebLibrary(web, environ=environ)
+    scope = f"groups/{web.library_id}" if web.library_type == "group" else "library"
+    item = note_item(turn, in_zotero=in_zotero, library=scope)
+    cited = {s.item_key: s.title for s in turn.cited_sources}
+    if len(cited) == 1 and not standalone:
+        key, title = next(iter(cited.items()))
+        if not library.has(key):
+            raise WriteError(
+                f"The paper this answer cites, '{title}' ({key}), is not in "
+                f"{library.describe()}, so the note cannot be attached to it. Save the note "
+                "standalone (--standalone), or add the paper to that library first "
+                "(zocrates-nb add DOI --to web) and save the note again."
+            )
+        item["parentItem"] = key
+        where = f"a child note of '{title}' ({key}) in {library.describe()}"
     else:
         if collection:
             item["collections"] = [collection]
-        where = "a standalone note" + (f" in collection {collection}" if collection else "")
-    library = WebLibrary(web, environ=environ)
+        where = ("a standalone note" + (f" in collection {collection}" if collection else "")
+                 + f" in {library.describe()}")  # fmt: skip
     entry = BatchItem(f"note:{turn.turn_id}", item, [f"note:{turn.turn_id}"], turn.prompt)
-    previous = ledger.saved().get(f"note:{turn.turn_id}")
-    if previous is not None and previous.target == library.target:
-        return SaveResult(to="web", saved=[turn.turn_id], where=where,
+    previous = ledger.written(library.target, entry.candidate_id)
+    if previous is not None:
+        return SaveResult(to="web", where=where, held={turn.turn_id: f"already saved as note "
+                                                       f"{previous.item_key}"},
                           keys={turn.turn_id: previous.item_key},
                           message=f"This answer was already saved as note "
-                                  f"{previous.item_key}; it was not saved again.")  # fmt: skip
+                                  f"{previous.item_key} in {library.describe()}; it was not "
+                                  "saved again.")  # fmt: skip
     result = write_batches(library, ledger, [entry], sleep=sleep)
-    key = result.keys.get(entry.candidate_id)
-    if not key:
-        why = result.failed.get(entry.candidate_id) or result.message or "not saved"
-        raise WriteError(f"Zotero did not save the note: {why}")
-    return SaveResult(to="web", saved=[turn.turn_id], keys={turn.turn_id: key}, where=where)
+    new_key = result.keys.get(entry.candidate_id)
+    if not new_key:
+        failed = result.failed.get(entry.candidate_id)
+        raise WriteError(f"Zotero did not save the note: {failed or result.message or 'not saved'}")
+    return SaveResult(to="web", saved=[turn.turn_id], keys={turn.turn_id: new_key}, where=where)

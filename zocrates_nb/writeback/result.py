@@ -28,3 +28,16 @@ class SaveResult(BaseModel):
     pending: list[str] = Field(default_factory=list)
     message: str = ""  # why the save stopped, what was saved and how to continue ("" if done)
     warnings: list[str] = Field(default_factory=list)  # e.g. a place that could not be asked
+    # Asked for but not done though the papers were saved ("the collection 'X'", "the tags …").
+    incomplete: list[str] = Field(default_factory=list)
+    titles: dict[str, str] = Field(default_factory=dict)  # candidate id → title, for messages
+
+    @property
+    def complete(self) -> bool:
+        """Everything asked for was done (the exit status is 0 only then)."""
+        return not (self.failed or self.pending or self.incomplete)
+
+    def name(self, cid: str) -> str:
+        """A paper as messages name it: its title, then its id."""
+        title = self.titles.get(cid, "")
+        return f"'{title[:80]}{'…' if len(title) > 80 else ''}' ({cid})" if title else cid

@@ -24,7 +24,7 @@ from pyzotero import zotero
 
 from zocrates_nb.config import ZoteroWebSettings
 from zocrates_nb.online.candidate import Candidate, clean_arxiv_id, clean_doi
-from zocrates_nb.online.http import retry_after
+from zocrates_nb.online.http import Again, Pace, attempts, pace
 from zocrates_nb.writeback.items import zotero_item
 from zocrates_nb.writeback.ledger import Batch, BatchItem, Ledger, target_of
 from zocrates_nb.writeback.result import SaveResult, WriteError
@@ -58,7 +58,37 @@ class WebLibrary:
         self.zot = web_client(web, environ=environ, timeout=timeout)
         self.target = target_of(web.library_type, str(web.library_id))
         self.where = f"{web.library_type} library {web.library_id}"
+        self.library_id = str(web.library_id)
+        self._name: str | None = None
         self.items_url = f"{self.zot.endpoint}/{web.library_type}s/{web.library_id}/items"
+        # One pace per Web API server in this process: a Backoff on any answer holds them all.
+        self.pace: Pace = pace(f"Zotero Web API {self.zot.endpoint}")
+
+    def describe(self) -> str:
+        """The library as messages name it: "the group library 'Lab'", "your user library"."""
+        if self.target.startswith("web:users/"):
+            return "your user library"
+        if self._name is None:
+            self._name = ""
+            try:  # GET /groups/<id>: the group's name (not having it is no error)
+                assert self.zot.client is not None
+                r = self.zot.client.get(f"{self.zot.endpoint}/groups/{self.library_id}",
+                                        headers=self.zot.default_headers())  # fmt: skip
+                data = (r.json() or {}).get("data") if r.status_code == 200 else None
+                name = data.get("name") if isinstance(data, dict) else None
+                self._name = " ".join(str(name).split())[:80] if name else ""
+            except (httpx2.HTTPError, ValueError, AttributeError):
+                pass
+        return f"the group library '{self._name}'" if self._name else (
+            f"the group library {self.library_id}")  # fmt: skip
+
+    def has(self, key: str) -> bool:
+        """Whether the library holds an item with this key."""
+        try:
+            self.zot.item(key)
+        except pyzotero.ResourceNotFoundError:
+            return False
+        return True
 
     def version(self) -> int | None:
         """The library's version now (None when it cannot be read: reading back then searches
@@ -145,21 +175,22 @@ def write_batches(library: WebLibrary, ledger: Ledger, entries: list[BatchItem],
     """Settle the library's pending batches, then write `entries` not yet written, 50 a batch;
     stop at the first batch whose outcome is unknown (see the module's docstring)."""
     run = _Run(library, ledger, SaveResult(to="web", where=library.where), max_wait, sleep)
-    for batch in ledger.pending(library.target):
-        if run.stopped:  # not reached this time: still pending
-            run.result.pending += [i.candidate_id for i in batch.items]
-        else:
-            run.send(batch)
-    todo = [e for e in entries if e.candidate_id not in run.result.saved]
-    for start in range(0, len(todo), BATCH):
-        chunk = todo[start : start + BATCH]
-        if run.stopped:
-            run.result.pending += [e.candidate_id for e in chunk
-                                   if e.candidate_id not in run.result.pending]  # fmt: skip
-            continue
-        opened = ledger.open_batch(library.target, uuid.uuid4().hex, chunk, library.version())
-        if opened is not None:
-            run.send(opened)
+    with ledger.lease(library.target):  # one writer per library: no batch sent twice
+        for batch in ledger.pending(library.target):
+            if run.stopped:  # not reached this time: still pending
+                run.result.pending += [i.candidate_id for i in batch.items]
+            else:
+                run.send(batch)
+        todo = [e for e in entries if e.candidate_id not in run.result.saved]
+        for start in range(0, len(todo), BATCH):
+            chunk = todo[start : start + BATCH]
+            if run.stopped:
+                run.result.pending += [e.candidate_id for e in chunk
+                                       if e.candidate_id not in run.result.pending]  # fmt: skip
+                continue
+            opened = ledger.open_batch(library.target, uuid.uuid4().hex, chunk, library.version())
+            if opened is not None:
+                run.send(opened)
     if run.stopped:
         run.result.message = (
             f"{run.stopped} Saved {len(run.result.saved)}, not saved yet "
@@ -183,39 +214,46 @@ class _Run:
         """Send `batch` (retrying with its token) and settle it; False when its outcome stays
         unknown or Zotero would not take it now (it stays pending for the next run)."""
         items = [i.item for i in batch.items]
-        for attempt in range(RETRIES + 1):
-            self.ledger.mark_sent(batch)
-            try:
-                r = self.library.post(items, batch.token)
-            except httpx2.TransportError:  # a timeout or a lost answer: sent again, same token
-                if attempt < RETRIES:
-                    self.sleep(min(2.0**attempt, self.max_wait))
-                    continue
+        self.result.titles.update({i.candidate_id: i.title for i in batch.items})
+        gate = self.library.pace
+        try:
+            for attempt in attempts(RETRIES + 1, self.max_wait, self.sleep):
+                with attempt:
+                    if not gate.wait(self.max_wait, self.sleep):
+                        return self.stop(batch, "The Zotero Web API asked for a pause longer "
+                                                f"than {self.max_wait:.0f} s.")  # fmt: skip
+                    self.ledger.mark_sent(batch)
+                    try:
+                        r = self.library.post(items, batch.token)
+                    except httpx2.TransportError:  # a timeout or a lost answer: same token
+                        raise Again() from None
+                    asked = gate.heed(r.headers)  # Backoff on any answer, a success too
+                    if r.status_code in (429, 503):
+                        raise Again(r, asked, paced=True)
+        except Again as e:
+            if e.response is None:
                 return self.stop(batch, "Zotero's answer to a batch was lost (timeout or "
                                         "dropped connection), so whether it was saved is not "
                                         "known yet.")  # fmt: skip
-            if r.status_code == 200:
-                return self.settle(batch, _report(r))
-            if r.status_code == 412 and b"token" in r.content.lower():
-                return self.read_back(batch)
-            if r.status_code in (429, 503):
-                wait = retry_after(r.headers.get("retry-after") or r.headers.get("backoff"))
-                if wait is not None and wait <= self.max_wait and attempt < RETRIES:
-                    self.sleep(wait)
-                    continue
-                later = f" (it asks to wait {wait:.0f} s)" if wait else ""
+            later = f" (it asks to wait {e.wait:.0f} s)" if e.wait else ""
+            if e.response.status_code == 429:
                 return self.stop(batch, f"The Zotero Web API is rate limiting{later}.")
-            if r.status_code in (401, 403):  # nothing was written: the batch is closed
-                self.settle(batch, {})
-                self.stopped = "Zotero refused the API key: it needs write access to this library."
-                return False
-            if r.status_code in (400, 409, 413):
-                why = f"Zotero rejected the batch (HTTP {r.status_code}: {_text(r)})"
-                return self.settle(batch, {"failed": {str(n): {"message": why}
-                                                      for n in range(len(items))}})  # fmt: skip
-            return self.stop(batch, f"Zotero answered a batch with an error (HTTP "
-                                    f"{r.status_code}).")  # fmt: skip
-        raise AssertionError("unreachable")  # pragma: no cover
+            return self.stop(batch, "The Zotero Web API is unavailable (HTTP 503: down for "
+                                    f"maintenance or overloaded){later}.")  # fmt: skip
+        if r.status_code == 200:
+            return self.settle(batch, _report(r))
+        if r.status_code == 412 and b"token" in r.content.lower():
+            return self.read_back(batch)
+        if r.status_code in (401, 403):  # nothing was written: the batch is closed
+            self.settle(batch, {})
+            self.stopped = "Zotero refused the API key: it needs write access to this library."
+            return False
+        if r.status_code in (400, 409, 413):  # 409: the library is locked
+            why = f"Zotero rejected the batch (HTTP {r.status_code}: {_text(r)})"
+            return self.settle(batch, {"failed": {str(n): {"message": why}
+                                                  for n in range(len(items))}})  # fmt: skip
+        return self.stop(batch, f"Zotero answered a batch with an error (HTTP "
+                                f"{r.status_code}).")  # fmt: skip
 
     def settle(self, batch: Batch, report: dict[str, Any]) -> bool:
         written: dict[str, str] = {}
