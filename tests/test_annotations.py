@@ -20,13 +20,16 @@ from zocrates_nb.config import ZoteroWebSettings
 from zocrates_nb.errors import UsageError
 from zocrates_nb.ingest.pdf_locate import locate, loose
 from zocrates_nb.sessions.writes import WriteLedger
+from zocrates_nb.text import strip_reference_markers
 from zocrates_nb.turn import Citation, TurnResult
 from zocrates_nb.writeback.annotations import Attachment, plan, verified_quotes, write_highlights
 
 pytestmark = pytest.mark.corpus
 QUESTIONS = ("How does Raft elect a leader?",
              "How does Dynamo handle temporary node failures?",
-             "How does the Google File System recover from chunkserver failures?")  # fmt: skip
+             "How does the Google File System recover from chunkserver failures?",
+             "How does chain replication handle the failure of a server?",
+             "How does MoCo maintain its dictionary of negative keys?")  # fmt: skip
 KEY = {"ZOTERO_API_KEY": "test-zotero-key"}
 
 
@@ -43,6 +46,11 @@ def answered(corpus_index: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
         turns.append(app.turn(final.turn_id))
     yield app, turns
     app.close()
+
+
+def bare(text: str) -> str:
+    """Text compared as the locator compares it: reference markers aside, letters and digits."""
+    return loose(strip_reference_markers(text))
 
 
 def pdfs(app: App) -> dict[str, str]:
@@ -93,8 +101,8 @@ def test_each_verified_quote_becomes_a_highlight_covering_its_sentence_once(
         for r, turn in zip(results, turns, strict=True):
             quotes, _ = verified_quotes(turn)
             for q in quotes:  # each quote's highlights (two across a page break) spell it
-                parts = [loose(h.quote) for h in r.highlights if loose(h.quote) in loose(q.text)]
-                assert "".join(parts) == loose(q.text) or not parts
+                parts = [bare(h.quote) for h in r.highlights if bare(h.quote) in bare(q.text)]
+                assert "".join(parts) == bare(q.text) or not parts
             for h in r.highlights:
                 item = read_back(api, h.key or "")
                 assert item["itemType"] == "annotation" and item["annotationType"] == "highlight"
@@ -108,7 +116,7 @@ def test_each_verified_quote_becomes_a_highlight_covering_its_sentence_once(
                 assert loose(text) == loose(item["annotationText"]), (text, item)
                 # The quote is the cited passage's sentence: the highlight is it (or, across
                 # a page break, one part of it).
-                assert any(loose(item["annotationText"]) in loose(q.text) for q in quotes)
+                assert any(bare(item["annotationText"]) in bare(q.text) for q in quotes)
         # A second run of every turn writes nothing: each highlight is already there.
         again = [write_highlights(t, attachments_of(app), web(api), environ=KEY,
                                   ledger=WriteLedger(app.store)) for t in turns]  # fmt: skip
@@ -220,3 +228,45 @@ def test_annotate_asks_first_and_a_dry_run_writes_nothing(
     dry = app.annotate(turns[0].session_id, turn=1, dry_run=True)
     assert dry.dry_run and dry.highlights
     assert all(h.state == "would write" and h.rects for h in dry.highlights)
+
+
+def test_the_panel_shows_a_dry_run_then_writes_once_confirmed(
+    answered: tuple[App, list[TurnResult]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """"Highlight in Zotero" (PROTOCOL.md): `annotate` without `confirmed` answers with what
+    would be written and writes nothing; confirmed, the highlights reach the Web API."""
+    from test_widget_protocol import panel
+    from test_widget_protocol import run as run_async
+
+    from zocrates_nb.widget.recording import send_from_front_end
+
+    app, turns = answered
+    monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
+    files = pdfs(app)
+    with FakeWebAPI(attachments=dict.fromkeys(files, "application/pdf")) as api:
+        own = App.open(tmp_path, index=app.library_index,
+                       zotero={"web": {"library_id": "475425", "base_url": api.url}})  # fmt: skip
+        try:
+            sid = own.new_session("highlights")
+            final = terminal(run(own.ask(turns[1].prompt, session_id=sid, hitl=False)))
+            widget, comm = panel(own)
+            widget.session_id = sid
+
+            async def scenario() -> None:
+                send_from_front_end(widget, {"kind": "annotate", "turn_id": final.turn_id})
+                await comm.wait_for(lambda c: len(c.messages("annotate_result")) == 1, 60)
+                assert not api.created  # a dry run writes nothing
+                send_from_front_end(widget, {"kind": "annotate", "turn_id": final.turn_id,
+                                             "confirmed": True})  # fmt: skip
+                await comm.wait_for(lambda c: len(c.messages("annotate_result")) == 2, 60)
+                await widget.wait()
+
+            run_async(scenario())
+        finally:
+            own.close()
+    dry, done = comm.messages("annotate_result")
+    assert dry["ok"] and dry["dry_run"] and dry["highlights"]
+    assert {h["state"] for h in dry["highlights"]} == {"would write"}
+    assert done["ok"] and not done["dry_run"]
+    assert {h["state"] for h in done["highlights"]} == {"written"}
+    assert len(api.created) == len(done["highlights"]) == len(dry["highlights"])

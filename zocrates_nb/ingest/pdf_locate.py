@@ -4,6 +4,7 @@ A quote comes from the index's Markdown, not from the PDF, so it is found again 
 own characters (PDFium's per-character boxes): both are compared as letters and digits only
 (ligatures unfolded, accents, case, spacing, punctuation and end-of-line hyphens aside), the
 cited page first, then its neighbours. A sentence running onto the next page is two placements.
+The paper's numeric reference markers are passed over on both sides (the index drops them).
 Rectangles are in PDF points (the page's user space, origin bottom left), one per text line."""
 
 from __future__ import annotations
@@ -19,11 +20,18 @@ import pypdfium2.raw as raw
 
 from zocrates_nb.ingest.pdf import _open
 from zocrates_nb.ingest.problems import ConversionError
+from zocrates_nb.text import strip_reference_markers
 
 # TeX's OT1 text encoding, seen in Type-3 fonts that carry no Unicode map.
 _OT1 = {11: "ff", 12: "fi", 13: "fl", 14: "ffi", 15: "ffl"}
 MIN_CHARS = 20  # letters and digits: anything shorter is too ambiguous to highlight
 NEIGHBOURS = 2  # pages either side of the cited page searched before the rest
+MIN_PART = 4  # letters and digits of a sentence's part on either page
+FOOT = 100  # letters and digits a page may end with after a sentence's first part (its footer)
+HEAD = 300  # and the next page may start with before the sentence goes on (its running head)
+# A paper's numeric reference markers ("[12]", "[3, 7]", "[4–6]"): the index's text and the
+# answers quote without them, so the PDF's are passed over too.
+_REF_MARKER = re.compile(r"\[\d{1,3}(?:\s*[,–-]\s*\d{1,3})*\]")
 _LOCK = threading.Lock()  # PDFium is not thread-safe
 
 Rect = tuple[float, float, float, float]
@@ -74,12 +82,13 @@ def _read(pdf: pdfium.PdfDocument, index: int) -> _Page:
             folded: list[str] = []
             origin: list[int] = []
             boxes: list[Rect | None] = []
+            markers = {i for m in _REF_MARKER.finditer(chars) for i in range(*m.span())}
             for i in range(len(chars)):
                 ch = chars[i]
                 generated = bool(raw.FPDFText_IsGenerated(tp.raw, i)) if i < n else True
                 box = None if generated or ch.isspace() or i >= n else tp.get_charbox(i)
                 boxes.append(box)
-                f = "" if generated else _fold(ch)
+                f = "" if generated or i in markers else _fold(ch)
                 folded.append(f)
                 origin += [i] * len(f)
             try:
@@ -108,7 +117,7 @@ def locate(path: Path, sentence: str, page_hint: int | None = None,
            max_pages: int = 2000) -> list[Placement]:  # fmt: skip
     """The placements of `sentence` in the PDF at `path` ([] when it is not there exactly);
     raises ConversionError for a PDF that cannot be opened."""
-    want = loose(sentence)
+    want = loose(strip_reference_markers(sentence))
     if len(want) < MIN_CHARS:
         return []
     with _LOCK:
@@ -128,19 +137,35 @@ def _locate(pdf: pdfium.PdfDocument, want: str, sentence: str, hint: int | None,
             cache[i] = _read(pdf, i)
         return cache[i]
 
-    for i in _order(n_pages, hint):
+    order = _order(n_pages, hint)
+    for i in order:
         here = page(i)
         at = here.folded.find(want)
         if at >= 0:
             return [_place(here, at, at + len(want), sentence)]
-        # The sentence may start at the end of this page and go on at the top of the next.
+    # Nowhere whole: it may start at the end of a page and go on at the top of the next, with
+    # the page's number or footer, and the next one's running head, in between.
+    for i in order:
+        here = page(i)
         if i + 1 < n_pages:
             nxt = page(i + 1)
-            for cut in range(len(want) - 1, 0, -1):
-                if here.folded.endswith(want[:cut]) and nxt.folded.startswith(want[cut:]):
-                    return [_place(here, len(here.folded) - cut, len(here.folded), sentence),
-                            _place(nxt, 0, len(want) - cut, sentence)]  # fmt: skip
+            end = len(here.folded)
+            for cut in range(len(want) - MIN_PART, MIN_PART - 1, -1):
+                at = here.folded.rfind(want[:cut], max(0, end - cut - FOOT))
+                if at < 0 or not _junk(here.folded[at + cut :]):
+                    continue
+                rest = want[cut:]
+                j = nxt.folded.find(rest, 0, HEAD + len(rest))
+                if j >= 0:
+                    return [_place(here, at, at + cut, sentence),
+                            _place(nxt, j, j + len(rest), sentence)]  # fmt: skip
     return []
+
+
+def _junk(tail: str) -> bool:
+    """Whether what a page holds after a sentence's first part can be its footer: short, or a
+    page number."""
+    return len(tail) <= FOOT and (len(tail) <= 12 or any(c.isdigit() for c in tail[-6:]))
 
 
 _HYPHEN = re.compile("[\ufffe\x02\u00ad]\\s*")  # PDFium's mark of a word broken at a line end
