@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from zocrates_nb.turn import Candidate
 
 CANDIDATE_FIELDS = ("id", "title", "authors", "year", "venue", "doi", "arxiv_id", "url",
-                    "pdf_url", "in_library", "library_key", "why", "sources")  # fmt: skip
+                    "pdf_url", "in_library", "library_key", "why", "sources", "retracted",
+                    "notice")  # fmt: skip
 
 
 def _app(args: argparse.Namespace) -> App:
@@ -43,6 +44,7 @@ def print_candidate(c: Candidate) -> None:
         (f"already in your library ({c.library_key})" if c.library_key
          else "already in your Zotero library") if c.in_library else "",
         f"why: {c.why}" if c.why else "",
+        f"⚠ {c.notice}" if c.notice else "",
     ]
     print(f"{c.id}  {c.title}")
     for line in filter(None, lines):

@@ -132,11 +132,13 @@ class TurnPrinter:
                     marks = ", ".join(map(str, numbers))
                     where = "; ".join(f"[{n}] p. {pages[n]}" for n in numbers if n in pages)
                     print(f"  [{marks}] {s.title} ({who}{', ' if who else ''}{s.year or 'n.d.'})"
-                          + (f" — {where}" if where else ""), file=o)  # fmt: skip
+                          + (f" — {where}" if where else "")
+                          + (f" — ⚠ {s.notice}" if s.notice else ""), file=o)  # fmt: skip
             if f.other_sources:
                 print("\nOther considered", file=o)
                 for s in f.other_sources:
-                    print(f"  - {s.title} ({s.year or 'n.d.'})", file=o)
+                    print(f"  - {s.title} ({s.year or 'n.d.'})"
+                          + (f" — ⚠ {s.notice}" if s.notice else ""), file=o)  # fmt: skip
             if f.elsewhere:
                 print("\nElsewhere in your library (outside the scope; widen it to search them)",
                       file=o)  # fmt: skip
