@@ -6,6 +6,7 @@ sources and JSON; cached with the date; offline nothing is sent and the date is 
 from __future__ import annotations
 
 import copy
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,8 @@ from conftest import corpus_path
 from online_fixtures import FixtureServer, Reply
 
 from zocrates_nb.app import App
+from zocrates_nb.cli.printer import TurnPrinter
+from zocrates_nb.events import Final
 from zocrates_nb.online.retractions import CACHE, load
 from zocrates_nb.online.sources import crossref_item, openalex_work
 
@@ -103,9 +106,12 @@ def test_status_doctor_and_an_answer_name_the_retracted_papers_and_the_cache_is_
         assert dynamo.retracted and dynamo.notice == "this paper was retracted in 2021"
         assert f"[{dynamo.n}] *Dynamo: Amazon's Highly Available Key-value Store*: this paper " \
                "was retracted in 2021." in record.answer
-        dumped = record.model_dump(mode="json")
-        cited = next(s for s in dumped["cited_sources"] if s["item_key"] == "VBM7NB2X")
-        assert cited["retracted"] is True and cited["notice"].endswith("retracted in 2021")
+        # `ask --json` prints the turn's sources with the two fields.
+        printer = TurnPrinter(app, json_mode=True, verbose=False, out=io.StringIO(),
+                              err=io.StringIO())  # fmt: skip
+        printer.feed(Final.of(record))
+        cited = next(s for s in printer.result()["cited_sources"] if s["item_key"] == "VBM7NB2X")
+        assert cited["retracted"] is True and cited["notice"] == "this paper was retracted in 2021"
         assert not any(s.retracted for s in record.cited_sources if s.item_key != "VBM7NB2X"
                        and s.item_key not in ("KE77WAJS", "BJYZHN69"))  # fmt: skip
     finally:

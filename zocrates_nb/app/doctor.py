@@ -253,13 +253,15 @@ def privacy(settings: Settings, models: ModelsInfo) -> Privacy:
                 add(
                     f"online source {name}",
                     safe_url(source.base_url),
-                    "discovery queries (words of your questions)",
-                )
+                    "discovery queries (words of your questions)"
+                    + (", your library's DOIs (the retraction check)"
+                       if name in ("crossref", "openalex") else ""),
+                )  # fmt: skip
     web = settings.zotero.web
     add(
         "Zotero Web API",
         safe_url(web.base_url),
-        "the items and notes you save (and reads of your library)",
+        "the items, notes and highlights you save (and reads of your library)",
         when="" if web.library_id else "only when you ask: index --zotero-web, save --to web",
     )
     if settings.telemetry.otel:

@@ -16,7 +16,7 @@ from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, 
 from zocrates_nb.names import format_authors
 from zocrates_nb.turn import OFFLINE_DISPLAY, CheckpointView, Discovery, TurnResult, TurnView, Usage
 
-SOURCE_KEYS = {"n", "item_key", "title", "authors", "year"}  # a source in `--json`
+SOURCE_KEYS = {"n", "item_key", "title", "authors", "year", "retracted", "notice"}  # in `--json`
 PANEL_ONLY = {"chips", "widen_chips", "retry_id", "thinking"}  # the panel's display fields
 _JSON_SHAPE: dict[str, Any] = {
     **{f: True for f in [*TurnView.model_fields, *TurnView.model_computed_fields]
