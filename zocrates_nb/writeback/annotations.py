@@ -244,7 +244,9 @@ def write_highlights(turn: TurnResult, attachments: Attachments, web: ZoteroWebS
     highlights, skipped = plan(turn, attachments)
     result = AnnotateResult(session_id=turn.session_id, turn_id=turn.turn_id, turn=turn.index,
                             dry_run=dry_run, highlights=highlights, skipped=skipped,
-                            where=f"{web.library_type} library {web.library_id or '?'}")
+                            where=f"{web.library_type} library {web.library_id}"
+                            if web.library_id else "your Zotero web library (zotero.web."
+                            "library_id is not set yet)")  # fmt: skip
     batch = entries(turn, highlights)
     if dry_run or not batch:
         if not highlights:
