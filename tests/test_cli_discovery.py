@@ -91,7 +91,8 @@ def test_discover_json_marks_library_papers_and_stages_across_processes(
     cands = data["candidates"]
     assert cands and all(list(c) == ["id", "title", "authors", "year", "venue", "doi",
                                      "arxiv_id", "url", "pdf_url", "in_library", "library_key",
-                                     "why", "sources"] for c in cands)  # fmt: skip
+                                     "why", "sources", "retracted", "notice"]
+               for c in cands)  # fmt: skip
     marked = {c["doi"] or c["title"]: c for c in cands if c["in_library"]}
     assert recorded[0]["DOI"].lower() in marked
     assert any(c["title"] == recorded[1]["title"][0] for c in marked.values())

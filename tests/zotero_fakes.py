@@ -5,6 +5,7 @@ saved so tests assert the exact items and fields."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
@@ -235,9 +236,12 @@ class FakeWebAPI(_Server):
 
     inject_methods = ("POST",)
 
-    def __init__(self, library: str = "/users/475425", recorded: Path | None = None) -> None:
+    def __init__(self, library: str = "/users/475425", recorded: Path | None = None,
+                 attachments: dict[str, str] | None = None) -> None:  # fmt: skip
         super().__init__()
         self.library = library
+        # The library's attachments (key → content type): the parents annotations may have.
+        self.attachments = dict(attachments or {})
         self.recorded = recorded
         self.created: list[dict[str, Any]] = []
         self.patched: dict[str, dict[str, Any]] = {}
@@ -264,7 +268,9 @@ class FakeWebAPI(_Server):
                     return 412, {"Content-Type": "text/plain"}, b"Item has been modified"
                 self.patched[item["key"]] = req["body"]
                 return 204, {"Last-Modified-Version": "2"}, b""
-        if path.startswith(f"{self.library}/items/") and req["method"] == "GET":
+        created = {i["key"] for i in self.created}
+        if (path.startswith(f"{self.library}/items/") and req["method"] == "GET"
+                and path.rsplit("/", 1)[1] not in created):  # fmt: skip
             return 404, {"Content-Type": "text/plain"}, b"Not found"
         return None
 
@@ -281,7 +287,12 @@ class FakeWebAPI(_Server):
         if req["method"] == "GET" and path.startswith(f"{self.library}/items/"):
             key = path.rsplit("/", 1)[1]
             made = {i["key"]: i for i in self.created}
-            if (data := self.held.get(key) or made.get(key)) is None:
+            if key in made:
+                item = made[key]
+                version = item.get("version", self.version)
+                return 200, js, json.dumps({"key": key, "version": version,
+                                            "data": {"key": key, **item}}).encode()  # fmt: skip
+            if (data := self.held.get(key)) is None:
                 return 404, {"Content-Type": "text/plain"}, b"Not found"
             return 200, js, json.dumps({"key": key, "version": self.version,
                                         "data": {"key": key, **data}}).encode()  # fmt: skip
@@ -300,7 +311,10 @@ class FakeWebAPI(_Server):
                                       "failed": {}}  # fmt: skip
             self.version += 1
             for i, item in enumerate(req["body"]):
-                if item.get("itemType") != "note" and not item.get("title"):
+                if item.get("itemType") == "annotation" and (why := self._annotation(item)):
+                    report["failed"][str(i)] = why
+                    continue
+                if item.get("itemType") not in ("note", "annotation") and not item.get("title"):
                     report["failed"][str(i)] = {"code": 400, "message": "Title is required"}
                     continue
                 n = self.next_key = self.next_key + 1
@@ -314,6 +328,29 @@ class FakeWebAPI(_Server):
             js["Last-Modified-Version"] = str(self.version)
             return 200, js, json.dumps(report).encode()
         return 404, {"Content-Type": "text/plain"}, b"Not found"
+
+    def _annotation(self, item: dict[str, Any]) -> dict[str, Any] | None:
+        """Why the dataserver would refuse an annotation (None: it takes it): its parent must
+        be a PDF, EPUB or snapshot attachment of the library; the sort index is
+        "PPPPP|OOOOOO|TTTTT"; the position is JSON."""
+        parent = item.get("parentItem")
+        if parent not in self.attachments:
+            return {"code": 409, "message": f"Parent item {parent} not found",
+                    "data": {"parentItem": parent}}  # fmt: skip
+        if self.attachments[parent] not in ("application/pdf", "application/epub+zip",
+                                            "text/html"):  # fmt: skip
+            return {"code": 400, "message": "Parent item of annotation must be a PDF, EPUB "
+                                            "or snapshot attachment"}  # fmt: skip
+        if item.get("annotationType") not in ("highlight", "underline", "note", "image", "ink",
+                                               "text"):  # fmt: skip
+            return {"code": 400, "message": "Invalid annotationType"}
+        if not re.fullmatch(r"\d{5}\|\d{6}\|\d{5}", str(item.get("annotationSortIndex"))):
+            return {"code": 400, "message": "Invalid sortIndex"}
+        try:
+            json.loads(item.get("annotationPosition") or "")
+        except ValueError:
+            return {"code": 400, "message": "annotationPosition must be a JSON string"}
+        return None
 
     def _list(self, q: dict[str, list[str]],
               js: dict[str, str]) -> tuple[int, dict[str, str], bytes]:  # fmt: skip

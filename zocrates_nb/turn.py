@@ -102,6 +102,10 @@ class Source(_Record):
     authors: list[str] = Field(default_factory=list)
     year: int | None = None
     tier: Literal["cited", "other"] = "other"
+    # The scholarly record's word on it: retracted or withdrawn, and the sentence that says so
+    # ("this paper was retracted in 2021"; also an expression of concern, not retracted).
+    retracted: bool = False
+    notice: str = ""
 
 
 class Citation(_Record):
@@ -298,6 +302,8 @@ class Candidate(_Record):
     why: str = ""  # one sentence from its abstract that bears on the query
     sources: list[str] = Field(default_factory=list)  # which APIs reported it
     score: float = 0.0  # relevance to the query (higher first)
+    retracted: bool = False  # a source reports it retracted or withdrawn
+    notice: str = ""  # "this paper was retracted in 2021" (also an expression of concern)
 
     def model_post_init(self, _context: object) -> None:
         self.doi = clean_doi(self.doi)

@@ -119,6 +119,7 @@ export class CandidateCards {
       h("div", { class: "zc-candidate-meta", "data-testid": "candidate-meta", text: candidateMeta(c) }),
       ids ? h("div", { class: "zc-candidate-ids", text: ids }) : null,
       c.why ? h("p", { class: "zc-candidate-why", "data-testid": "candidate-why", text: c.why }) : null,
+      c.notice ? h("p", { class: "zc-retraction", "data-testid": "candidate-retracted", text: `⚠ ${c.notice}` }) : null,
       h(
         "div",
         { class: "zc-candidate-foot" },

@@ -1,5 +1,5 @@
 // Python → front end (PROTOCOL.md): the trait listeners, and the routing of custom messages —
-// `turn_started`, `event`, `history`, `title_results`, `save_result`, `note_result` — to the bubbles and parts
+// `turn_started`, `event`, `history`, `title_results`, `save_result`, `note_result`, `annotate_result` — to the bubbles and parts
 // they change.
 import { TurnView } from "./turn.js";
 
@@ -11,7 +11,10 @@ export function connect(chat, onModel) {
     chat.header.render();
     chat.refreshEmpty();
   });
-  onModel("change:library", () => chat.refreshEmpty());
+  onModel("change:library", () => {
+    chat.refreshEmpty();
+    chat.header.render();
+  });
   onModel("change:staged", () => chat.onStagedChange());
   // The widget manager marks a model's comm dead when the kernel restarts or stops; the view's
   // element then carries `jupyter-widgets-disconnected` (set before this listener runs).
@@ -45,6 +48,9 @@ function onMessage(chat, msg) {
       break;
     case "note_result":
       chat.turns.get(msg.turn_id)?.noteSaver.onResult(msg);
+      break;
+    case "annotate_result":
+      chat.turns.get(msg.turn_id)?.highlighter.onResult(msg);
       break;
     case "turn_started": {
       const turn = turnFor(chat, msg.turn_id, msg.prompt ?? "");

@@ -67,12 +67,14 @@ export class SessionHeader {
     this.deleteButton = small("delete-session", "trash", "Delete this session", () => this.deleteCurrent());
     this.noMatch = h("div", { class: "zc-session-nomatch", "data-testid": "session-search-empty", role: "status", hidden: true });
     this.modelLabel = h("span", { class: "zc-model-label", "data-testid": "model-label" });
+    this.retracted = h("span", { class: "zc-badge zc-retracted", "data-testid": "retracted-badge", role: "note", hidden: true });
     this.el = h(
       "header",
       { class: "zc-header" },
       h("span", { class: "zc-brand", text: "Zocrates" }),
       (this.sessionEl = h("div", { class: "zc-session" }, this.picker, this.titleInput, this.renameButton, this.deleteButton, this.newButton)),
       this.filter,
+      this.retracted,
       this.modelLabel,
       this.noMatch,
     );
@@ -138,7 +140,7 @@ export class SessionHeader {
     this.deleteButton.title = "Delete this session";
   }
 
-  /** Show the `sessions`, `session_id` and `model_label` traits. */
+  /** Show the `sessions`, `session_id`, `model_label` traits and the library's retracted papers. */
   render() {
     const h = this.h;
     const model = this.chat.model;
@@ -167,6 +169,12 @@ export class SessionHeader {
     this.modelLabel.replaceChildren(h("span", { class: "zc-model-dot", "aria-hidden": "true" }), label);
     this.modelLabel.title = label;
     this.modelLabel.hidden = !label;
+    // The library's retracted papers (the `library` trait's `retracted`, from the last check).
+    const library = model.get("library") || {};
+    const flagged = Array.isArray(library.retracted) ? library.retracted : [];
+    this.retracted.hidden = !flagged.length;
+    this.retracted.textContent = flagged.length ? `⚠ ${flagged.length} retracted` : "";
+    this.retracted.title = [...flagged.map((p) => `${p.title}: ${p.notice}`), library.retractions || ""].filter(Boolean).join("\n");
   }
 
   /** Ask Python for another session; its `history` message fills the conversation. */

@@ -1,7 +1,8 @@
 // The Sources block under an answer: the cited papers with their numbers and the pages their
 // passages are on, and the other papers considered (collapsed). A paper from Zotero links to its
 // item and to its PDF in the Zotero app, at the first cited page when one is known (plain
-// `zotero://` links, built only from the URLs Python sends and checked here).
+// `zotero://` links, built only from the URLs Python sends and checked here). A paper the
+// scholarly record flags (`notice`: "this paper was retracted in 2021") says so in its row.
 import { safeZoteroUrl } from "./actions.js";
 import { formatAuthors } from "./dom.js";
 import { pagesLabel, pagesOf, pdfCitationOf } from "./references.js";
@@ -39,6 +40,7 @@ export function renderSources(h, slot, cited, other, citations = []) {
             .filter(Boolean)
             .join(" · "),
         }),
+        source.notice ? h("span", { class: "zc-retraction", "data-testid": "source-retracted", text: `⚠ ${source.notice}` }) : null,
       ),
       zoteroLinks(h, source, source.n != null ? citations : []),
     );

@@ -8,6 +8,7 @@ import { linkCitations } from "./citations.js";
 import { formatSeconds, icon, oneLine } from "./dom.js";
 import { renderMarkdownInto } from "./markdown.js";
 import { NoteSaver } from "./notes.js";
+import { Highlighter } from "./highlights.js";
 import { renderSources } from "./sources.js";
 import { StepList } from "./steps.js";
 
@@ -124,7 +125,8 @@ export class TurnView {
       action("regenerate", "redo", "Regenerate (ask again)", () => chat.regenerate(this)),
     );
     this.noteSaver = new NoteSaver(this);
-    this.actionsEl.append(this.noteSaver.button);
+    this.highlighter = new Highlighter(this);
+    this.actionsEl.append(this.noteSaver.button, this.highlighter.button);
     // Order: work (steps), decisions (checkpoint cards), then the answer with its sources, so a
     // resolved card never sits between an answer and its sources.
     this.bubble = h(
@@ -143,6 +145,8 @@ export class TurnView {
       this.actionsEl,
       this.noteSaver.confirmEl,
       this.noteSaver.resultEl,
+      this.highlighter.confirmEl,
+      this.highlighter.resultEl,
     );
     this.assistantEl = h("div", { class: "zc-msg zc-msg-assistant", "data-testid": "assistant-message" }, this.bubble);
     this.el.append(this.assistantEl);

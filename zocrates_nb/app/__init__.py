@@ -18,11 +18,13 @@ from zocrates_nb.sessions import (
     SessionNotFound,
 )
 from zocrates_nb.writeback import SaveResult
+from zocrates_nb.writeback.annotations import AnnotateResult
 
 __all__ = [
     "ACTIONS",
     "CANCELLED",
     "Action",
+    "AnnotateResult",
     "App",
     "CheckpointClaimed",
     "CheckpointPending",

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from zocrates_nb.config import Settings
+from zocrates_nb.online.notices import RetractionStatus
 from zocrates_nb.redaction import redact, safe_url
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ class DoctorReport(BaseModel):
     index_health: IndexHealth
     sessions: int
     notices: list[str] = Field(default_factory=list)  # what opening the data home repaired
+    retractions: RetractionStatus | None = None  # the library's retracted papers, last check
 
 
 def models_info(app: AppCore) -> ModelsInfo:
@@ -138,6 +140,7 @@ def doctor(app: AppCore) -> DoctorReport:
     embedding_model: str | None = None
     rerank: Rerank | None = None
     library: LibraryCounts | None = None
+    retractions: RetractionStatus | None = None
     try:
         index = app.library_index
         status = app.status()
@@ -149,6 +152,7 @@ def doctor(app: AppCore) -> DoctorReport:
         embedding_model = status.embedding_model
         rerank = Rerank.model_validate(describe(app.reranker))
         library = LibraryCounts.model_validate(status.model_dump())
+        retractions = status.retractions
         vectors = _vector_health(index) if status.chunks else list(status.problems)
         health = IndexHealth(
             ok=bool(status.chunks) and not status.documents.get("indexing") and not vectors,
@@ -172,6 +176,7 @@ def doctor(app: AppCore) -> DoctorReport:
         index_health=health,
         sessions=len(app.store.list_sessions(10_000)),
         notices=list(app.notices),
+        retractions=retractions,
     )
 
 
@@ -248,13 +253,15 @@ def privacy(settings: Settings, models: ModelsInfo) -> Privacy:
                 add(
                     f"online source {name}",
                     safe_url(source.base_url),
-                    "discovery queries (words of your questions)",
-                )
+                    "discovery queries (words of your questions)"
+                    + (", your library's DOIs (the retraction check)"
+                       if name in ("crossref", "openalex") else ""),
+                )  # fmt: skip
     web = settings.zotero.web
     add(
         "Zotero Web API",
         safe_url(web.base_url),
-        "the items and notes you save (and reads of your library)",
+        "the items, notes and highlights you save (and reads of your library)",
         when="" if web.library_id else "only when you ask: index --zotero-web, save --to web",
     )
     if settings.telemetry.otel:

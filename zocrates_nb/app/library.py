@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from zocrates_nb.config import Settings
 from zocrates_nb.errors import UsageError
+from zocrates_nb.online.notices import RetractionStatus
 from zocrates_nb.retrieval.results import ReadResult, Refusal, TocResult
 from zocrates_nb.turn import PlacedPassage, Scope
 
@@ -48,6 +49,8 @@ class IndexStatus(BaseModel):
     chroma_mode: str
     chroma: str
     sizes: dict[str, int]  # bytes per part
+    # The library's retracted papers, from the last check (made first when online and due).
+    retractions: RetractionStatus | None = None
 
 
 def index_into(

@@ -1,6 +1,7 @@
 """`App`'s papers beyond the library: discovery, the staging list, adding by identifier, and
-saving to Zotero (or a file): each method a door to discovery.py, adding.py or writes.py (imported
-when used: opening an App loads no network client)."""
+saving to Zotero (or a file), answers' quotes as highlights: each method a door to discovery.py,
+adding.py, writes.py or annotating.py (imported when used: opening an App loads no network
+client)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from zocrates_nb.app.core import AppCore
 if TYPE_CHECKING:
     from zocrates_nb.online import Candidate, Discovery
     from zocrates_nb.writeback import SaveResult
+    from zocrates_nb.writeback.annotations import AnnotateResult
 
 
 class Papers(AppCore):
@@ -125,3 +127,14 @@ class Papers(AppCore):
         return save_note(self, session_id, turn_id=turn_id, to=to, confirmed=confirmed,
                          collection=collection, tag_cited=tag_cited,
                          standalone=standalone)  # fmt: skip
+
+    def annotate(self, session_id: str, *, turn: str | int | None = None, to: str = "web",
+                 confirmed: bool = False, dry_run: bool = False) -> AnnotateResult:  # fmt: skip
+        """Write each verified quote of a turn (its number or id; default the session's last
+        answer) as a highlight in its PDF in Zotero (`web`), never twice; quotes that cannot
+        be placed exactly, folder papers and non-PDF attachments are named as skipped.
+        Nothing is written unless `confirmed`; `dry_run` shows what would be."""
+        from zocrates_nb.app.annotating import annotate
+
+        return annotate(self, session_id, turn=turn, to=to, confirmed=confirmed,
+                        dry_run=dry_run)  # fmt: skip

@@ -24,6 +24,7 @@ from zocrates_nb.agents.model_guard import GuardedModel
 from zocrates_nb.agents.pipeline import AnswerFailed, Outcome, PausedRun, dump_messages
 from zocrates_nb.agents.prompts import ActiveItemView
 from zocrates_nb.agents.runtime import Roles, TurnContext
+from zocrates_nb.app.retractions import mark
 from zocrates_nb.app.stream import EventQueue
 from zocrates_nb.events import ErrorEvent, Final
 from zocrates_nb.sessions import CheckpointSnapshot, maybe_compact, offline_summarize
@@ -88,6 +89,7 @@ class TurnRecorder:
     ) -> None:
         record = self._record(turn, result, outcome, seconds, status="answered", answer=text,
                               checkpoint=None, error=None, **fields)  # fmt: skip
+        record = await asyncio.to_thread(mark, self.app, record)  # retracted papers it cites
         stored = await asyncio.to_thread(self.store.save_turn, record)
         turn.emit(Final.of(stored))
 

@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from zocrates_nb.app import library
 from zocrates_nb.app.core import MAX_QUERY_CHARS, AppCore, user_text
-from zocrates_nb.app.library import SearchHit
+from zocrates_nb.app.library import IndexStatus, SearchHit
+from zocrates_nb.app.retractions import retraction_status
 from zocrates_nb.errors import UsageError
 from zocrates_nb.retrieval import ReadResult, TitleMatch, TocResult, search_titles
 from zocrates_nb.turn import AskOptions
@@ -21,10 +22,25 @@ if TYPE_CHECKING:
     from zocrates_nb.index import IndexReport
     from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
     from zocrates_nb.ingest.bundle import Bundle
+    from zocrates_nb.online.notices import RetractionStatus
 
 
 class LibraryRecords(AppCore):
     """Indexing and reading the library (mixed into `App`)."""
+
+    def status(self, *, check_retractions: bool = True) -> IndexStatus:
+        """What the index holds: items, documents per status, chunks, sizes; and the papers the
+        last retraction check flagged (checked again first when online search is on and the
+        last check is due, unless not `check_retractions`)."""
+        found = super().status()
+        found.retractions = retraction_status(self, refresh=None if check_retractions else False)
+        return found
+
+    def retractions(self, *, refresh: bool | None = None) -> RetractionStatus:
+        """The library's retracted papers: the last check of its DOIs against OpenAlex and
+        Crossref, made again first when online search is on and it is due (`refresh` True:
+        now; False: never). Offline nothing is sent and the last check's date is said."""
+        return retraction_status(self, refresh=refresh)
 
     def index(
         self,

@@ -301,6 +301,8 @@ def doctor_command(args: argparse.Namespace) -> int:
         print(f"  vectors: {line}")
     for p in health.problems:
         print(f"  {p.status}: {p.doc_key} ({p.item_key}): {p.error}")
+    if info.retractions is not None:
+        print(f"retractions      {info.retractions.message}")
     print(f"telemetry        {info.telemetry}")
     print(f"sessions         {info.sessions}")
     return 0

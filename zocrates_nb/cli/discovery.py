@@ -1,6 +1,6 @@
 """discover and stage: papers beyond the library, a staging list, and saving it to Zotero or a
-RIS/BibTeX file. Every command is a call of `App`; the list is the data home's unless
-`--session` names a session's."""
+RIS/BibTeX file; an answer saved as a note, its quotes as highlights. Every command is a call of
+`App`; the list is the data home's unless `--session` names a session's."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from zocrates_nb.turn import Candidate
 
 CANDIDATE_FIELDS = ("id", "title", "authors", "year", "venue", "doi", "arxiv_id", "url",
-                    "pdf_url", "in_library", "library_key", "why", "sources")  # fmt: skip
+                    "pdf_url", "in_library", "library_key", "why", "sources", "retracted",
+                    "notice")  # fmt: skip
 
 
 def _app(args: argparse.Namespace) -> App:
@@ -43,6 +44,7 @@ def print_candidate(c: Candidate) -> None:
         (f"already in your library ({c.library_key})" if c.library_key
          else "already in your Zotero library") if c.in_library else "",
         f"why: {c.why}" if c.why else "",
+        f"⚠ {c.notice}" if c.notice else "",
     ]
     print(f"{c.id}  {c.title}")
     for line in filter(None, lines):
@@ -282,3 +284,45 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     nsv.add_argument("--yes", action="store_true", help="do not ask before writing")
     nsv.add_argument("--json", action="store_true")
     nsv.set_defaults(func=note_save_command)
+
+    an = sub.add_parser("annotate", help="write an answer's verified quotes as highlights in "
+                        "your Zotero PDFs")  # fmt: skip
+    an.add_argument("--session", required=True)
+    an.add_argument("--turn", help="the turn's number (1, 2, …) or id (default: the last answer)")
+    an.add_argument("--to", default="web", choices=["web"],
+                    help="your Zotero library through the Web API (zotero.web)")
+    an.add_argument("--dry-run", action="store_true", help="show the highlights, write nothing")
+    an.add_argument("--yes", action="store_true", help="do not ask before writing")
+    an.add_argument("--json", action="store_true")
+    an.set_defaults(func=annotate_command)
+
+
+def annotate_command(args: argparse.Namespace) -> int:
+    with _app(args) as app:
+        if not args.yes and not args.dry_run:
+            if not sys.stdin.isatty():
+                raise UsageError("highlighting quotes in your Zotero PDFs needs a yes: add --yes "
+                                 "(or --dry-run to see them first)")  # fmt: skip
+            if input("Write this answer's verified quotes as highlights in your Zotero PDFs? "
+                     "[y/N] ").strip().lower() not in ("y", "yes"):  # fmt: skip
+                print("nothing written")
+                return 1
+        result = app.annotate(args.session, turn=args.turn, to=args.to, confirmed=True,
+                              dry_run=args.dry_run)  # fmt: skip
+    if args.json:
+        _json(result.model_dump(mode="json"))
+        return 0 if all(h.state in ("written", "already", "would write")
+                        for h in result.highlights) else 1  # fmt: skip
+    verb = "would highlight" if result.dry_run else "highlights"
+    print(f"turn {result.turn} of session {result.session_id}: {verb} in {result.where}")
+    for h in result.highlights:
+        state = {"written": f"written ({h.key})", "already": f"already there ({h.key})",
+                 "would write": "would write"}.get(h.state, f"{h.state}: {h.reason}")  # fmt: skip
+        print(f"  [{h.n}] {h.title}, p. {h.page_label}: “{h.quote}” — {state}")
+    for s in result.skipped:
+        where = f" ({s.title})" if s.title else ""
+        print(f"  skipped{where}: “{s.quote}” — {s.why}")
+    if result.message:
+        print(result.message)
+    return 0 if all(h.state in ("written", "already", "would write")
+                    for h in result.highlights) else 1  # fmt: skip

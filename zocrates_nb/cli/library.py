@@ -64,6 +64,8 @@ def status_command(args: argparse.Namespace) -> int:
             if key == "problems":
                 for line in value:
                     print(f"{'problem':>16}: {line}")
+            elif key == "retractions":
+                print(f"{'retractions':>16}: {value.message if value else 'not checked'}")
             else:
                 print(f"{key:>16}: {value}")
     return 0

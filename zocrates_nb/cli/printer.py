@@ -16,7 +16,7 @@ from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, 
 from zocrates_nb.names import format_authors
 from zocrates_nb.turn import OFFLINE_DISPLAY, CheckpointView, Discovery, TurnResult, TurnView, Usage
 
-SOURCE_KEYS = {"n", "item_key", "title", "authors", "year"}  # a source in `--json`
+SOURCE_KEYS = {"n", "item_key", "title", "authors", "year", "retracted", "notice"}  # in `--json`
 PANEL_ONLY = {"chips", "widen_chips", "retry_id", "thinking"}  # the panel's display fields
 _JSON_SHAPE: dict[str, Any] = {
     **{f: True for f in [*TurnView.model_fields, *TurnView.model_computed_fields]
@@ -132,11 +132,13 @@ class TurnPrinter:
                     marks = ", ".join(map(str, numbers))
                     where = "; ".join(f"[{n}] p. {pages[n]}" for n in numbers if n in pages)
                     print(f"  [{marks}] {s.title} ({who}{', ' if who else ''}{s.year or 'n.d.'})"
-                          + (f" — {where}" if where else ""), file=o)  # fmt: skip
+                          + (f" — {where}" if where else "")
+                          + (f" — ⚠ {s.notice}" if s.notice else ""), file=o)  # fmt: skip
             if f.other_sources:
                 print("\nOther considered", file=o)
                 for s in f.other_sources:
-                    print(f"  - {s.title} ({s.year or 'n.d.'})", file=o)
+                    print(f"  - {s.title} ({s.year or 'n.d.'})"
+                          + (f" — ⚠ {s.notice}" if s.notice else ""), file=o)  # fmt: skip
             if f.elsewhere:
                 print("\nElsewhere in your library (outside the scope; widen it to search them)",
                       file=o)  # fmt: skip

@@ -70,6 +70,8 @@ def combine(first: Candidate, other: Candidate) -> Candidate:
     out.versions = list(dict.fromkeys([*out.versions, *rest.versions]))
     out.sources += [s for s in rest.sources if s not in out.sources]
     out.score = max(first.score, other.score)
+    if not out.notice or (rest.retracted and not out.retracted):
+        out.retracted, out.notice = rest.retracted, rest.notice or out.notice
     return out
 
 

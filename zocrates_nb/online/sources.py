@@ -21,6 +21,7 @@ from zocrates_nb.config import OnlineSettings, SourceSettings
 from zocrates_nb.online.candidate import Candidate, clean_doi
 from zocrates_nb.online.http import SourceError, get, get_json
 from zocrates_nb.online.markup import abstract_text, plain
+from zocrates_nb.online.notices import Notice, crossref_notices, openalex_notice
 from zocrates_nb.turn import clean_isbn
 
 # What each API calls a record, as Zotero's item type ("" leaves it to the default).
@@ -242,6 +243,7 @@ def crossref_item(i: dict[str, Any], name: str = "Crossref") -> Candidate:
         abstract=abstract_text(i.get("abstract")),
         sources=[name],
         score=float(i.get("score") or 0.0),
+        **_flag([n for n in crossref_notices(i) if n.doi == clean_doi(i.get("DOI"))]),
     )  # fmt: skip
 
 
@@ -324,7 +326,16 @@ def openalex_work(w: dict[str, Any], name: str = "OpenAlex") -> Candidate:
         abstract=abstract_text(inverted_abstract(w.get("abstract_inverted_index"))),
         sources=[name],
         score=float(w.get("relevance_score") or 0.0),
+        **_flag([n] if (n := openalex_notice(w)) else []),
     )  # fmt: skip
+
+
+def _flag(notices: list[Notice]) -> dict[str, Any]:
+    """A candidate's `retracted` and `notice` from what its source reported."""
+    if not notices:
+        return {}
+    n = max(notices, key=lambda n: (n.retracted, n.year or 0))
+    return {"retracted": n.retracted, "notice": n.sentence()}
 
 
 def inverted_abstract(index: Any) -> str:

@@ -30,6 +30,7 @@ from zocrates_nb.widget.assets import asset_path
 from zocrates_nb.widget.records import (
     candidate_record,
     fill_examples,
+    fill_retractions,
     history_turn,
     library_summary,
     panel_json,
@@ -169,9 +170,10 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
     def _check_index(self) -> bool:
         """Whether there is something to search: if not, the banner says so before a question."""
         try:
-            if (status := self.app.status()).chunks:
+            if (status := self.app.status(check_retractions=False)).chunks:
                 self.library = library_summary(self.app)  # the examples come from a worker
                 self._spawn(lambda: fill_examples(self.app, self))
+                self._spawn(lambda: fill_retractions(self.app, self))  # online, when due
         except Exception as e:
             self._set_error(describe_error(e))
             return False

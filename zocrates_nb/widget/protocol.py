@@ -175,6 +175,16 @@ class SaveNote(_Message):
     confirmed: Confirmed = Field(False, description="exactly `true`")
 
 
+class Annotate(_Message):
+    """An answer's **Highlight in Zotero**: without `confirmed`, a dry run (the highlights it
+    would write, for the confirm step); with it, `App.annotate` writes them through the Web API
+    in a worker thread. Either way one `annotate_result` answers."""
+
+    kind: Literal["annotate"]
+    turn_id: str = ""
+    confirmed: Confirmed = Field(False, description="exactly `true` to write")
+
+
 class AddPapers(_Message):
     """The tray's **Add a paper by identifier** (DOIs, arXiv ids, ISBNs; up to 20) after its
     confirm step: `App.add` in a worker thread, one `save_result`."""
@@ -187,7 +197,7 @@ class AddPapers(_Message):
 
 Inbound = (Ask | Resume | Stop | SearchTitles | SetScope | OpenSession | NewSession
            | RenameSession | DeleteSession | Stage | Unstage | StagedList | SaveStaged | SaveNote
-           | AddPapers)  # fmt: skip
+           | Annotate | AddPapers)  # fmt: skip
 INBOUND: tuple[type[_Message], ...] = typing.get_args(Inbound)
 _INBOUND: TypeAdapter[Inbound] = TypeAdapter(Annotated[Inbound, Field(discriminator="kind")])
 
@@ -300,6 +310,33 @@ class NoteResult(_Message):
     message: str
 
 
+class HighlightLine(_Message):
+    """One highlight of an `annotate_result`."""
+
+    title: str
+    page_label: str
+    quote: str
+    state: str = Field(description='"would write" | "written" | "already" | "failed" | "pending"')
+
+
+class SkippedLine(_Message):
+    quote: str
+    title: str = ""
+    why: str
+
+
+class AnnotateResult(_Message):
+    """Answers `annotate`, shown under that answer: what would be (`dry_run`) or was written."""
+
+    kind: Literal["annotate_result"] = "annotate_result"
+    turn_id: str
+    ok: bool
+    dry_run: bool = False
+    message: str = ""
+    highlights: list[HighlightLine] = Field(default_factory=list)
+    skipped: list[SkippedLine] = Field(default_factory=list)
+
+
 class EventMessage(_Message):
     """One event of `zocrates_nb/events.py` as JSON, with its `type`, `session_id` and
     `turn_id`; a `final` event is the answered turn's `TurnView` (with `type: "final"`)."""
@@ -308,7 +345,8 @@ class EventMessage(_Message):
     event: dict[str, Any]
 
 
-Outbound = TurnStarted | EventMessage | History | SaveResult | NoteResult | TitleResults
+Outbound = (TurnStarted | EventMessage | History | SaveResult | NoteResult | AnnotateResult
+            | TitleResults)  # fmt: skip
 OUTBOUND: tuple[type[_Message], ...] = typing.get_args(Outbound)
 
 

@@ -197,7 +197,25 @@ def library_summary(app: App) -> dict[str, Any]:
         "items": len(items),
         "collections": len(app.collections()),
         "examples": app.example_questions(cached=True),
+        **retracted_summary(app, refresh=False),
     }
+
+
+def retracted_summary(app: App, *, refresh: bool | None = None) -> dict[str, Any]:
+    """The header's retracted papers: `{retracted: [{item_key, title, notice}], retractions:
+    the check's line}` (`refresh=False`: the last check only, nothing sent)."""
+    found = app.retractions(refresh=refresh)
+    return {"retracted": [{"item_key": r.item_key, "title": r.title, "notice": r.notice}
+                          for r in found.papers],
+            "retractions": found.message}  # fmt: skip
+
+
+async def fill_retractions(app: App, panel: Any) -> None:
+    """Check the library's DOIs in a worker thread when online search is on and the last check
+    is due, then update the header. A failure leaves the header as it is."""
+    with contextlib.suppress(Exception):
+        found = await asyncio.to_thread(retracted_summary, app)
+        panel.library = {**panel.library, **found}
 
 
 async def fill_examples(app: App, panel: Any) -> None:

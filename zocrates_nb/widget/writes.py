@@ -1,5 +1,6 @@
 """The chat panel's other writes to Zotero: an answer saved as a note ("Save as note" on every
-answer) and papers added by identifier ("Add a paper by identifier" in the staging tray).
+answer), its verified quotes as highlights in the PDFs ("Highlight in Zotero") and papers added
+by identifier ("Add a paper by identifier" in the staging tray).
 
 Like a save of the staging list, each writes only when the front end says the researcher
 confirmed (`confirmed: true`, exactly the boolean), runs in a worker thread (the kernel's loop
@@ -25,7 +26,7 @@ UNCONFIRMED = "Nothing was saved: it writes to Zotero, so confirm it in the pane
 
 
 class PanelWrites:
-    """Handlers `ChatWidget` mixes in: `save_note` and `add_papers`."""
+    """Handlers `ChatWidget` mixes in: `save_note`, `annotate` and `add_papers`."""
 
     app: App
     session_id: str
@@ -62,6 +63,38 @@ class PanelWrites:
             self.send_message(done)
 
         self._writes = self._spawn(save)
+
+    def _on_annotate(self, msg: p.Annotate) -> None:
+        """`annotate` → one `annotate_result`: a dry run for the confirm step, or the write."""
+        turn_id, write = msg.turn_id, msg.confirmed
+        if not self.session_id or not turn_id:
+            self.send_message(p.AnnotateResult(turn_id=turn_id, ok=False,
+                                               message="This answer is not in a session."))
+            return
+        if write:
+            self._busy_writing()
+        session_id = self.session_id
+
+        async def run() -> None:
+            try:
+                r = await asyncio.to_thread(self.app.annotate, session_id, turn=turn_id,
+                                            confirmed=write, dry_run=not write)  # fmt: skip
+                done = p.AnnotateResult(
+                    turn_id=turn_id, dry_run=r.dry_run, message=r.message,
+                    ok=all(h.state in ("would write", "written", "already") for h in r.highlights),
+                    highlights=[p.HighlightLine(title=h.title, page_label=h.page_label,
+                                                quote=h.quote, state=h.state)
+                                for h in r.highlights],
+                    skipped=[p.SkippedLine(quote=s.quote, title=s.title, why=s.why)
+                             for s in r.skipped])  # fmt: skip
+            except Exception as e:  # nothing written: say so plainly
+                done = p.AnnotateResult(turn_id=turn_id, ok=False, dry_run=not write,
+                                        message=describe_error(e, doing="Highlighting"))
+            self.send_message(done)
+
+        task = self._spawn(run)
+        if write:
+            self._writes = task
 
     def _on_add_papers(self, msg: p.AddPapers) -> None:
         """`add_papers` (DOIs, arXiv ids, ISBNs) → one `save_result` (as a save of the staging

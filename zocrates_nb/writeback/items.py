@@ -67,3 +67,11 @@ def zotero_item(c: Candidate, *, tags: list[str] | None = None,
     if collection:
         item["collections"] = [collection]
     return {k: v for k, v in item.items() if v not in ("", [])}
+
+
+def annotation_identity(data: dict[str, Any]) -> str:
+    """What names one highlight in one attachment, from its item JSON (sent or read back): the
+    attachment, Zotero's sort index (page, character offset, top) and the text's length."""
+    text = data.get("annotationText")
+    return (f"highlight:{data.get('parentItem')}:{data.get('annotationSortIndex')}:"
+            f"{len(text) if isinstance(text, str) else 0}")  # fmt: skip

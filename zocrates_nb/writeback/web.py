@@ -25,7 +25,7 @@ from pyzotero import zotero
 from zocrates_nb.config import ZoteroWebSettings
 from zocrates_nb.online.candidate import Candidate, clean_arxiv_id, clean_doi
 from zocrates_nb.online.http import Again, Pace, attempts, pace
-from zocrates_nb.writeback.items import zotero_item
+from zocrates_nb.writeback.items import annotation_identity, zotero_item
 from zocrates_nb.writeback.ledger import Batch, BatchItem, Ledger, target_of
 from zocrates_nb.writeback.result import SaveResult, WriteError
 
@@ -134,7 +134,9 @@ def api_identities(item: dict[str, Any]) -> set[str]:
         value = data.get(name)
         return value[:2000] if isinstance(value, str) else ""
 
-    if text("itemType") in ("note", "attachment", "annotation"):
+    if text("itemType") == "annotation":
+        return {annotation_identity(data)}
+    if text("itemType") in ("note", "attachment"):
         return set()
     arxiv = next((line.split(":", 1)[1] for line in text("extra").splitlines()
                   if line.lower().startswith("arxiv:")), None)  # fmt: skip
