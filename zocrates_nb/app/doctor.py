@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from zocrates_nb.config import Settings
+from zocrates_nb.library.source import index_hint
 from zocrates_nb.redaction import redact, safe_url
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def doctor(app: AppCore) -> DoctorReport:
             ok=bool(status.chunks) and not status.documents.get("indexing") and not vectors,
             problems=errors[:50],
             vectors=vectors,
-            note="" if status.chunks else "the index is empty: run `zocrates-nb index` first",
+            note="" if status.chunks else f"the index is empty: {index_hint(app.home)}",
         )
     except Exception as e:  # a broken index is a doctor finding, not a crash
         from zocrates_nb.app.describe import describe_error

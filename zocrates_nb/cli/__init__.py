@@ -193,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if callable(reconfigure):  # undecodable chat input reaches the App, which makes it safe
         reconfigure(errors="surrogateescape")
     args = build_parser().parse_args(argv)
+    args.home_flag = args.home is not None  # hints then name the same --home
     args.home = (args.home or default_home()).expanduser().resolve()
     func: Callable[[argparse.Namespace], int] = args.func
     try:
@@ -201,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _discard_stdout()
         return 0
     except ZocratesError as e:
-        print(f"zocrates-nb: error: {e}", file=sys.stderr)
+        print(f"zocrates-nb: error: {lib.as_typed(str(e), args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("zocrates-nb: interrupted", file=sys.stderr)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,14 +61,34 @@ def status_command(args: argparse.Namespace) -> int:
         status = app.status()
     if args.json:
         _json(status.model_dump(mode="json"))
-    else:
-        for key, value in status:
-            if key == "problems":
-                for line in value:
-                    print(f"{'problem':>16}: {line}")
-            else:
-                print(f"{key:>16}: {value}")
+        return 0
+    for key, value in status:
+        if key == "problems":
+            for line in value:
+                print(f"{'problem':>16}: {as_typed(line, args)}")
+        else:
+            print(f"{key:>16}: {value}")
+    if not status.chunks:
+        from zocrates_nb.library.source import index_hint
+
+        print(f"{'to index':>16}: {as_typed(index_hint(args.home), args)}")
     return 0
+
+
+def not_indexed(args: argparse.Namespace) -> UsageError:
+    """The error a command that reads the index gives on a home with nothing indexed."""
+    from zocrates_nb.library.source import index_hint
+
+    return UsageError(f"nothing is indexed in {args.home} yet: {index_hint(args.home)}")
+
+
+def as_typed(text: str, args: argparse.Namespace) -> str:
+    """A hint's `zocrates-nb …` commands as this user must type them: with the `--home` the
+    command was given (the default home needs none)."""
+    if not getattr(args, "home_flag", False):
+        return text
+    return re.sub(r"`zocrates-nb (?!--home)", f"`zocrates-nb --home {shlex.quote(str(args.home))} ",
+                  text)  # fmt: skip
 
 
 def search_command(args: argparse.Namespace) -> int:
@@ -77,6 +99,8 @@ def search_command(args: argparse.Namespace) -> int:
             raise UsageError("give a QUERY (or --queries FILE.jsonl)")
         hits = app.search(args.query, items=args.items, collections=args.collection,
                           chunk_type=args.type, limit=args.limit)  # fmt: skip
+        if not hits and not app.status().chunks:
+            raise not_indexed(args)
     if args.json:
         _json([h.model_dump(mode="json") for h in hits])
         return 0
