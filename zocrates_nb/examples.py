@@ -66,13 +66,12 @@ def example_library(home: str | os.PathLike[str] | None = None) -> ExampleLibrar
     Never indexes into `home` itself: the user's items and passages stay as they are.
     """
     from zocrates_nb.app import App
-    from zocrates_nb.library.source import remembered
-
     root = _home(home)
     if has_indexed_library(root):
         # a home `make lab` chose for the sample (its $ZOCRATES_HOME) is still the sample
-        source = remembered(root)
-        app, is_sample = App.open(root), source is not None and source.kind == "sample"
+        app = App.open(root)
+        source = app.library_source()
+        is_sample = source is not None and source.kind == "sample"
     else:
         root = samples_home(root) / "sample"
         app, is_sample = App.open(root), True

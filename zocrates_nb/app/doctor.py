@@ -12,7 +12,6 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from zocrates_nb.config import Settings
-from zocrates_nb.library.source import index_hint
 from zocrates_nb.redaction import redact, safe_url
 
 if TYPE_CHECKING:
@@ -151,6 +150,8 @@ def doctor(app: AppCore) -> DoctorReport:
         rerank = Rerank.model_validate(describe(app.reranker))
         library = LibraryCounts.model_validate(status.model_dump())
         vectors = _vector_health(index) if status.chunks else list(status.problems)
+        from zocrates_nb.library.source import index_hint
+
         health = IndexHealth(
             ok=bool(status.chunks) and not status.documents.get("indexing") and not vectors,
             problems=errors[:50],

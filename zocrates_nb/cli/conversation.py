@@ -48,6 +48,7 @@ def ask_command(args: argparse.Namespace) -> int:
     options = ask_options(args)
     client = open_client(args)
     try:
+        _check_models(client, options.model)
         printer = _printer(client, args, args.json)
         question = " ".join(args.question)
         _run(printer.run(client.ask(question, options, session_id=args.session)))
@@ -201,10 +202,20 @@ def checkpoint_choice() -> tuple[str, str] | None:
     return "extend_budget", (read_line("guidance for the search (optional)> ") or "").strip()
 
 
+def _check_models(client: Client, model: str | None) -> None:
+    """A model that cannot be set up (`--model nonsense`, a missing API key) is a usage error
+    said before the turn starts (exit status 2), not a failed turn. A server checks its own."""
+    from zocrates_nb.app import App
+
+    if isinstance(client, App):
+        client.check_models(model)
+
+
 def chat_command(args: argparse.Namespace) -> int:
-    ask_options(args)  # bad flags fail before the chat starts
+    options = ask_options(args)  # bad flags fail before the chat starts
     client = open_client(args)
     try:
+        _check_models(client, options.model)
         return _run(_chat(client, args))
     finally:
         client.close()

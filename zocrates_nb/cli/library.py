@@ -35,7 +35,7 @@ def index_command(args: argparse.Namespace) -> int:
             group=args.group,
             folder=args.folder,
             sample=args.sample,
-            progress=not args.json,
+            progress=not args.json and sys.stderr.isatty(),  # a bar is for a person watching
         )
     if args.json:
         _json(report.to_json())
@@ -59,6 +59,7 @@ def index_command(args: argparse.Namespace) -> int:
 def status_command(args: argparse.Namespace) -> int:
     with _app(args) as app:
         status = app.status()
+        hint = "" if status.chunks else app.index_hint()
     if args.json:
         _json(status.model_dump(mode="json"))
         return 0
@@ -68,18 +69,14 @@ def status_command(args: argparse.Namespace) -> int:
                 print(f"{'problem':>16}: {as_typed(line, args)}")
         else:
             print(f"{key:>16}: {value}")
-    if not status.chunks:
-        from zocrates_nb.library.source import index_hint
-
-        print(f"{'to index':>16}: {as_typed(index_hint(args.home), args)}")
+    if hint:
+        print(f"{'to index':>16}: {as_typed(hint, args)}")
     return 0
 
 
-def not_indexed(args: argparse.Namespace) -> UsageError:
+def not_indexed(app: App) -> UsageError:
     """The error a command that reads the index gives on a home with nothing indexed."""
-    from zocrates_nb.library.source import index_hint
-
-    return UsageError(f"nothing is indexed in {args.home} yet: {index_hint(args.home)}")
+    return UsageError(f"nothing is indexed in {app.home} yet: {app.index_hint()}")
 
 
 def as_typed(text: str, args: argparse.Namespace) -> str:
@@ -100,7 +97,7 @@ def search_command(args: argparse.Namespace) -> int:
         hits = app.search(args.query, items=args.items, collections=args.collection,
                           chunk_type=args.type, limit=args.limit)  # fmt: skip
         if not hits and not app.status().chunks:
-            raise not_indexed(args)
+            raise not_indexed(app)
     if args.json:
         _json([h.model_dump(mode="json") for h in hits])
         return 0
