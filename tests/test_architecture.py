@@ -22,7 +22,7 @@ ROOMS = ("library", "ingest", "index", "retrieval", "online", "writeback", "sess
          "app")  # fmt: skip
 # The surfaces: they use each other (the CLI runs a benchmark, the panel shows frames), the App,
 # the base modules and `devtools` (scripted model and embedding servers for benchmarks and tests).
-SURFACES = ("cli", "server", "widget", "frames", "examples")  # fmt: skip
+SURFACES = ("cli", "server", "widget", "frames", "examples", "mcp_server", "magic")  # fmt: skip
 TOOLS = ("devtools",)
 # The benchmarks measure the rooms themselves (the index, the retriever, the panel's comm), so
 # they may import any of them; only the CLI (`zocrates-nb bench …`) imports them.

@@ -45,6 +45,13 @@ def _conversation(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def mcp_command(args: argparse.Namespace) -> int:
+    from zocrates_nb.mcp_server import serve
+
+    serve(args.home, http=args.http, port=args.port)
+    return 0
+
+
 def bench_command(args: argparse.Namespace) -> int:
     from zocrates_nb import bench
 
@@ -156,6 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
     _library_parsers(sub)
     _conversation_parsers(sub)
     discovery.add_parsers(sub)
+
+    mc = sub.add_parser("mcp", help="serve the library to agents over the Model Context Protocol "
+                                    "(search, outline, read, ask)")
+    mc.add_argument("--http", action="store_true",
+                    help="streamable HTTP on 127.0.0.1 (default: stdio, for a client to start)")
+    mc.add_argument("--port", type=positive_int, default=8765, help="--http: the port (8765)")
+    mc.set_defaults(func=mcp_command)
 
     be = sub.add_parser("bench", help="benchmarks")
     be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui", "scale",
