@@ -143,7 +143,8 @@ def serve(home: Path, *, http: bool = False, port: int = 8765) -> None:
     try:
         import mcp.server.mcpserver  # noqa: F401 - an optional extra
     except ImportError:
-        raise UsageError("the MCP server needs the MCP SDK: pip install 'zocrates-nb[mcp]'") from None
+        raise UsageError("the MCP server needs the MCP SDK: pip install 'zocrates-nb[mcp]'") \
+            from None
     with App.open(home) as app:
         server = build(app)
         if http:
