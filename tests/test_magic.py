@@ -4,7 +4,6 @@ options, kept as a turn of the data home; a mistake is one line in the cell."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -18,10 +17,8 @@ LEASES = "Leases and Lock Delays"
 
 
 @pytest.fixture(scope="module")
-def home(sample_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    copy = tmp_path_factory.mktemp("magic") / "home"
-    shutil.copytree(sample_home, copy)
-    return copy
+def home(own_sample_home: Path) -> Path:
+    return own_sample_home
 
 
 @pytest.fixture(scope="module")

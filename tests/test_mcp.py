@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -25,10 +24,8 @@ LEASES = "Leases and Lock Delays"
 
 
 @pytest.fixture(scope="module")
-def home(sample_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    copy = tmp_path_factory.mktemp("mcp") / "home"
-    shutil.copytree(sample_home, copy)
-    return copy
+def home(own_sample_home: Path) -> Path:
+    return own_sample_home
 
 
 def server_env() -> dict[str, str]:
