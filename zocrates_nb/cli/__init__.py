@@ -27,7 +27,7 @@ from zocrates_nb.cli.options import (
     trailing_text,
 )
 from zocrates_nb.config import default_home
-from zocrates_nb.errors import ZocratesError
+from zocrates_nb.errors import UsageError, ZocratesError
 from zocrates_nb.turn import CHUNK_TYPES
 
 
@@ -53,7 +53,10 @@ def mcp_command(args: argparse.Namespace) -> int:
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    from zocrates_nb import bench
+    try:
+        from zocrates_nb import bench
+    except ImportError:  # the wheel leaves the benchmarks out
+        raise UsageError("the benchmarks run from a source checkout of zocrates-nb") from None
 
     result = bench.run(args)
     if args.json:
