@@ -46,6 +46,10 @@ def test_an_empty_home_says_how_to_index(
     assert code == 2 and out == ""
     assert err.startswith(f"zocrates-nb: error: nothing is indexed in {home} yet: run `zocrates-nb")
     assert "no results" not in out + err
+    code, out, err = run(capsys, "--home", home, "ask", "--no-hitl", "Why lock delays?")
+    assert code == 2 and out == "" and f"nothing is indexed in {home} yet" in err
+    code, out, _ = run(capsys, "--home", home, "doctor")
+    assert f"the index is empty: run `zocrates-nb --home {home} index --zotero-dir DIR`" in out
 
 
 def test_a_home_remembers_its_library_so_the_printed_hint_works(
