@@ -11,10 +11,11 @@ setup:
 
 # JupyterLab on the quickstart notebook with the panel: on your indexed library when your data home
 # ($$ZOCRATES_HOME or ~/.zocrates-nb) holds one (used as it is), otherwise on the built-in sample,
-# indexed into a data home of its own (<home>/samples/sample). Extra flags: LAB_ARGS="--port 9999".
+# indexed into a data home of its own (<home>/samples/sample). JupyterLab runs with ZOCRATES_HOME
+# set to that home (the panel, notebooks, HTTP API and terminals share it), and with --allow-root
+# as root. Extra flags: LAB_ARGS="--port 9999".
 lab: setup
-	HF_HUB_OFFLINE=1 $(BIN)/python -m zocrates_nb.examples
-	HF_HUB_OFFLINE=1 $(BIN)/jupyter lab $(LAB_ARGS) notebooks/01-quickstart.ipynb
+	HF_HUB_OFFLINE=1 $(BIN)/python -m zocrates_nb.examples --lab $(LAB_ARGS)
 
 demo: setup
 	$(BIN)/zocrates-nb --home $(DEMO_HOME) index --sample

@@ -80,6 +80,16 @@ def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def own_sample_home(sample_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the indexed sample for one test module (its questions add sessions to it)."""
+    import shutil
+
+    copy = tmp_path_factory.mktemp("own-sample") / "home"
+    shutil.copytree(sample_home, copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
 def app(sample_home: Path) -> Iterator[App]:
     """The App over the sample library (one per test module: its sessions persist between)."""
     from zocrates_nb.app import App

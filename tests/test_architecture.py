@@ -22,7 +22,7 @@ ROOMS = ("library", "ingest", "index", "retrieval", "online", "writeback", "sess
          "app")  # fmt: skip
 # The surfaces: they use each other (the CLI runs a benchmark, the panel shows frames), the App,
 # the base modules and `devtools` (scripted model and embedding servers for benchmarks and tests).
-SURFACES = ("cli", "server", "widget", "frames", "examples")  # fmt: skip
+SURFACES = ("cli", "server", "widget", "frames", "examples", "mcp_server", "magic")  # fmt: skip
 TOOLS = ("devtools",)
 # The benchmarks measure the rooms themselves (the index, the retriever, the panel's comm), so
 # they may import any of them; only the CLI (`zocrates-nb bench …`) imports them.
@@ -174,14 +174,14 @@ def test_only_the_cli_runs_the_benchmarks() -> None:
 
 
 def test_base_modules_import_only_base_modules() -> None:
-    """The package's own `__init__` is the entrance, not a base: it hands out App and the
-    panel (lazily, so `import zocrates_nb` stays cheap)."""
+    """The package's own `__init__` is the entrance, not a base: it hands out App, the panel
+    and the magics (`%load_ext zocrates_nb`), lazily, so `import zocrates_nb` stays cheap."""
     base = [p for p in _files() if room_of(module_name(p)) in BASE and p != PACKAGE / "__init__.py"]
     breaches = [f"{_rel(p)}:{line} imports {m}: a base module may use only base modules"
                 for p in base for m, line in _imports(p) if room_of(m) not in BASE]  # fmt: skip
     assert not breaches, "\n".join(breaches)
     entrance = {room_of(m) for m in imported_modules(PACKAGE / "__init__.py")}
-    assert entrance <= {"app", "widget", "widgets"}
+    assert entrance <= {"app", "widget", "widgets", "magic"}
 
 
 @pytest.mark.parametrize("name", ["turn.py", "errors.py"])

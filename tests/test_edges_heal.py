@@ -73,8 +73,9 @@ def test_a_damaged_catalogue_is_named_then_rebuilt_without_converting(
     folder = indexed[0]
     catalog = home / "index" / "catalog.sqlite"
     damage(catalog)
-    expected = (f"The index catalogue {catalog} is damaged ({found}): run `zocrates-nb index` "
-                "to rebuild it from the cached conversions (no paper is converted again).")
+    expected = (f"The index catalogue {catalog} is damaged ({found}): run `zocrates-nb --home "
+                f"{home} index` to rebuild it from the cached conversions (no paper is converted "
+                "again).")  # the hint as typed: with the --home given
     for command in (["status"], ["search", "kelp rockfish"]):
         assert main(["--home", str(home), *command]) == 2
         assert capsys.readouterr().err == f"zocrates-nb: error: {expected}\n"

@@ -89,8 +89,9 @@ def test_an_older_catalogue_is_reported_until_index_rebuilds_it_keeping_bundles_
     for command in (["status"], ["search", "leader election"]):
         code, out, err = _cli(capsys, home, *command)
         assert code == 2 and out == ""
-        assert err == (
-            f"zocrates-nb: error: the index in {home / 'index'} {OLDER}"
+        typed = OLDER.replace("`zocrates-nb index`", f"`zocrates-nb --home {home} index`")
+        assert err == (  # the hint as this user types it: with the --home they gave
+            f"zocrates-nb: error: the index in {home / 'index'} {typed}"
             " (bundles, settings and sessions are kept)\n"
         )
     with App.open(home) as app:

@@ -113,12 +113,32 @@ def undeclared(paths: list[Path], allowed: set[str]) -> list[str]:
     return problems
 
 
+# Modules whose imports are an extra's (each says so to a user without it), and the rooms of a
+# source checkout that the wheel leaves out.
+OPTIONAL = {
+    "zocrates_nb/agents/telemetry.py": "telemetry",
+    "zocrates_nb/sample/__init__.py": "samples",
+    "zocrates_nb/mcp_server/__init__.py": "mcp",
+}
+CHECKOUT_ONLY = ("zocrates_nb/bench/", "zocrates_nb/devtools/")
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
 def test_every_package_import_is_a_declared_dependency() -> None:
-    assert undeclared(PACKAGE, declared()) == []
+    core = [p for p in PACKAGE
+            if _rel(p) not in OPTIONAL and not _rel(p).startswith(CHECKOUT_ONLY)]  # fmt: skip
+    assert undeclared(core, declared()) == []
+    for path, extra in OPTIONAL.items():
+        assert undeclared([ROOT / path], declared(extra)) == [], path
+    checkout = [p for p in PACKAGE if _rel(p).startswith(CHECKOUT_ONLY)]
+    assert undeclared(checkout, declared(*PYPROJECT["optional-dependencies"])) == []
 
 
 def test_every_test_and_script_import_is_declared_with_the_extras() -> None:
-    assert undeclared(TESTS_AND_SCRIPTS, declared("dev", "notebooks")) == []
+    assert undeclared(TESTS_AND_SCRIPTS, declared(*PYPROJECT["optional-dependencies"])) == []
 
 
 def test_every_declared_distribution_is_used() -> None:
@@ -137,9 +157,37 @@ def test_the_pdf_converter_library_is_declared_and_the_notebook_extra_is_separat
     assert "matplotlib" not in declared() and "matplotlib" in declared("notebooks")
 
 
-def test_setup_installs_every_extra() -> None:
-    """`make test`/`make demo` set up through scripts/setup.sh: it installs all the extras."""
+def test_setup_installs_every_extra_at_the_tested_versions() -> None:
+    """`make lab`/`make test` set up through scripts/setup.sh: every extra, constrained to the
+    tested set (constraints.txt), which pins every declared distribution."""
     setup = (ROOT / "scripts" / "setup.sh").read_text("utf-8")
-    match = re.search(r'pip install -q -e "\.\[([^\]]*)\]"', setup)
+    match = re.search(r'pip install -q -c constraints.txt -e "\.\[([^\]]*)\]"', setup)
     assert match, "scripts/setup.sh no longer installs the project editable with extras"
     assert set(match.group(1).split(",")) == set(PYPROJECT["optional-dependencies"])
+    assert "pip install -q -c constraints.txt torch" in setup
+    pinned = {canonical(line.split("==")[0]) for line in
+              (ROOT / "constraints.txt").read_text("utf-8").splitlines()
+              if "==" in line and not line.startswith("#")}  # fmt: skip
+    assert declared(*PYPROJECT["optional-dependencies"]) - pinned == set()
+
+
+def test_a_package_that_installs_beside_a_users_stack() -> None:
+    """Ranges, not pins (a user's own torch and libraries are kept); a licence file; metadata
+    and a description of its own (no `make` steps, no links relative to a checkout)."""
+    exact = [s for s in PYPROJECT["dependencies"] if "==" in s]
+    assert exact == [], f"exact pins in the runtime requirements: {exact}"
+    torch = next(s for s in PYPROJECT["dependencies"] if s.startswith("torch"))
+    assert "<" not in torch  # any later torch a user has (a CUDA build) satisfies it
+    assert declared().isdisjoint({"reportlab", "tokenizers", "opentelemetry-sdk",
+                                  "opentelemetry-exporter-otlp-proto-grpc", "mcp"})  # fmt: skip
+    assert "MIT License" in (ROOT / "LICENSE").read_text("utf-8")
+    assert PYPROJECT["license"] == {"text": "MIT"}
+    assert "License :: OSI Approved :: MIT License" in PYPROJECT["classifiers"]
+    assert {"Source", "Documentation", "Issues"} <= set(PYPROJECT["urls"])
+    description = (ROOT / PYPROJECT["readme"]).read_text("utf-8")
+    assert PYPROJECT["readme"] != "README.md" and "make " not in description
+    assert not re.search(r"\]\((?!https?://)", description), "a link relative to a checkout"
+    assert ".ipynb_checkpoints/" in (ROOT / ".gitignore").read_text("utf-8").splitlines()
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]
+    excluded = set(tool["packages"]["find"]["exclude"])
+    assert {"zocrates_nb.bench*", "zocrates_nb.devtools*"} <= excluded

@@ -120,21 +120,24 @@ def test_every_terminal_command_exits_0_and_prints_what_the_readme_says(
     assert not (terminal["work"] / "user-home" / ".zocrates-nb").exists()
 
 
-def test_the_notebook_snippet_runs_on_that_home(
-    terminal: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("ZOCRATES_HOME", str(terminal["work"] / ".demo-home"))
+def run_snippet(home: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, dict[str, Any]]:
+    """The README's notebook snippet, run as IPython runs a cell (top-level `async for`) with
+    $ZOCRATES_HOME at `home` (set by the caller); what it printed, and its namespace."""
     (snippet,) = fenced("python")
     code = compile(snippet, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     namespace: dict[str, Any] = {}
     try:
-        result = eval(code, namespace)  # as IPython runs a cell: top-level `async for` allowed
+        result = eval(code, namespace)
         if inspect.iscoroutine(result):
             asyncio.run(result)
     finally:
         if "app" in namespace:
             namespace["app"].close()
-    out = capsys.readouterr().out
+    assert Path(namespace["app"].home) == home
+    return capsys.readouterr().out, namespace
+
+
+def assert_snippet_output(out: str, namespace: dict[str, Any]) -> None:
     title, rest = out.split("\n", 1)
     assert title.startswith("Hybrid Retrieval for Research Libraries")
     types, _, answer = rest.partition("final\n")  # the stream's event types, then the answer
@@ -142,6 +145,41 @@ def test_the_notebook_snippet_runs_on_that_home(
     assert answer.strip() == namespace["event"].answer.strip()
     assert "Leases and Lock Delays" in answer and re.search(r"\[1\]", answer)
     assert type(namespace["panel"]).__name__ == "ChatWidget"
+
+
+def test_the_notebook_snippet_runs_on_that_home(
+    terminal: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = terminal["work"] / ".demo-home"
+    monkeypatch.setenv("ZOCRATES_HOME", str(home))
+    assert_snippet_output(*run_snippet(home, capsys))
+
+
+def test_the_notebook_snippet_runs_after_make_lab(
+    tmp_path: Path, sample_home: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """A newcomer's path: `make lab` on a machine with no index (its recipe's command, up to
+    starting JupyterLab), then the snippet in a notebook of that session, which inherits the
+    session's environment as the server extension and the lab's terminals do."""
+    recipe = re.search(r"^lab:.*\n\t(.+)$", (ROOT / "Makefile").read_text("utf-8"), re.MULTILINE)
+    assert recipe and "zocrates_nb.examples --lab" in recipe.group(1)
+    env = clean_env(tmp_path)
+    sample = tmp_path / "user-home" / ".zocrates-nb" / "samples" / "sample"
+    shutil.copytree(sample_home, sample)  # as an earlier `make lab` left it (saves indexing)
+    proc = subprocess.run(
+        [sys.executable, "-m", "zocrates_nb.examples", "--lab", "--dry-run", "--port", "9999"],
+        cwd=ROOT, env=env, text=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    using, command = proc.stdout.strip().splitlines()[-2:]
+    assert using.startswith("Using the built-in sample library: 4 items")
+    assert command.startswith(f"ZOCRATES_HOME={sample} ")
+    assert command.endswith("lab --allow-root --port 9999 notebooks/01-quickstart.ipynb" if
+                            os.geteuid() == 0 else "lab --port 9999 notebooks/01-quickstart.ipynb")
+    assert not (tmp_path / "user-home" / ".zocrates-nb" / "index").exists()  # the user's: untouched
+    monkeypatch.setenv("ZOCRATES_HOME", str(sample))
+    assert_snippet_output(*run_snippet(sample, capsys))
 
 
 def test_the_make_targets_and_links_the_readme_names_exist() -> None:

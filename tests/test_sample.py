@@ -3,6 +3,8 @@
 import hashlib
 from pathlib import Path
 
+import pytest
+
 from zocrates_nb import sample
 
 
@@ -23,3 +25,13 @@ def test_sample_is_byte_stable_and_rebuild_keeps_mtimes(tmp_path: Path) -> None:
     mtimes = {p.name: p.stat().st_mtime_ns for p in a.iterdir()}
     sample.build(a)
     assert mtimes == {p.name: p.stat().st_mtime_ns for p in a.iterdir()}
+
+
+def test_the_shipped_pdfs_are_what_the_sources_render(tmp_path: Path) -> None:
+    """The wheel ships the rendered PDFs (no reportlab at run time): a source edited without
+    `python -m zocrates_nb.sample` fails here."""
+    pytest.importorskip("reportlab", reason="the `samples` extra renders the sample's PDFs")
+    from zocrates_nb import sample
+
+    for fresh in sample.render(tmp_path):
+        assert fresh.read_bytes() == (sample.RENDERED / fresh.name).read_bytes(), fresh.name

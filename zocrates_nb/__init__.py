@@ -30,3 +30,10 @@ def chat(home: "App | str | os.PathLike[str] | None" = None, **kwargs: object) -
     from zocrates_nb.widget import chat as _chat
 
     return _chat(home, **kwargs)
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """`%load_ext zocrates_nb`: the `%zocrates` / `%%zocrates` magics (`zocrates_nb.magic`)."""
+    from zocrates_nb.magic import load_ipython_extension as load
+
+    load(ipython)

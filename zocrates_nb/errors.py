@@ -25,12 +25,15 @@ class UsageError(ZocratesError, ValueError):
         return cls(explain(err))
 
 
-def explain(err: ValidationError) -> str:
-    """A one-line message naming each bad field: `budget: Input should be ≥ 1`."""
+def explain(err: ValidationError, *, with_fields: bool = True) -> str:
+    """A one-line message naming each bad field: `budget: Input should be ≥ 1`. A validator's
+    own message is given as it wrote it (pydantic's "Value error, " prefix is not ours)."""
     parts = []
     for e in err.errors(include_url=False):
         where = ".".join(str(p) for p in e["loc"]) or "body"
-        parts.append(f"{where}: {e['msg']}")
+        cause = (e.get("ctx") or {}).get("error")
+        msg = str(cause) if e["type"] == "value_error" and cause is not None else e["msg"]
+        parts.append(f"{where}: {msg}" if with_fields else msg)
     return "; ".join(parts)
 
 

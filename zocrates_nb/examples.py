@@ -11,6 +11,9 @@ anything either. Example side data (a folder library, an example configuration) 
 from __future__ import annotations
 
 import os
+import shlex
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +25,7 @@ if TYPE_CHECKING:
 
 SAMPLES_DIR = "samples"
 CATALOG = Path("index") / "catalog.sqlite"
+QUICKSTART = "notebooks/01-quickstart.ipynb"
 
 
 @dataclass
@@ -62,10 +66,12 @@ def example_library(home: str | os.PathLike[str] | None = None) -> ExampleLibrar
     Never indexes into `home` itself: the user's items and passages stay as they are.
     """
     from zocrates_nb.app import App
-
     root = _home(home)
     if has_indexed_library(root):
-        app, is_sample = App.open(root), False
+        # a home `make lab` chose for the sample (its $ZOCRATES_HOME) is still the sample
+        app = App.open(root)
+        source = app.library_source()
+        is_sample = source is not None and source.kind == "sample"
     else:
         root = samples_home(root) / "sample"
         app, is_sample = App.open(root), True
@@ -79,9 +85,33 @@ def _home(home: str | os.PathLike[str] | None) -> Path:
     return Path(home).expanduser() if home is not None else default_home()
 
 
-def main() -> None:
-    """`python -m zocrates_nb.examples`: prepare the examples' library (used by `make lab`)."""
-    print(example_library())
+def lab_command(lab_args: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """What `make lab` runs once the library is ready: JupyterLab on the quickstart notebook,
+    with $ZOCRATES_HOME set to the library's home, so the panel, the notebooks' `App.open()`,
+    the server extension (the HTTP API) and the CLI in its terminals all use one data home; as
+    root (a container, a cloud notebook) with the `--allow-root` JupyterLab asks for."""
+    library = example_library()
+    print(library, flush=True)
+    library.app.close()
+    env = {**os.environ, "ZOCRATES_HOME": str(library.home)}
+    jupyter = str(Path(sys.executable).with_name("jupyter"))
+    root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
+    return [jupyter, "lab", *root, *lab_args, QUICKSTART], env
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m zocrates_nb.examples`: prepare the examples' library; with `--lab [FLAGS…]`,
+    then start JupyterLab on it (`make lab`); `--dry-run` prints that command instead."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] != "--lab":
+        print(example_library())
+        return
+    dry_run = "--dry-run" in args
+    command, env = lab_command([a for a in args[1:] if a != "--dry-run"])
+    if dry_run:
+        print(f"ZOCRATES_HOME={shlex.quote(env['ZOCRATES_HOME'])} {shlex.join(command)}")
+        return
+    os.execve(command[0], command, env)
 
 
 if __name__ == "__main__":

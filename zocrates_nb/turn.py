@@ -26,6 +26,9 @@ TURN_STATUSES: tuple[TurnStatus, ...] = ("running", "answered", "checkpoint", "e
 ScopeKind = Literal["library", "selection", "collection"]
 
 
+# The kinds of passage a document is cut into (a search may ask for one).
+CHUNK_TYPES = ("frontmatter", "abstract", "body", "figure", "table", "note")
+
 class _Record(BaseModel):
     # Stored records are read back by later versions: unknown keys (and derived fields
     # serialised for readers) are ignored, never an error.

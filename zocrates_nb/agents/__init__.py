@@ -1,6 +1,8 @@
 """Agents: model configuration and resolution (`models`), the litellm-backed model, and the
 coordinator, search pipeline, synthesizer and verifier built on them."""
 
+import pydantic_ai
+
 from zocrates_nb.agents.models import (
     OFFLINE_DISPLAY,
     ModelConfigError,
@@ -11,6 +13,11 @@ from zocrates_nb.agents.models import (
     doctor_info,
     resolve_model,
 )
+
+# pydantic-ai prints a first-run banner (its logo, the agent's internals and a hosted service's
+# sign-up link) on an interactive terminal: a product's console is its own, and "nothing leaves
+# your machine" is not followed by an advertisement. Every agent module imports this package.
+pydantic_ai.BANNER_ENABLED = False
 
 # The agents and the pipeline, imported on first use (they pull in retrieval and the index).
 _LAZY = {

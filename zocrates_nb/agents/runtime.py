@@ -34,6 +34,7 @@ from zocrates_nb.agents.models import (
 from zocrates_nb.agents.offline import OfflineEngine
 from zocrates_nb.agents.prompts import ActiveItemView
 from zocrates_nb.config import ROLES, ModelEndpoint, Settings
+from zocrates_nb.errors import explain
 from zocrates_nb.events import Event, Step
 from zocrates_nb.turn import AskOptions, Discovery, Scope, TrailStep, Usage
 
@@ -165,13 +166,22 @@ def override_settings(settings: Settings, model: str) -> Settings:
     try:
         endpoint = ModelEndpoint.model_validate(model)
     except ValidationError as e:
-        msg = "; ".join(str(err["msg"]) for err in e.errors())
-        raise ModelConfigError(f"--model: {msg}") from None
+        raise ModelConfigError(f"--model: {explain(e, with_fields=False)}") from None
     new = settings.model_copy(deep=True)
     new.models.base = endpoint
     for role in ROLES:
         setattr(new.models, role, None)
     return new
+
+
+def check_roles(registry: ModelRegistry, model_override: str | None = None) -> None:
+    """Resolve every role as a turn would (no request is made); raises `ModelConfigError`."""
+    if model_override:
+        settings = override_settings(registry.settings, model_override)
+        for role in ROLES:
+            resolve_model(settings, role)
+    else:
+        registry.resolve_all()
 
 
 def resolve_roles(

@@ -71,7 +71,8 @@ def _ensure_tracer_provider() -> str:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as e:
-        return f"cannot export spans: {e.name or e} is not installed"
+        return (f"cannot export spans: {e.name or e} is not installed "
+                "(pip install 'zocrates-nb[telemetry]')")
     provider = TracerProvider(resource=Resource.create({"service.name": "zocrates-nb"}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)

@@ -9,21 +9,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from zocrates_nb.agents.models import ModelRegistry
-from zocrates_nb.agents.offline import OfflineEngine
-from zocrates_nb.agents.runtime import Roles, resolve_roles
 from zocrates_nb.app import library
 from zocrates_nb.app.library import IndexStatus
 from zocrates_nb.app.limits import check_scope as refuse_scope
 from zocrates_nb.config import ConfigError, LimitsSettings, Settings
 from zocrates_nb.errors import UsageError
-from zocrates_nb.retrieval import library_lexicon
 from zocrates_nb.sessions import RENEW_SECONDS, SessionNotFound, SessionState, SessionStore
 from zocrates_nb.sessions.recovery import open_sessions
 from zocrates_nb.text import TextTooLong, safe_text
 from zocrates_nb.turn import Scope, SessionSummary, TurnResult
 
 if TYPE_CHECKING:
+    from zocrates_nb.agents.offline import OfflineEngine
+    from zocrates_nb.agents.runtime import Roles
     from zocrates_nb.index import Index
+    from zocrates_nb.library.source import LibrarySource
     from zocrates_nb.sessions.state import CheckpointClaim, CheckpointSnapshot
 
 log = logging.getLogger("zocrates_nb.app.facade")
@@ -131,6 +131,9 @@ class AppCore:
         """The offline engine (embedding model loaded once per process, shared with the index)."""
         if self._engine is None:
             index = self.library_index
+            from zocrates_nb.agents.offline import OfflineEngine
+            from zocrates_nb.retrieval import library_lexicon
+
             self._engine = OfflineEngine(index.offline_model_name, lexicon=library_lexicon(index))
         return self._engine
 
@@ -154,6 +157,26 @@ class AppCore:
             except Exception as e:
                 log.warning("could not load %s ahead of the first turn: %s", stage, e)
 
+    def library_source(self) -> LibrarySource | None:
+        """The library this home was last indexed from (`index` with no source re-reads it)."""
+        from zocrates_nb.library.source import remembered
+
+        return remembered(self.home)
+
+    def index_hint(self) -> str:
+        """What to run to (re)build this home's index, as a user types it."""
+        from zocrates_nb.library.source import index_hint
+
+        return index_hint(self.home)
+
+    def check_models(self, model: str | None = None) -> None:
+        """Raise, before a turn starts, what would make it fail at once: a model string that is
+        not one, or a configured role that cannot be set up (a missing API key, an unknown
+        provider) — a `ConfigError` naming the setting. `model` is a turn's own (`--model`)."""
+        from zocrates_nb.agents.runtime import check_roles
+
+        check_roles(self.registry, model)
+
     def models_ready(self) -> bool:
         """Whether a turn would wait for nothing to load: the local embedding model is in memory,
         the vector store open and this App's offline engine built (its lexicon reads the
@@ -168,6 +191,8 @@ class AppCore:
         )
 
     def roles(self, model: str | None = None) -> Roles:
+        from zocrates_nb.agents.runtime import resolve_roles
+
         return resolve_roles(self.registry, self.engine, model, self.role_models)
 
     def check_scope(self, scope: Scope) -> None:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from zocrates_nb.agents.model_errors import describe_model_error
 from zocrates_nb.config import ConfigError
 from zocrates_nb.errors import ZocratesError, explain
 from zocrates_nb.redaction import redact
@@ -67,6 +66,8 @@ def describe_error(e: BaseException, roles: Roles | None = None, *, doing: str =
             names = {r.model_string for r in (roles.coordinator, roles.search, roles.synthesizer)}
             if len(names) == 1:
                 resolved = roles.coordinator.resolved
+        from zocrates_nb.agents.model_errors import describe_model_error
+
         return describe_model_error(e, resolved)
     if isinstance(e, ValidationError):
         return plain(explain(e))

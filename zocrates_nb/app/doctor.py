@@ -154,11 +154,13 @@ def doctor(app: AppCore) -> DoctorReport:
         library = LibraryCounts.model_validate(status.model_dump())
         retractions = status.retractions
         vectors = _vector_health(index) if status.chunks else list(status.problems)
+        from zocrates_nb.library.source import index_hint
+
         health = IndexHealth(
             ok=bool(status.chunks) and not status.documents.get("indexing") and not vectors,
             problems=errors[:50],
             vectors=vectors,
-            note="" if status.chunks else "the index is empty: run `zocrates-nb index` first",
+            note="" if status.chunks else f"the index is empty: {index_hint(app.home)}",
         )
     except Exception as e:  # a broken index is a doctor finding, not a crash
         from zocrates_nb.app.describe import describe_error

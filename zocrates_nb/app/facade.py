@@ -38,7 +38,6 @@ from zocrates_nb.app.core import (
 )
 from zocrates_nb.app.papers import Papers
 from zocrates_nb.app.records import LibraryRecords
-from zocrates_nb.app.runner import OnBegin, TurnRunner
 from zocrates_nb.config import default_home
 from zocrates_nb.errors import UsageError
 from zocrates_nb.events import Event
@@ -46,6 +45,7 @@ from zocrates_nb.sessions import CheckpointClaimed, NoPendingCheckpoint, Session
 from zocrates_nb.turn import AskOptions
 
 if TYPE_CHECKING:
+    from zocrates_nb.app.runner import OnBegin, TurnRunner
     from zocrates_nb.index import Index
     from zocrates_nb.sessions import SessionStore
 
@@ -62,6 +62,8 @@ class App(LibraryRecords, Papers):
 
     @functools.cached_property
     def _runner(self) -> TurnRunner:
+        from zocrates_nb.app.runner import TurnRunner  # the agents: loaded by the first turn
+
         return TurnRunner(self)
 
     @classmethod

@@ -66,9 +66,11 @@ def index_into(
     sample: bool = False,
     progress: bool = False,
 ) -> IndexReport:
-    """Bring the index in line with one library source (none: the auto-detected ~/Zotero)."""
+    """Bring the index in line with one library source: the one given, else the one this home
+    was last indexed from, else the auto-detected Zotero data directory. The source is
+    remembered in the home once it has been read."""
     from zocrates_nb.index import index_library
-    from zocrates_nb.library import open_library
+    from zocrates_nb.library import find_zotero_dir, open_library, source
 
     given = [zotero_dir, zotero_local or None, zotero_web, folder, sample or None]
     if sum(g is not None for g in given) > 1:
@@ -76,20 +78,28 @@ def index_into(
             "give one library source: a Zotero data directory, Zotero's local API, a Zotero "
             "Web API library, a folder, or the sample library"
         )
-    if sample:
+    src = source.LibrarySource.given(
+        zotero_dir=zotero_dir, zotero_local=zotero_local, zotero_web=zotero_web, group=group,
+        folder=folder, sample=sample,
+    ) or source.remembered(home)  # fmt: skip
+    if src is None and (found := find_zotero_dir()) is not None:
+        src = source.LibrarySource.given(zotero_dir=found)
+    if src is not None and src.kind == "sample":
         from zocrates_nb import sample as samples
 
         library = open_library(folder=samples.build(home / "sample-library"))
     else:
         library = open_library(
-            zotero_dir=Path(zotero_dir).expanduser() if zotero_dir else None,
-            zotero_local=zotero_local,
-            zotero_web=zotero_web,
-            group=group,
-            folder=Path(folder).expanduser() if folder else None,
+            zotero_dir=Path(src.path) if src and src.kind == "zotero_dir" and src.path else None,
+            zotero_local=src is not None and src.kind == "zotero_local",
+            zotero_web=src.library_id if src and src.kind == "zotero_web" else None,
+            group=src is not None and src.group,
+            folder=Path(src.path) if src and src.kind == "folder" and src.path else None,
             download_dir=home / "downloads",
             web_base_url=settings.zotero.web.base_url,
         )
+    if src is not None:
+        source.remember(home, src)
     return index_library(library, index, progress=progress, max_pages=settings.index.max_pages)
 
 

@@ -11,12 +11,24 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import cast
 
+from zocrates_nb import __version__
 from zocrates_nb.cli import discovery
 from zocrates_nb.cli import library as lib
-from zocrates_nb.cli.options import add_ask_options, add_output_options, add_server_options
+from zocrates_nb.cli.options import (
+    JSON_HELP,
+    Parser,
+    Values,
+    add_ask_options,
+    add_output_options,
+    add_server_options,
+    positive_int,
+    trailing_text,
+)
 from zocrates_nb.config import default_home
-from zocrates_nb.errors import ZocratesError
+from zocrates_nb.errors import UsageError, ZocratesError
+from zocrates_nb.turn import CHUNK_TYPES
 
 
 def _conversation(name: str) -> Callable[[argparse.Namespace], int]:
@@ -33,8 +45,18 @@ def _conversation(name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
+def mcp_command(args: argparse.Namespace) -> int:
+    from zocrates_nb.mcp_server import serve
+
+    serve(args.home, http=args.http, port=args.port)
+    return 0
+
+
 def bench_command(args: argparse.Namespace) -> int:
-    from zocrates_nb import bench
+    try:
+        from zocrates_nb import bench
+    except ImportError:  # the wheel leaves the benchmarks out
+        raise UsageError("the benchmarks run from a source checkout of zocrates-nb") from None
 
     result = bench.run(args)
     if args.json:
@@ -66,10 +88,12 @@ def _library_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
     se = sub.add_parser("search", help="hybrid search over the index")
     se.add_argument("query", nargs="?")
-    se.add_argument("--items", nargs="+", metavar="KEY", help="item or attachment keys")
-    se.add_argument("--collection", nargs="+", metavar="NAME", help="collection names or keys")
-    se.add_argument("--type", help="chunk type (frontmatter, abstract, body, figure, table, note)")
-    se.add_argument("--limit", type=int, default=10)
+    se.add_argument("--items", nargs="+", metavar="KEY", action=Values,
+                    help="item or attachment keys")
+    se.add_argument("--collection", nargs="+", metavar="NAME", action=Values,
+                    help="collection names or keys")
+    se.add_argument("--type", choices=CHUNK_TYPES, help="only passages of this kind")
+    se.add_argument("--limit", type=positive_int, default=10, help="at most this many (10)")
     se.add_argument("--queries", type=Path,
                     help="batch mode: JSONL of {id, query, items?, collections?}")
     add_output_options(se, verbose=False)
@@ -114,7 +138,7 @@ def _conversation_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
     ch.set_defaults(func=_conversation("chat_command"), json=False)
 
     se = sub.add_parser("sessions", help="list chat sessions")
-    se.add_argument("--limit", type=int, default=50)
+    se.add_argument("--limit", type=positive_int, default=50, help="at most this many (50)")
     se.set_defaults(func=_conversation("sessions_command"))
 
     for p in (ask, res, ch, se):
@@ -122,7 +146,7 @@ def _conversation_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
     for p in (ask, res):
         add_output_options(p)
     ch.add_argument("--verbose", action="store_true", help="show steps and thinking")
-    se.add_argument("--json", action="store_true")
+    se.add_argument("--json", action="store_true", help=JSON_HELP)
 
     do = sub.add_parser("doctor", help="models, embedding/rerank models, library, index health")
     add_output_options(do, verbose=False)
@@ -130,16 +154,25 @@ def _conversation_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParse
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="zocrates-nb",
         description="Research assistant over your Zotero library (offline by default).",
     )
     p.add_argument("--home", type=Path, default=None,
                    help="data home (default: $ZOCRATES_HOME or ~/.zocrates-nb)")
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+               p.add_subparsers(dest="command", required=True))  # of `Parser`s
     _library_parsers(sub)
     _conversation_parsers(sub)
     discovery.add_parsers(sub)
+
+    mc = sub.add_parser("mcp", help="serve the library to agents over the Model Context Protocol "
+                                    "(search, outline, read, ask)")
+    mc.add_argument("--http", action="store_true",
+                    help="streamable HTTP on 127.0.0.1 (default: stdio, for a client to start)")
+    mc.add_argument("--port", type=positive_int, default=8765, help="--http: the port (8765)")
+    mc.set_defaults(func=mcp_command)
 
     be = sub.add_parser("bench", help="benchmarks")
     be.add_argument("what", choices=["index", "search", "beir", "tokens", "ui", "scale",
@@ -161,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--indexed", action="store_true",
                     help="ui, server: use --home as it is (already indexed; sessions are added "
                          "to it)")
-    be.add_argument("--json", action="store_true")
+    be.add_argument("--json", action="store_true", help=JSON_HELP)
     be.add_argument("--papers", default="500",
                     help="scale: synthetic library size(s), e.g. 500 or 500,2000")
     be.add_argument("--work", type=Path,
@@ -193,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if callable(reconfigure):  # undecodable chat input reaches the App, which makes it safe
         reconfigure(errors="surrogateescape")
     args = build_parser().parse_args(argv)
+    trailing_text(args)
+    args.home_flag = args.home is not None  # hints then name the same --home
     args.home = (args.home or default_home()).expanduser().resolve()
     func: Callable[[argparse.Namespace], int] = args.func
     try:
@@ -201,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _discard_stdout()
         return 0
     except ZocratesError as e:
-        print(f"zocrates-nb: error: {e}", file=sys.stderr)
+        print(f"zocrates-nb: error: {lib.as_typed(str(e), args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("zocrates-nb: interrupted", file=sys.stderr)

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from zocrates_nb.app import describe_error
 from zocrates_nb.cli.client import Client, open_client, open_local
+from zocrates_nb.cli.library import as_typed
 from zocrates_nb.cli.options import ask_options
 from zocrates_nb.cli.printer import TurnPrinter
 from zocrates_nb.errors import UsageError, ZocratesError
@@ -48,6 +49,7 @@ def ask_command(args: argparse.Namespace) -> int:
     options = ask_options(args)
     client = open_client(args)
     try:
+        _check_ready(client, options.model)
         printer = _printer(client, args, args.json)
         question = " ".join(args.question)
         _run(printer.run(client.ask(question, options, session_id=args.session)))
@@ -201,10 +203,24 @@ def checkpoint_choice() -> tuple[str, str] | None:
     return "extend_budget", (read_line("guidance for the search (optional)> ") or "").strip()
 
 
+def _check_ready(client: Client, model: str | None) -> None:
+    """A model that cannot be set up (`--model nonsense`, a missing API key) or a home with
+    nothing indexed is a usage error said before the turn starts (exit status 2, with what to
+    run), not a failed turn. A server checks its own."""
+    from zocrates_nb.app import App
+    from zocrates_nb.cli.library import not_indexed
+
+    if isinstance(client, App):
+        client.check_models(model)
+        if not client.status().chunks:
+            raise not_indexed(client)
+
+
 def chat_command(args: argparse.Namespace) -> int:
-    ask_options(args)  # bad flags fail before the chat starts
+    options = ask_options(args)  # bad flags fail before the chat starts
     client = open_client(args)
     try:
+        _check_ready(client, options.model)
         return _run(_chat(client, args))
     finally:
         client.close()
@@ -296,7 +312,7 @@ def doctor_command(args: argparse.Namespace) -> int:
               f"documents {lib.documents}, last indexed {lib.last_indexed}")
     health = info.index_health
     print(f"index health     {'ok' if health.ok else 'PROBLEM'} "
-          f"{health.note or health.error}".rstrip())
+          f"{as_typed(health.note or health.error or '', args)}".rstrip())
     for line in health.vectors:
         print(f"  vectors: {line}")
     for p in health.problems:

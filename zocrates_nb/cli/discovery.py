@@ -9,6 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from zocrates_nb.cli.options import JSON_HELP, Values, positive_int
 from zocrates_nb.errors import UsageError
 
 if TYPE_CHECKING:
@@ -225,8 +226,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     di = sub.add_parser("discover", help="find papers beyond your library (online.enabled)")
     di.add_argument("query")
-    di.add_argument("--limit", type=int, default=10)
-    di.add_argument("--json", action="store_true")
+    di.add_argument("--limit", type=positive_int, default=10, help="at most this many (10)")
+    di.add_argument("--json", action="store_true", help=JSON_HELP)
     session(di)
     di.set_defaults(func=discover_command)
 
@@ -236,7 +237,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     add.add_argument("ids", nargs="+", metavar="ID")
     add.set_defaults(func=stage_add_command)
     ls = ss.add_parser("list", help="the staging list")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help=JSON_HELP)
     ls.set_defaults(func=stage_list_command)
     rm = ss.add_parser("remove", help="take candidates off the staging list")
     rm.add_argument("ids", nargs="+", metavar="ID")
@@ -246,12 +247,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     sv.add_argument("--out", help="ris/bibtex: the file to write (default: standard output)")
     sv.add_argument("--collection", help="the collection to save into: web, its key; "
                     "connector, its name or path (default: the one selected in Zotero)")
-    sv.add_argument("--tag", action="append", help="a tag to give the saved items (repeatable)")
+    sv.add_argument("--tag", nargs="+", action=Values,
+                    help="tags to give the saved items (--tag a b, or --tag a --tag b)")
     sv.add_argument("--lost", choices=["saved", "unsaved"],
                     help="connector: what you found in Zotero for papers whose save was not "
                     "answered (the save says when this is needed)")
     sv.add_argument("--yes", action="store_true", help="do not ask before writing")
-    sv.add_argument("--json", action="store_true")
+    sv.add_argument("--json", action="store_true", help=JSON_HELP)
     sv.set_defaults(func=stage_save_command)
     for p in (add, ls, rm, sv):
         session(p)
@@ -263,10 +265,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                     help="the Zotero app (default) or your web library")
     ad.add_argument("--collection", help="the collection to save into: connector, its name or "
                     "path (default: the one selected in Zotero); web, its key")
-    ad.add_argument("--tag", action="append", help="a tag to give the papers (repeatable)")
+    ad.add_argument("--tag", nargs="+", action=Values,
+                    help="tags to give the papers (--tag a b, or --tag a --tag b)")
     ad.add_argument("--lost", choices=["saved", "unsaved"], help=argparse.SUPPRESS)
     ad.add_argument("--yes", action="store_true", help="do not ask before writing")
-    ad.add_argument("--json", action="store_true")
+    ad.add_argument("--json", action="store_true", help=JSON_HELP)
     ad.set_defaults(func=add_command)
 
     no = sub.add_parser("note", help="save an answer as a Zotero note")
@@ -282,7 +285,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     nsv.add_argument("--tag-cited", action="store_true",
                      help="web: also tag the cited items zocrates:cited")
     nsv.add_argument("--yes", action="store_true", help="do not ask before writing")
-    nsv.add_argument("--json", action="store_true")
+    nsv.add_argument("--json", action="store_true", help=JSON_HELP)
     nsv.set_defaults(func=note_save_command)
 
     an = sub.add_parser("annotate", help="write an answer's verified quotes as highlights in "

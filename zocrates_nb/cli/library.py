@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +35,7 @@ def index_command(args: argparse.Namespace) -> int:
             group=args.group,
             folder=args.folder,
             sample=args.sample,
-            progress=not args.json,
+            progress=not args.json and sys.stderr.isatty(),  # a bar is for a person watching
         )
     if args.json:
         _json(report.to_json())
@@ -57,18 +59,35 @@ def index_command(args: argparse.Namespace) -> int:
 def status_command(args: argparse.Namespace) -> int:
     with _app(args) as app:
         status = app.status()
+        hint = "" if status.chunks else app.index_hint()
     if args.json:
         _json(status.model_dump(mode="json"))
-    else:
-        for key, value in status:
-            if key == "problems":
-                for line in value:
-                    print(f"{'problem':>16}: {line}")
-            elif key == "retractions":
-                print(f"{'retractions':>16}: {value.message if value else 'not checked'}")
-            else:
-                print(f"{key:>16}: {value}")
+        return 0
+    for key, value in status:
+        if key == "problems":
+            for line in value:
+                print(f"{'problem':>16}: {as_typed(line, args)}")
+        elif key == "retractions":
+            print(f"{'retractions':>16}: {value.message if value else 'not checked'}")
+        else:
+            print(f"{key:>16}: {value}")
+    if hint:
+        print(f"{'to index':>16}: {as_typed(hint, args)}")
     return 0
+
+
+def not_indexed(app: App) -> UsageError:
+    """The error a command that reads the index gives on a home with nothing indexed."""
+    return UsageError(f"nothing is indexed in {app.home} yet: {app.index_hint()}")
+
+
+def as_typed(text: str, args: argparse.Namespace) -> str:
+    """A hint's `zocrates-nb …` commands as this user must type them: with the `--home` the
+    command was given (the default home needs none)."""
+    if not getattr(args, "home_flag", False):
+        return text
+    return re.sub(r"`zocrates-nb (?!--home)", f"`zocrates-nb --home {shlex.quote(str(args.home))} ",
+                  text)  # fmt: skip
 
 
 def search_command(args: argparse.Namespace) -> int:
@@ -79,6 +98,8 @@ def search_command(args: argparse.Namespace) -> int:
             raise UsageError("give a QUERY (or --queries FILE.jsonl)")
         hits = app.search(args.query, items=args.items, collections=args.collection,
                           chunk_type=args.type, limit=args.limit)  # fmt: skip
+        if not hits and not app.status().chunks:
+            raise not_indexed(app)
     if args.json:
         _json([h.model_dump(mode="json") for h in hits])
         return 0

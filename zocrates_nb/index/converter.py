@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -114,6 +114,11 @@ _MEMORY_MB = 0  # the worker's memory cap (index.convert_memory_mb), for its mes
 def _start_worker(progress: Any, lock: Any, parent: int, memory_mb: int) -> None:
     """A new worker's initializer: its guards, then its progress slot."""
     global _MEMORY_MB
+    # Ctrl-C at a terminal reaches the whole process group: the indexer stops its workers
+    # itself, so a worker ignores it (started with SIGINT blocked, see `_submit`: none can
+    # print a KeyboardInterrupt traceback while it starts either).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     guard_worker(parent, memory_mb)
     _MEMORY_MB = memory_mb
     _init_worker(progress, lock)
@@ -258,15 +263,17 @@ class Converter:
             )
         job = len(self._jobs) + 1
         self._jobs[sha] = job
-        self._futures[sha] = future = self._pool.submit(
-            _convert_to_cache,
-            str(doc.path),
-            doc.content_type,
-            str(doc.fallback) if doc.fallback else None,
-            self.max_pages,
-            str(self._out(doc)),
-            job,
-        )
+        with _sigint_blocked():  # a worker started here inherits the mask (see _start_worker)
+            future = self._pool.submit(
+                _convert_to_cache,
+                str(doc.path),
+                doc.content_type,
+                str(doc.fallback) if doc.fallback else None,
+                self.max_pages,
+                str(self._out(doc)),
+                job,
+            )
+        self._futures[sha] = future
         self._in_pool.append(future)
 
     def rotate(self, doc: _Doc | None = None) -> None:
@@ -367,6 +374,20 @@ class Converter:
             for proc in list(getattr(pool, "_processes", {}).values()):
                 proc.kill()
         pool.shutdown(wait=not kill, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT held back in this thread while it may start worker processes (they inherit the
+    mask through spawn's exec); one arriving meanwhile is delivered when it ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def convert_workers(configured: int) -> int:

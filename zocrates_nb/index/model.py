@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-CHUNK_TYPES = ("frontmatter", "abstract", "body", "figure", "table", "note")
+from zocrates_nb.turn import CHUNK_TYPES as CHUNK_TYPES  # declared with the passage record
 
 
 @dataclass

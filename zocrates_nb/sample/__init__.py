@@ -1,6 +1,8 @@
 """The built-in sample library: short documents this project authors, so zocrates-nb works
-for someone with no Zotero. Sources are Markdown with YAML-ish front matter; `build` renders
-them into a folder as PDF (reportlab), HTML or Markdown, which the folder reader then indexes.
+for someone with no Zotero. Sources are Markdown with YAML-ish front matter; `build` writes
+them into a folder as PDF, HTML or Markdown, which the folder reader then indexes. The PDFs ship
+rendered (`rendered/`, byte-stable); `python -m zocrates_nb.sample` renders them again with
+reportlab (the `samples` extra) after a source changes (tests/test_sample.py checks they match).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 SOURCES = Path(__file__).parent
+RENDERED = SOURCES / "rendered"
 
 
 @dataclass
@@ -55,13 +58,24 @@ def build(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for doc in documents():
         if doc.format == "pdf":
-            _write_if_changed(dest / f"{doc.slug}.pdf", _render_pdf(doc))
+            _write_if_changed(dest / f"{doc.slug}.pdf", (RENDERED / f"{doc.slug}.pdf").read_bytes())
         elif doc.format == "html":
             _write_if_changed(dest / f"{doc.slug}.html", _render_html(doc).encode())
         else:
             src = (SOURCES / f"{doc.slug}.md").read_bytes()
             _write_if_changed(dest / f"{doc.slug}.md", src)
     return dest
+
+
+def render(dest: Path = RENDERED) -> list[Path]:
+    """Render the PDF documents into `dest` (reportlab: the `samples` extra)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    written = []
+    for doc in documents():
+        if doc.format == "pdf":
+            _write_if_changed(path := dest / f"{doc.slug}.pdf", _render_pdf(doc))
+            written.append(path)
+    return written
 
 
 def _write_if_changed(path: Path, data: bytes) -> None:
