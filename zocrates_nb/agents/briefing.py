@@ -71,6 +71,7 @@ def writer_brief(
         scope_label=scope_label(turn),
         elsewhere=tuple(src.title for src in wider.sources),
         vectors=vectors,
+        follow_up=state.follow_up,
     )
 
 

@@ -19,10 +19,10 @@ A question that is neither stays whole (no parts).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from zocrates_nb.agents.catalogue import (
+from zocrates_nb.index.names import (
     Catalogue,
     CatalogueItem,
     Mention,
@@ -30,7 +30,6 @@ from zocrates_nb.agents.catalogue import (
     resolve_names,
     tokens,
 )
-from zocrates_nb.text import stem
 
 # Between two coordinated names only these may stand ("Dynamo and chain replication",
 # "MapReduce, Bigtable and GFS", "in Bigtable and in Spanner", "Raft with Zab").
@@ -60,22 +59,22 @@ _CONNECTIVES = frozenset(
 # Clause boundaries inside a sentence: ", and which …", "; how …", " with what …", ", and say
 # how …".
 _CLAUSE_RE = re.compile(
-    r"(?:,\s*(?:and|but|while|whereas)\s+|;\s*(?:and\s+)?|\s+and\s+|\s+with\s+)"
+    r"(?:,\s*(?:(?:and|but|while|whereas)\s+)?|;\s*(?:and\s+)?|\s+and\s+|\s+with\s+)"
     r"(?=(?:(?:to|in|on|for|by|at|from|of)\s+)?(?:what|which|how|why|when|where|who|whom|"
     r"whose|does|do|did|is|are|say|explain|describe|tell|state|note|compare|contrast|give|"
     r"list|show|discuss)\b)",
     re.I,
 )
 _FOLLOW_UP_RE = re.compile(r"\s*\(Follow-up to the earlier question:.*$", re.S)
-# Where a follow-up's goal notes the earlier goal it builds on ("why? — regarding: How does Raft
-# elect a leader?"): the question's own words are before it.
-REGARDING = " — regarding: "
+# Sessions recorded before a follow-up's earlier subject was a typed field (`FollowUp`) noted it
+# in the goal ("why? — regarding: How does Raft elect a leader?"): the own words are before it.
+_REGARDING = " — regarding: "
 
 
 def core_goal(goal: str) -> str:
     """A goal without the note of what it refers to (a rewrite never nests; parts, headings
     and aspects come from the question's own words)."""
-    goal = goal.split(REGARDING, 1)[0]
+    goal = goal.split(_REGARDING, 1)[0]
     return " ".join(_FOLLOW_UP_RE.sub("", goal).split())
 
 
@@ -87,7 +86,8 @@ class Part:
     subject: str = ""  # the named thing this part asks about ("" when the clause has none)
     items: list[str] = field(default_factory=list)  # library items the subject names
     titles: list[str] = field(default_factory=list)
-    heading: str = ""  # "Raft: electing a new leader after a failure" (never the question)
+    heading: str = ""  # "Raft: elect a new leader after a failure" (never the question)
+    name: str = ""  # what the heading calls it: the subject, or "Paxos Made Simple (Lamport)"
 
 
 # ------------------------------------------------------------------------------ decomposition
@@ -191,7 +191,9 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
             toks = tokens(u.text)
             lo, hi = toks[group[0].start][1], toks[group[-1].end - 1][2]
             last = []
-            after = re.sub(r"^\s+papers?\b", "", u.text[hi:])  # "X and the Y paper both…"
+            # "X and the Y paper both…", "How do GFS and Bigtable each use…"
+            after = re.sub(r"^\s+(?:papers?\b\s*)?(?:each\b)?", " ", u.text[hi:])
+            after = after if after.strip() else ""
             for m in group:
                 text = u.text[:lo] + m.surface + after
                 if len(tokens(_clean(text))) <= len(tokens(m.surface)) + 1:
@@ -210,7 +212,9 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
             parts.extend(last)
             pending = []
         elif new:
-            part = _part(_join(pending, u), new[0], cat)
+            # The thing the library knows is what the clause asks about ("Does TCP/IP appear
+            # in the Bitcoin paper?"): an unknown name beside it is part of its question.
+            part = _part(_join(pending, u), next((m for m in new if m.keys), new[0]), cat)
             own[id(part)] = u
             last = [part]
             parts.append(part)
@@ -231,10 +235,36 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
         if not part.text.strip():
             part.text = part.subject
         part.text = part.text if part.text.endswith(("?", ".")) else part.text + "?"
-        clause = own.get(id(part))
-        titles = [it.title for it in cat.items.values()]
-        part.heading = heading(clause.text if clause and clause.text else q, part.subject, titles)
+    _headings(parts, own, q)
     return parts
+
+
+def _headings(parts: list[Part], own: dict[int, _Unit], q: str) -> None:
+    """Each part's heading from its own clause (or, where that says nothing of it, its whole
+    text); parts compared in one clause share the span that names none of them."""
+    subjects = [p.subject.lower() for p in parts if p.subject]
+    aspects: dict[int, str] = {}
+    for part in parts:
+        clause = own.get(id(part))
+        texts = [clause.text] if clause and clause.text else []
+        for text in [*texts, part.text, q]:
+            span = aspect_span(_plain(text), part.subject) if part.subject else ""
+            if span:
+                aspects[id(part)] = span
+                break
+    for part in parts:
+        span = aspects.get(id(part), "")
+        if any(sub in span.lower() for sub in subjects if sub != part.subject.lower()):
+            clause = own.get(id(part))
+            siblings = [aspects.get(id(o), "") for o in parts if o is not part
+                        and own.get(id(o)) is clause]  # fmt: skip
+            span = next((a for a in siblings if a and not any(
+                sub in a.lower() for sub in subjects)), "")  # fmt: skip
+        part.heading = f"{part.name}: {span}" if span else part.name
+
+
+def _plain(text: str) -> str:
+    return " ".join(_ASKING_RE.sub("", text.strip()).split()).rstrip(" ?.!")
 
 
 _COMPARES_RE = re.compile(r"\b(compared?|differs?|versus|vs|unlike|whereas|than|relative to|"
@@ -247,10 +277,10 @@ def _compared(u: _Unit, seen: set[tuple[str, ...]]) -> list[Mention]:
     if not _COMPARES_RE.search(u.text):
         return []
     out: list[Mention] = []
-    for m in u.mentions:
-        if m.keys and _subject(m) not in seen | {_subject(x) for x in out}:
+    for m in u.mentions:  # a name the library lacks is compared too, and said to be missing
+        if _subject(m) not in seen | {_subject(x) for x in out}:
             out.append(m)
-    return out
+    return out if any(m.keys for m in out) else []
 
 
 def _last_sentence(part: Part, own: dict[int, _Unit], u: _Unit) -> int:
@@ -282,104 +312,73 @@ def _part(text: str, m: Mention, cat: Catalogue) -> Part:
     at = text.find(subject)
     if at > 0 and (p := _PARTICLE_RE.search(text[:at])):
         subject = f"{p.group(1)} {subject}"  # "de Bruijn", "van Renesse"
-    return Part(text=text, subject=subject, items=items, titles=titles)
+    name = _capital(subject)
+    if m.author and len(titles) == 1 and not subject.isupper():
+        # "Lamport's paper": the paper is what the part is about (initials, "FLP", name it)
+        name = f"{short_title(titles[0])} ({subject})"
+    return Part(text=text, subject=subject, items=items, titles=titles, name=name)
+
+
+def short_title(title: str) -> str:
+    """A title as a heading names it: its head before a colon, else the whole title."""
+    head = re.split(r"\s*(?::|—|–|\s-\s)\s*", title.strip(), maxsplit=1)[0]
+    return head if len(head.split()) <= 8 else " ".join(head.split()[:8]) + "…"
 
 
 # ------------------------------------------------------------------------------ headings
-_AUX = r"(?:does|do|did|can|could|would|will|should|is|are|was|were|has|have|had)"
-_NOT_VERBS = frozenset(
-    ["and", "or", "with", "of", "in", "on", "for", "to", "from", "as", "is", "are", "was", "were",
-     "the", "a", "an", "its"]
-)  # fmt: skip
-_POSSESSED_END = (r"(?:compared?|differs?|with|and|versus|vs|in|on|is|are|does|do|than|"
-                  r"relative)\b")  # fmt: skip
-_DOUBLE_FINAL_RE = re.compile(r"[^aeiou]*[aeiou][bdgmnprt]")
 HEADING_WORDS = 12
+_AUX_WORDS = frozenset([
+    "does", "do", "did", "can", "could", "would", "will", "should", "is", "are", "was", "were",
+    "has", "have", "had", "the", "a", "an", "in", "of", "on", "for", "by", "to", "from", "at",
+    "with", "paper", "papers", "its", "their",
+])  # fmt: skip
+_WH_WORDS = frozenset([
+    "how", "what", "which", "why", "when", "where", "who", "whom", "whose", "whether",
+])  # fmt: skip
+_COMPARING_TAIL_RE = re.compile(
+    r"\s+(?:differs?|compares?|compared|contrasts?|versus|vs\.?|unlike|whereas|than|relative"
+    r")\b.*$", re.I)  # fmt: skip
+_SAYING_RE = re.compile(r"^(?:says?|said|writes?|wrote|reports?|claims?|states?|tells? us)\s+"
+                        r"(?:about|on|regarding|of|that)?\s*", re.I)  # fmt: skip
 
 
-def gerund(verb: str) -> str:
-    """"elect" → "electing", "handle" → "handling", "run" → "running", "die" → "dying"."""
-    v = verb.lower()
-    if v in ("be", "see", "flee", "agree"):
-        return v + "ing"
-    if v.endswith("ie"):
-        return v[:-2] + "ying"
-    if v.endswith("e") and not v.endswith(("ee", "ye", "oe")) and len(v) > 2:
-        return v[:-1] + "ing"
-    if len(v) <= 4 and _DOUBLE_FINAL_RE.fullmatch(v):
-        return v + v[-1] + "ing"
-    return v + "ing"
+def heading(clause: str, subject: str, name: str = "") -> str:
+    """A part's heading: the name of what it is about and, where the question has one, the
+    clean span of its own words that says what is asked of it ("Raft: elect a new leader after
+    the old one fails", "Paxos Made Simple (Lamport): what are the two phases of the
+    algorithm"), never words glued or conjugated into a phrase the question does not hold."""
+    name = name or _capital(subject)
+    text = _plain(clause)
+    aspect = aspect_span(text, subject) if subject else _clip(text)
+    return f"{name}: {aspect}" if aspect else name
 
 
-def third_person(verb: str) -> str:
-    """"use" → "uses", "apply" → "applies", "do" → "does"."""
-    v = verb.lower()
-    if v in ("be", "have"):
-        return {"be": "is", "have": "has"}[v]
-    if re.search(r"[^aeiou]y$", v):
-        return v[:-1] + "ies"
-    if v.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return v + "es"
-    return v + "s"
-
-
-def heading(clause: str, subject: str, titles: Iterable[str] = ()) -> str:
-    """A part's own short heading, its subject capitalised (see `_heading`). `titles`: the
-    library's titles, where a name that modifies a noun is written so ("de Bruijn graphs")."""
-    text = " ".join(_ASKING_RE.sub("", _clean(clause)).split()).rstrip(" ?.!")
-    m = re.search(rf"\b{re.escape(subject)}\s+([a-z][\w-]*)", text) if subject else None
-    if m and any(re.search(rf"\b{re.escape(subject)}\s+{re.escape(stem(m.group(1)))}", t, re.I)
-                 for t in titles):  # fmt: skip
-        # "de Bruijn graph assemblers": the name modifies a noun, as the library writes it.
-        plain = re.sub(rf"^(how|what|which|why|when|where)\s+{_AUX}\s+", r"\1 ", text, flags=re.I)
-        out = f"{subject}: {_clip(plain)}"
-    else:
-        out = _heading(text, subject)
-    return _capital(out) if out.startswith(subject) else out
-
-
-def _heading(text: str, subject: str) -> str:
-    """A part's own short heading: its subject and what is asked about it, never the whole
-    question ("How does Raft elect a new leader?" → "Raft: electing a new leader")."""
-    if not subject:
-        return _clip(text)
-    subj = re.escape(subject)
-    text = re.sub(r"\b(their|theirs)\b", "its", text)
-    m = re.search(r"\bdiffers?\s+(?:in|on|with respect to|regarding)\s+(.+)$", text, re.I)
-    if m and re.search(subj, text[: m.start()]):  # "how do X and Y differ in Z?": Z
-        return f"{subject}: {_clip(m.group(1))}"
-    m = re.match(rf"^{subj}\s+(?:papers?\s+)?([a-z]+)\s+(.*)$", text, re.I)
-    if m and m.group(1).lower() not in _NOT_VERBS:  # "X changes how a layer's weights are…"
-        verb = re.sub(r"(?<=[^s])s$", "", m.group(1).lower())
-        return f"{subject}: {_clip(gerund(verb) + ' ' + m.group(2))}"
-    m = re.search(rf"\b{subj}['’]s\s+((?:(?!{_POSSESSED_END})[\w-]+\s*){{1,5}})", text, re.I)
-    if m and re.search(r"\b(compared?|differs?|versus|vs|unlike|whereas|than)\b", text, re.I):
-        return f"{subject}: {_clip(m.group(1))}"  # "X's tablet location compared with Y's…"
-    mods = r"(?:(?:the|a|an|original|new|proposed)\s+){0,2}"
-    m = re.search(rf"(^|,\s*)how\s+(?:{_AUX}\s+)?{mods}{subj}\s+(\w+)\b(.*)$", text, re.I)
-    if m and not re.fullmatch(r"['’]s", m.group(2)):
-        before = text[: m.start()].strip(" ,")  # "When a replica fails, how does X keep…"
-        phrase = gerund(m.group(2)) + m.group(3) + (f", {before[:1].lower()}{before[1:]}"
-                                                    if before else "")  # fmt: skip
-        return f"{subject}: {_clip(phrase)}"
-    m = re.match(rf"^(why|when|where)\s+(?:{_AUX}\s+)?(?:the\s+)?{subj}\s+(\w+)\b(.*)$", text,
-                 re.I)  # fmt: skip
-    if m:
-        phrase = f"{m.group(1).lower()} it {third_person(m.group(2))}{m.group(3)}"
-        return f"{subject}: {_clip(phrase)}"
-    m = re.match(rf"^(what|which)\b(.*?)\s+{_AUX}\s+(?:the\s+)?{subj}\s+(\w+)\b(.*)$", text, re.I)
-    if m:
-        phrase = f"{m.group(1).lower()}{m.group(2)} it {third_person(m.group(3))}{m.group(4)}"
-        return f"{subject}: {_clip(phrase)}"
-    phrase = re.sub(rf"\b{subj}['’]s\b", "its", text)
-    phrase = re.sub(rf"\s*\b(?:of|in|for|by|from)\s+(?:the\s+)?{subj}\b", "", phrase)
-    # The subject standing alone becomes "it"; as the modifier of a noun ("de Bruijn graph
-    # assemblers") it stays as written.
-    phrase = re.sub(rf"\b(?:the\s+)?{subj}\b(?!\s+[a-z])", "it", phrase)
-    phrase = re.sub(rf"^(how|what|which|why|when|where)\s+{_AUX}\s+", r"\1 ", phrase, flags=re.I)
-    if not phrase.strip(" :,") or (len(phrase.split()) <= 3 and re.search(r"\bit\b", phrase)):
-        return subject  # "Compare Raft with Zab": the subject is the heading
-    return f"{subject}: {_clip(phrase)}"
+def aspect_span(text: str, subject: str) -> str:
+    """The words of `text` that say what it asks of `subject`, as the question writes them
+    ("" when it has none: "Compare Raft with Zab")."""
+    m = re.search(rf"(?<![\w-]){re.escape(subject)}(?![\w-])", text, re.I)
+    if m is None:
+        return ""
+    differ = re.search(r"\bdiff(?:er|ers|erent)\s+(?:in|on|with respect to|regarding)\s+(.+)$",
+                       text[m.end():], re.I)  # fmt: skip
+    if differ:
+        return _clip(differ.group(1))
+    after = re.sub(r"^(?:['’]s\b)?\s*(?:papers?\b)?\s*(?:each\b)?[\s,]*", "", text[m.end():])
+    after = _SAYING_RE.sub("", after)
+    after = _COMPARING_TAIL_RE.sub("", after) if not after.lower().startswith(
+        ("and ", "or ", "with ", "as ")) else ""  # fmt: skip
+    words = after.split()
+    if len(words) >= 2 or (words and not text[: m.start()].strip()):
+        return _clip(after)
+    before = text[: m.start()].split()
+    while before and before[-1].lower().strip(",") in _AUX_WORDS:
+        before.pop()
+    while before and before[0].lower() in ("in", "for", "of", "compare", "and"):
+        before.pop(0)
+    content = [w for w in before if w.lower() not in _WH_WORDS | _AUX_WORDS]
+    if len(content) < 1 or len(before) < 2:
+        return ""  # "What does Spanner add?": the name says it
+    return _clip(" ".join(before).strip(" ,"))
 
 
 def _capital(subject: str) -> str:
@@ -423,7 +422,6 @@ def render_parts(parts: Sequence[Part], include_keys: bool) -> str:
 
 __all__ = [
     "PARTS_HEADING",
-    "REGARDING",
     "Catalogue",
     "CatalogueItem",
     "Mention",
@@ -431,8 +429,8 @@ __all__ = [
     "catalogue_of",
     "core_goal",
     "decompose",
-    "gerund",
     "heading",
     "render_parts",
     "resolve_names",
+    "short_title",
 ]

@@ -38,7 +38,12 @@ from zocrates_nb.agents.synthesizer import synthesize
 from zocrates_nb.events import CheckpointEvent
 from zocrates_nb.retrieval import RunState, TocResult, Toolkit, rerank_state
 from zocrates_nb.retrieval.rerank import filter_substantive, rerank_evidence
-from zocrates_nb.retrieval.state import MAX_EXTENSIONS, CompletionReport, Evidence
+from zocrates_nb.retrieval.state import (
+    MAX_EXTENSIONS,
+    CompletionReport,
+    Evidence,
+    FollowUp,
+)
 from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.sessions.state import ActiveItem, AuditRecord, SessionState
 from zocrates_nb.turn import EvidenceRow, QuestionPart, Scope, Source
@@ -212,10 +217,11 @@ class SearchPipeline:
             return "collection " + ", ".join(f"“{c}”" for c in t.collections)
         return "the library"
 
-    async def start(self, goal: str) -> Outcome:
+    async def start(self, goal: str, follow_up: FollowUp | None = None) -> Outcome:
         t = self.turn
         goal = " ".join(goal.split())
         state = self.new_state(goal)
+        state.follow_up = follow_up
         t.step("route", f"Searching {self.where()} for “{goal}”", goal=goal)
         if await asyncio.to_thread(t.index.catalog.chunk_count) == 0:
             return self._empty_library(state)

@@ -147,6 +147,10 @@ class OfflineSearch:
 
     def chosen_papers(self, st: SearchPlanState, sims: dict[str, float]) -> list[str]:
         ranking = self.paper_ranking(st, sims)
+        fu = st.brief.state.follow_up
+        if fu is not None and fu.not_papers:  # "no, the other paper": the others are read
+            refused = {p.item_key for p in [*st.passages, *st.survey] if p.title in fu.not_papers}
+            ranking = [kv for kv in ranking if kv[0] not in refused] or ranking
         if not ranking:
             return []
         if st.scope == "selection" and st.active_keys:

@@ -32,8 +32,8 @@ from zocrates_nb.agents.offline.quotes import (
     Unit,
     chunks_of,
 )
-from zocrates_nb.agents.parts import REGARDING, Part, core_goal
-from zocrates_nb.text import STOPWORDS, entities, mentions, terms
+from zocrates_nb.agents.parts import Part, core_goal
+from zocrates_nb.text import STOPWORDS, entities, mentions
 
 NO_LM_NOTE = (
     "_Answered by the embedded offline engine, without a language model: the sentences above "
@@ -65,9 +65,7 @@ def asked(brief: WriterBrief) -> str:
     """What the answer answers: the goal's own words, or, for a follow-up that says little by
     itself ("Why?"), the goal with the earlier question it builds on."""
     own = core_goal(brief.goal) or core_goal(brief.question)
-    if len(terms(own)) >= 2:
-        return own
-    return " ".join(brief.goal.replace(REGARDING, " ").split()) or own
+    return brief.follow_up.context(own) if brief.follow_up else own
 
 
 def named_phrases(question: str) -> list[str]:
@@ -132,6 +130,9 @@ class OfflineSynthesizer:
     # ------------------------------------------------------------------ answering
     def answer(self, brief: WriterBrief) -> str:
         chunks = chunks_of(brief.evidence)
+        fu = brief.follow_up
+        if fu is not None and fu.not_papers:  # "no, the other paper": never the one refused
+            chunks = [c for c in chunks if c.title not in fu.not_papers] or chunks
         scorer = QuoteScorer(self.emb, brief.vectors)
         question = asked(brief)
         if len(brief.parts) >= 2:
@@ -149,7 +150,11 @@ class OfflineSynthesizer:
         ):
             return self.no_evidence(brief, missing)
         named = self.named_items(brief, chunks)
-        lines = ["What the papers in your library say, in their own words:", ""]
+        lines = [
+            *follow_up_lines(brief),
+            "What the papers in your library say, in their own words:",
+            "",
+        ]
         lines += self.attributed(scorer, question, mine, named, max_sentences=8, max_words=230)
         if missing:
             lines += [f"The evidence does not mention: {', '.join(missing)}.", ""]
@@ -200,7 +205,11 @@ class OfflineSynthesizer:
             (q, scorer.focus(q, self.part_pool(part, cands), PART_FOCUS_WORDS))
             for part in brief.parts for q in [part_query(part)]
         ])  # fmt: skip
-        lines = ["What the papers in your library say about each part, in their own words:", ""]
+        lines = [
+            *follow_up_lines(brief),
+            "What the papers in your library say about each part, in their own words:",
+            "",
+        ]
         uncovered: list[str] = []
         used: set[str] = set()
         for part in brief.parts:
@@ -280,6 +289,25 @@ class OfflineSynthesizer:
             f"addresses it{about}, so there is nothing I can cite.\n\n"
             "_Answered by the embedded offline engine, without a language model._"
         )
+
+
+def follow_up_lines(brief: WriterBrief) -> list[str]:
+    """What a follow-up's answer says first: that it takes the researcher's correction, or the
+    earlier side of a contrast in one line (its first answering sentence, whole)."""
+    fu = brief.follow_up
+    if fu is None:
+        return []
+    if fu.correction and fu.not_papers:
+        refused = " and ".join(f"*{t}*" for t in fu.not_papers)
+        return [f"_You meant another paper than {refused}: here is what the others say._", ""]
+    if fu.correction:
+        about = f" about {fu.subject}" if fu.subject else ""
+        return [f"_Taking your correction: not the earlier question{about}, but “{brief.goal}”._",
+                ""]  # fmt: skip
+    if fu.answer:
+        on = f" on {fu.subject}" if fu.subject else ""
+        return [f"_Earlier{on}: {fu.answer}_", ""]
+    return []
 
 
 def _order(runs: list[Unit]) -> list[Unit]:
