@@ -355,7 +355,9 @@ def heading(clause: str, subject: str, name: str = "") -> str:
 
 def aspect_span(text: str, subject: str) -> str:
     """The words of `text` that say what it asks of `subject`, as the question writes them
-    ("" when it has none: "Compare Raft with Zab")."""
+    ("" when it has none: "Compare Raft with Zab"): what a question word asks for ("which hash
+    function", "who assigns the timestamps"), else what follows the name ("elect a leader"),
+    else what comes before it ("how are read-only operations handled")."""
     m = re.search(rf"(?<![\w-]){re.escape(subject)}(?![\w-])", text, re.I)
     if m is None:
         return ""
@@ -363,20 +365,27 @@ def aspect_span(text: str, subject: str) -> str:
                        text[m.end():], re.I)  # fmt: skip
     if differ:
         return _clip(differ.group(1))
-    after = re.sub(r"^(?:['’]s\b)?\s*(?:papers?\b)?\s*(?:each\b)?[\s,]*", "", text[m.end():])
-    after = _SAYING_RE.sub("", after)
-    after = _COMPARING_TAIL_RE.sub("", after) if not after.lower().startswith(
-        ("and ", "or ", "with ", "as ")) else ""  # fmt: skip
-    words = after.split()
-    if len(words) >= 2 or (words and not text[: m.start()].strip()):
-        return _clip(after)
     before = text[: m.start()].split()
     while before and before[-1].lower().strip(",") in _AUX_WORDS:
         before.pop()
-    while before and before[0].lower() in ("in", "for", "of", "compare", "and"):
+    while before and before[0].lower().strip(",") in ("in", "for", "of", "compare", "and"):
         before.pop(0)
-    content = [w for w in before if w.lower() not in _WH_WORDS | _AUX_WORDS]
-    if len(content) < 1 or len(before) < 2:
+    content = [w for w in before if w.lower().strip(",") not in _WH_WORDS | _AUX_WORDS]
+    joined = text[: m.start()].split()[-1:] == before[-1:]  # "monthly CRAN downloads"
+    asked = (len(before) >= 2 and not joined and before[0].lower() in _WH_WORDS
+             and before[1].lower() not in _AUX_WORDS | _WH_WORDS)  # fmt: skip
+    if asked:  # "Which hash function does Dynamo use?": what the question word asks for
+        return _clip(" ".join(before).strip(" ,"))
+    after = re.sub(r"^(?:['’]s\b)?\s*(?:papers?\b)?\s*(?:(?:each|both)\b)?[\s,]*", "",
+                   text[m.end():])  # fmt: skip
+    after = re.sub(r"^(?:both|each|respectively)\s+", "", _SAYING_RE.sub("", after))
+    after = _COMPARING_TAIL_RE.sub("", after) if not after.lower().startswith(
+        ("and ", "or ", "with ", "as ")) else ""  # fmt: skip
+    words = after.split()
+    appositive = text[m.end():].lstrip().startswith(",") and content
+    if not appositive and (len(words) >= 2 or (words and not before)):
+        return _clip(after)
+    if not content or len(before) < 2:
         return ""  # "What does Spanner add?": the name says it
     return _clip(" ".join(before).strip(" ,"))
 
@@ -410,7 +419,7 @@ def render_parts(parts: Sequence[Part], include_keys: bool) -> str:
     for i, p in enumerate(parts, 1):
         lines.append(f"{i}. {p.text}")
         if p.subject:
-            lines.append(f"   - about: {p.subject}")
+            lines.append(f"   - about: {p.name or p.subject}")
         if p.items:
             named = ", ".join(
                 (f"[Key: {k}] " if include_keys else "") + f'"{t}"'

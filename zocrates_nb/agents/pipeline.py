@@ -84,7 +84,8 @@ class Outcome:
 
     @property
     def question_parts(self) -> list[QuestionPart]:
-        return [QuestionPart(text=p.text, subject=p.subject) for p in self.parts]
+        return [QuestionPart(text=p.text, subject=p.subject, heading=p.heading)
+                for p in self.parts]  # fmt: skip
 
     @property
     def evidence(self) -> list[EvidenceRow]:
@@ -234,7 +235,7 @@ class SearchPipeline:
             t.step(
                 "parts",
                 f"Searching {len(self.parts)} parts: "
-                + "; ".join(p.subject or p.text for p in self.parts),
+                + "; ".join(p.name or p.subject or p.text for p in self.parts),
                 parts=[p.text for p in self.parts],
             )
         prompt = search_input(

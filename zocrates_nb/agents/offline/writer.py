@@ -210,21 +210,20 @@ class OfflineSynthesizer:
             "What the papers in your library say about each part, in their own words:",
             "",
         ]
-        uncovered: list[str] = []
+        uncovered: list[Part] = []
         used: set[str] = set()
         for part in brief.parts:
             head = part.heading or part.text
             pool = [c for c in cands if c.text not in used]
             body, quoted = self.part_quotes(scorer, part, pool, bool(brief.elsewhere))
             if not body:
-                uncovered.append(head)
+                uncovered.append(part)
                 continue
             used |= quoted
             lines += [f"**{head}**", "", *body]
         if len(uncovered) == len(brief.parts):
             return self.no_evidence(brief, [])
-        if uncovered:
-            lines += ["Not covered by the library: " + "; ".join(uncovered) + ".", ""]
+        lines += uncovered_lines(brief.parts, uncovered)
         real_gaps = [
             g for g in brief.gaps
             if not g.startswith(("passages not yet", "nothing found about", "no passage"))
@@ -266,7 +265,9 @@ class OfflineSynthesizer:
         mine = scorer.focus(query, cands, PART_FOCUS_WORDS)
         scorer.score(query, mine)
         text = " ".join(f"{c.chunk.title} {c.chunk.section} {c.text}" for c in mine)
-        named = entities(part.subject or part.text)
+        # A name the library knows stands for its paper, which need not repeat it ("FLP",
+        # "Lamport's paper"); a name it lacks must be in what is quoted under it.
+        named = [] if part.items else [part.subject] if part.subject else entities(part.text)
         missing = [e for e in named if not mentions(text, e)]
         top = max((c.score for c in mine), default=0.0)
         if not mine or self.off_topic(part.text, top, missing, named, text):
@@ -289,6 +290,25 @@ class OfflineSynthesizer:
             f"addresses it{about}, so there is nothing I can cite.\n\n"
             "_Answered by the embedded offline engine, without a language model._"
         )
+
+
+def uncovered_lines(parts: Sequence[Part], uncovered: Sequence[Part]) -> list[str]:
+    """The parts no quote answers, by the same names as their headings: a name the library
+    lacks is said to be missing; a paper it holds is said to have nothing on the question in
+    the evidence gathered (never "not covered by the library")."""
+    lines: list[str] = []
+    lacks = [p.name or p.subject for p in uncovered if not p.items and (p.name or p.subject)]
+    silent = [p for p in uncovered if p.items or not (p.name or p.subject)]
+    if lacks:
+        lines += ["Not in your library: " + "; ".join(lacks) + " (no paper by that name).", ""]
+    if silent:
+        said = "; ".join(
+            (p.heading or p.text) + (f" (in {', '.join(f'*{t}*' for t in p.titles)})"
+                                     if p.titles and not p.name.endswith(")") else "")
+            for p in silent
+        )  # fmt: skip
+        lines += ["Nothing in the evidence gathered answers: " + said + ".", ""]
+    return lines
 
 
 def follow_up_lines(brief: WriterBrief) -> list[str]:
