@@ -171,7 +171,20 @@ class OfflineSearch:
             named = [k for k, _ in ranking if mentions(titles.get(k, ""), ent)]
             if named and not any(k in chosen for k in named):
                 chosen.append(named[0])
-        return chosen[:3]
+        # A paper the question names by a name its text may never use ("the FLP paper",
+        # "Lamport's paper") is read first, found or not by the passage search.
+        first = [k for k in self.named_papers(st) if k not in chosen or k != chosen[0]]
+        return list(dict.fromkeys([*first, *chosen]))[:3]
+
+    @staticmethod
+    def named_papers(st: SearchPlanState) -> list[str]:
+        """The items the question names through the library's names, within the scope."""
+        cat = st.brief.catalogue
+        if cat is None:
+            return []
+        allowed = set(st.brief.state.allowed_keys)
+        keys = [k for m in cat.mentions(st.question) if len(m.keys) == 1 for k in m.keys]
+        return [k for k in dict.fromkeys(keys) if not allowed or k in allowed]
 
     @staticmethod
     def _guided(st: SearchPlanState) -> str:
