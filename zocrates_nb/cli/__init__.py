@@ -25,9 +25,6 @@ def _conversation(name: str) -> Callable[[argparse.Namespace], int]:
     indexer's converter workers included: spawn re-imports the `zocrates-nb` script)."""
 
     def run(args: argparse.Namespace) -> int:
-        from zocrates_nb.index.chroma_import import spare_iri_grammar
-
-        spare_iri_grammar()  # a command-line process: nothing of it checks IRIs
         from zocrates_nb.cli import conversation
 
         command: Callable[[argparse.Namespace], int] = getattr(conversation, name)

@@ -3,8 +3,9 @@ grammar (`rfc3987_syntax`), which compiles a Lark parser at import (≈ 1.4 s of
 process's 2 s of chromadb). Chroma validates embedding-function configs with jsonschema but
 no schema of ours has an "iri" format, so nothing checks one.
 
-Only a process that has not imported jsonschema yet is spared it; a process that has (a
-Jupyter server validates its event schemas with it) keeps jsonschema as it was.
+Called when the index package is first imported. Only a process that has not imported
+jsonschema yet is spared the grammar; a process that has (a Jupyter server validates its event
+schemas with it) keeps jsonschema as it was.
 """
 
 from __future__ import annotations
