@@ -121,6 +121,10 @@ def test_a_part_named_by_its_author_is_that_paper_and_headings_are_clean_spans()
         "Paxos Made Simple (Lamport): what are the two phases of the algorithm"
     )
     assert parts[1].heading == "Chubby: use it"
+    # What is searched and matched names the paper as its own text can answer to.
+    assert parts[0].text == "In “Paxos Made Simple”, what are the two phases of the algorithm?"
+    flp = decompose("What does FLP prove, and how does Chubby live with it?", LIBRARY)
+    assert flp[0].heading == "FLP" and "“Impossibility of Distributed" in flp[0].text
 
 
 def test_three_named_systems_are_three_parts_and_a_slashed_term_stays_whole() -> None:

@@ -313,9 +313,14 @@ def _part(text: str, m: Mention, cat: Catalogue) -> Part:
     if at > 0 and (p := _PARTICLE_RE.search(text[:at])):
         subject = f"{p.group(1)} {subject}"  # "de Bruijn", "van Renesse"
     name = _capital(subject)
-    if m.author and len(titles) == 1 and not subject.isupper():
-        # "Lamport's paper": the paper is what the part is about (initials, "FLP", name it)
-        name = f"{short_title(titles[0])} ({subject})"
+    if m.author and len(titles) == 1:
+        # "Lamport's paper", "FLP": the paper is what the part is about, and its title is what
+        # its text can answer to (the paper never calls itself so).
+        if not subject.isupper():
+            name = f"{short_title(titles[0])} ({subject})"
+        text = re.sub(rf"(?:\bthe\s+)?(?:\bpaper\s+by\s+)?\b{re.escape(m.surface)}\b(?:['’]s)?"
+                      r"(?:\s+(?:paper|article|result|theorem|proof)\b)?", f"“{titles[0]}”", text,
+                      count=1)  # fmt: skip
     return Part(text=text, subject=subject, items=items, titles=titles, name=name)
 
 
