@@ -35,7 +35,13 @@ _NOTE = "\n\n_(Answered from this conversation's history; embedded offline engin
 
 
 def is_about_conversation(message: str) -> bool:
-    return bool(_CONVERSATION_RE.search(message))
+    return bool(_CONVERSATION_RE.search(message)) or _asks_first_question(message)
+
+
+def _asks_first_question(message: str) -> bool:
+    """"What did I ask first?", "What was the first thing I asked?" (not a first in a paper)."""
+    return bool(_FIRST_QUESTION_RE.search(message) and re.search(r"\b(i|my|me)\b", message, re.I)
+                and not re.search(r"\b(answer|repl|said|say)", message, re.I))  # fmt: skip
 
 
 def referred_index(message: str, n: int) -> int | None:
@@ -131,8 +137,7 @@ def conversation_answer(message: str, turns: Sequence[PastTurn]) -> str:
                 + _NOTE)  # fmt: skip
     if re.search(r"\bhow many questions\b", message, re.I):
         return f"You have asked {len(turns)} question(s) in this conversation so far." + _NOTE
-    if _FIRST_QUESTION_RE.search(message) and not re.search(r"\b(answer|repl|said|say)", message,
-                                                            re.I):  # fmt: skip
+    if _asks_first_question(message):
         return f"Your first question was: “{turns[0].question}”" + _NOTE
     i = referred_index(message, len(turns))
     if i is not None:

@@ -325,7 +325,7 @@ def follow_up_lines(brief: WriterBrief) -> list[str]:
         return [f"_Taking your correction: not the earlier question{about}, but “{brief.goal}”._",
                 ""]  # fmt: skip
     if fu.answer:
-        on = f" on {fu.subject}" if fu.subject else ""
+        on = f", on {fu.subject}" if fu.subject else ""
         return [f"_Earlier{on}: {fu.answer}_", ""]
     return []
 
