@@ -400,7 +400,10 @@ def _capital(subject: str) -> str:
 
 
 def _clip(text: str) -> str:
-    text = text.strip(" ,:;")
+    words = text.strip(" ,:;").split()
+    while len(words) > 1 and words[-1].lower() in _AUX_WORDS:
+        words.pop()  # "the distillation step for" ends at "step"
+    text = " ".join(words)
     head, sep, _ = text.partition(", ")
     if sep and len(head.split()) >= 3 and len(text.split()) > 8:
         text = head  # "who assigns the timestamps, two systems that keep…": the first clause
