@@ -113,6 +113,18 @@ def test_the_library_names_its_items_by_author_initials_and_introduction() -> No
                      "SimCLRv2": ("SIM",), "MoCo v2": ("MOCO2",)}  # fmt: skip
 
 
+def test_an_author_of_several_papers_names_the_one_they_wrote_first() -> None:
+    cat = Catalogue([
+        CatalogueItem("GFS", "The Google File System", ("Sanjay Ghemawat", "Howard Gobioff")),
+        CatalogueItem("MR", "MapReduce: Simplified Data Processing", ("Dean, Jeffrey",
+                                                                      "Ghemawat, Sanjay")),
+        CatalogueItem("BT", "Bigtable: A Distributed Storage System", ("Chang", "Dean")),
+    ])  # fmt: skip
+    assert [m.keys for m in cat.mentions("How large is a chunk in Ghemawat's paper?")] == [
+        ("GFS",)]
+    assert [m.keys for m in cat.mentions("What does Dean's paper say?")] == [("MR",)]
+
+
 def test_a_part_named_by_its_author_is_that_paper_and_headings_are_clean_spans() -> None:
     q = "In Lamport's paper, what are the two phases of the algorithm, and how does Chubby use it?"
     parts = decompose(q, LIBRARY)

@@ -156,7 +156,7 @@ class Catalogue:
     def __init__(self, items: Iterable[CatalogueItem]) -> None:
         self.items = {it.key: it for it in items}
         self.names: list[_Name] = []
-        surnames: dict[str, set[str]] = {}
+        surnames: dict[str, list[tuple[int, str]]] = {}  # surname → (position, key)
         for it in self.items.values():
             for words in self._title_names(it.title):
                 plain = len(words) == 1 and not _distinctive(words[0])
@@ -164,18 +164,16 @@ class Catalogue:
             acro = _acronym(it.title)
             if acro:
                 self.names.append(_Name(_stems([acro]), it.key, True, acronym=True))
-            for a in it.authors:
-                last = a.replace(",", " ").split()
-                if last:
-                    # "Last, First" or "First Last"
-                    name = a.split(",")[0].strip() if "," in a else last[-1]
-                    if len(name) >= 3:
-                        surnames.setdefault(name, set()).add(it.key)
-        for name, keys in surnames.items():
-            if len(keys) == 1:
-                self.names.append(
-                    _Name(_stems([name]), next(iter(keys)), strict_case=True, author=True)
-                )
+            for i, a in enumerate(it.authors):
+                name = _surname(a)
+                if len(name) >= 3:
+                    surnames.setdefault(name, []).append((i, it.key))
+        for name, places in surnames.items():
+            # "Ghemawat's paper": the one paper they wrote, else the one they wrote first.
+            firsts = [k for i, k in places if i == 0]
+            keys = [places[0][1]] if len(places) == 1 else firsts if len(firsts) == 1 else []
+            for key in keys:
+                self.names.append(_Name(_stems([name]), key, strict_case=True, author=True))
         for it in self.items.values():
             for words in _quoted_names(it):  # "our “MoCo v2” baselines"
                 self.names.append(_Name(_stems(words), it.key, strict_case=False))
@@ -355,11 +353,19 @@ def _acronym(title: str) -> str:
 _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;]\s+|\n)[\"'“(]*$")
 
 
+def _surname(author: str) -> str:
+    """"Last, First" or "First Last" → Last."""
+    if "," in author:
+        return author.split(",")[0].strip()
+    words = author.split()
+    return words[-1] if words else ""
+
+
 def _initials(authors: tuple[str, ...]) -> str:
     """Three or four authors' initials, as a famous result is called ("FLP")."""
     if not 3 <= len(authors) <= 4:
         return ""
-    names = [(a.split(",")[0] if "," in a else (a.split() or [""])[-1]).strip() for a in authors]
+    names = [_surname(a) for a in authors]
     return "".join(n[:1] for n in names).upper() if all(n[:1].isalpha() for n in names) else ""
 
 

@@ -73,6 +73,7 @@ class WriterBrief:
     parts: tuple[Part, ...] = ()
     gaps: tuple[str, ...] = ()
     named: tuple[str, ...] = ()  # item keys of the papers the question names
+    known_names: tuple[str, ...] = ()  # the names it uses for them ("Ghemawat", "FLP")
     scope_label: str = ""  # "the selected papers", "the collection “ML”"; "" for the library
     elsewhere: tuple[str, ...] = ()  # titles outside the scope that answer it clearly better
     vectors: PassageVectors | None = None

@@ -142,10 +142,14 @@ class OfflineSynthesizer:
         scorer.prefetch([(question, mine)])
         scorer.score(question, mine)
         everything = " ".join(f"{c.title} {c.section} {c.text}" for c in chunks)
-        ents = entities(f"{core_goal(brief.question)} {question}")
+        # A name the library knows stands for its paper, which need not repeat it ("Ghemawat").
+        ents = [e for e in entities(f"{core_goal(brief.question)} {question}")
+                if e not in brief.known_names]  # fmt: skip
         missing = [e for e in ents if not mentions(everything, e)]
         top = max((c.score for c in mine), default=0.0)
-        if not mine or self.off_topic(question, top, missing, ents, everything) or (
+        plain = re.sub("|".join(rf"\b{re.escape(n)}\b" for n in brief.known_names) or "^$", " ",
+                       question)  # fmt: skip
+        if not mine or self.off_topic(plain, top, missing, ents, everything) or (
             brief.elsewhere and top < SCOPE_ANSWERS
         ):
             return self.no_evidence(brief, missing)
