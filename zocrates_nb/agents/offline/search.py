@@ -410,7 +410,7 @@ class OfflineSearch:
         for part in st.parts:
             sims = self.passage_scores(st, part.text, only=part.text)
             if self.best_match(st, sims, part.text) < WEAK_EVIDENCE:
-                gaps.append(f"nothing found about: {part.heading or part.text}")
+                gaps.append(f"nothing found about {part.heading or part.text}")
         return gaps
 
     # -------------------------------------------------------------- the next step
@@ -544,7 +544,9 @@ class OfflineSearch:
         evidence_text = " ".join(
             f"{p.title} {p.section} {p.text}" for p in [*st.passages, *st.survey]
         )
-        ents = [] if st.parts else entities(st.question)
+        cat = st.brief.catalogue  # a name the library knows stands for its paper
+        known = {m.surface for m in cat.mentions(st.question) if m.keys} if cat else set()
+        ents = [] if st.parts else [e for e in entities(st.question) if e not in known]
         missing = [e for e in ents if not mentions(evidence_text, e)]
         if missing and len(missing) * 2 > len(ents):
             gaps.append("nothing found about " + ", ".join(missing))
