@@ -7,13 +7,15 @@ sentence reads one paper and leaves the others unread; answering "no evidence" b
 name is missing hides what the library does hold. So the pipeline splits such questions into
 parts, searches and reads for each, and the answer covers each part or names it as a gap.
 
-Decomposition is generic: named things (capitalised names, acronyms, CamelCase) and the names
-of library items (a title's head before its colon, its leading phrase, its acronym, a
-CamelCase word in it, an author's surname) are found in the question; two or more of them
-joined only by connectives ("X and Y", "X, Y and Z", "in X and in Y", "X with Y") make a
-comparison, one part per thing; clauses that each bring a new named thing ("…, and which hash
-does Cassandra use?", "Compare what X says … with what Y reports …") are parts of their own.
-A question that is neither stays whole (no parts).
+Decomposition reads the question through the library's names (`index/names.py`: titles,
+authors and their initials, the names introductions give their systems) and other named
+things (capitalised names, acronyms, "TCP/IP" whole); two or more of them joined only by
+connectives ("X and Y", "X, Y and Z", "in X and in Y") make a comparison, one part per thing;
+clauses that each bring a new named thing ("…, how does Bigtable locate tablets, and …") are
+parts of their own, the one the library knows being what the clause asks about. A question
+that is neither stays whole (no parts). A part's heading is its name ("Paxos Made Simple
+(Lamport)" for an author's paper) and, where the question has one, the clean span of its own
+words that says what is asked of it: never words glued or conjugated into a new phrase.
 """
 
 from __future__ import annotations
