@@ -173,26 +173,46 @@ def test_cancel_ends_the_turn_cleanly(tmp_path: Path, small: tuple[Path, Any]) -
 
 def test_offline_coordinator_banter_and_follow_up_rewrite() -> None:
     from zocrates_nb.agents.offline import PastTurn, standalone_goal
+    from zocrates_nb.agents.offline.coordinator import follow_up
 
     goal = "How does Raft elect a leader?"
     turns = [PastTurn(goal, goal, "Raft uses randomized timeouts.")]
-    assert standalone_goal("Why?", turns) == f"Why? — regarding: {goal}"
+    # The earlier subject is a typed field beside the goal, never text appended to it.
+    why, earlier = follow_up("Why?", turns)
+    assert why == "Why?" and earlier is not None
+    assert (earlier.subject, earlier.question) == ("Raft", goal)
+    assert earlier.context(why) == f"Why? {goal}"
     assert standalone_goal("and what about its log?", turns) == "and what about Raft's log?"
     new = "What is the boiling point of tungsten at sea level?"
-    assert standalone_goal(new, turns) == new
+    assert follow_up(new, turns) == (new, None)
     # A comparison whose one side is a pronoun refers back: the name in it is the other side.
     zab = "How does Zab order broadcasts?"
-    turns = [PastTurn(zab, zab, "Zab orders them by epoch and counter.")]
+    turns = [PastTurn(zab, zab, "- Zab orders them by epoch and counter. It is total. [1]")]
     assert standalone_goal("Compare that with Raft's log.", turns) == "Compare Zab with Raft's log."
-    # One that names no aspect of its own compares the one asked about before.
-    it = standalone_goal("How does it compare to Paxos?", turns)
-    assert it == "How does Zab's ordering broadcasts compare to Paxos?"
+    # One that names no aspect of its own asks the earlier question of the other side, and
+    # recalls the earlier side in one whole sentence.
+    it, earlier = follow_up("How does it compare to Paxos?", turns)
+    assert it == "How does Paxos order broadcasts?"
+    assert earlier is not None and earlier.answer == "Zab orders them by epoch and counter."
     gfs = "How does GFS handle chunk server failures?"
     turns = [PastTurn(gfs, gfs, "GFS re-replicates their chunks.")]
     that = standalone_goal("How is that different in Bigtable?", turns)
-    assert that == "How is GFS's handling chunk server failures different in Bigtable?"
+    assert that == "How does Bigtable handle chunk server failures?"
     both = "How does Raft compare to Paxos?"  # names both sides: a new question
     assert standalone_goal(both, turns) == both
+
+
+def test_a_correction_switches_to_what_the_researcher_means() -> None:
+    from zocrates_nb.agents.offline import PastTurn
+    from zocrates_nb.agents.offline.coordinator import follow_up
+
+    q = "How does Paxos choose a value?"
+    turns = [PastTurn(q, q, "- A value is chosen by a majority. [1]", ("Paxos Made Simple",))]
+    goal, earlier = follow_up("No, I meant the other paper.", turns)
+    assert goal == q and earlier is not None and earlier.correction
+    assert earlier.not_papers == ["Paxos Made Simple"]
+    goal, earlier = follow_up("I meant Zab", turns)
+    assert goal == "How does Zab choose a value?" and earlier is not None and earlier.correction
 
 
 def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path, Any]) -> None:

@@ -98,3 +98,46 @@ def test_a_turn_embeds_no_stored_vector_and_nothing_twice(corpus_app: App) -> No
     stored = [t for c in chunks for t in dense_texts(c)]
     assert not [t for t in stored if meter.sent(t)]  # the index's own vectors were reused
     assert not [c.text for c in chunks if meter.sent(c.text)]
+
+
+def test_parts_named_by_author_and_introduction_are_read_from_their_own_papers(
+    corpus_app: App,
+) -> None:
+    """Issue 27: a paper named by its author, a system named only by its introduction, and a
+    name the library lacks: each part is headed by its name, quoted from its own paper, and
+    the missing one is said to be missing (never "not covered" for a name the library knows)."""
+    question = ("In Lamport's paper, what are the two phases of choosing a value, what is "
+                "SimCLRv2's distillation step for, and how does Cassandra pick replicas?"
+                )  # fmt: skip
+    final = terminal(run(corpus_app.ask(question, hitl=False)))
+    parts = sections(final.answer)
+    heads = list(parts)
+    assert heads[0] == "Paxos Made Simple (Lamport): what are the two phases of choosing a value"
+    assert heads[1].startswith("SimCLRv2: ")
+    own = {heads[0]: "Paxos Made Simple",
+           heads[1]: "Big Self-Supervised Models are Strong Semi-Supervised Learners"}  # fmt: skip
+    for heading, title in own.items():
+        papers = [ln for ln in parts[heading] if re.fullmatch(r"\*[^*].*\* \(.*\)", ln.strip())]
+        assert papers and papers[0].startswith(f"*{title}*"), (heading, papers)
+    assert "Not in your library: Cassandra" in final.answer
+    assert "Not covered by the library" not in final.answer
+
+
+def test_a_contrast_follow_up_quotes_the_other_side_and_recalls_the_first_in_one_line(
+    corpus_app: App,
+) -> None:
+    sid = corpus_app.new_session()
+    first = terminal(run(corpus_app.ask("How does GFS handle chunk server failures?",
+                                        session_id=sid, hitl=False)))  # fmt: skip
+    then = terminal(run(corpus_app.ask("How is that different in Bigtable?", session_id=sid,
+                                       hitl=False)))  # fmt: skip
+    assert corpus_app.turn(then.turn_id).search_goal == (
+        "How does Bigtable handle chunk server failures?")
+    recall = [ln for ln in then.answer.splitlines() if ln.startswith("_Earlier, on GFS: ")]
+    assert len(recall) == 1 and recall[0].rstrip("_").endswith(".")
+    quoted = [ln for ln in then.answer.splitlines() if ln.startswith("- ")]
+    earlier = {ln for ln in first.answer.splitlines() if ln.startswith("- ")}
+    assert quoted and not earlier & set(quoted)  # not the earlier bullets again
+    assert then.cited_sources[0].title.startswith("Bigtable")
+    asked = terminal(run(corpus_app.ask("What did I ask first?", session_id=sid)))
+    assert "“How does GFS handle chunk server failures?”" in asked.answer

@@ -176,6 +176,7 @@ class QuestionPart(_Record):
 
     text: str
     subject: str = ""  # the named thing it asks about
+    heading: str = ""  # how the answer and the checkpoint card name it ("Raft: elect a leader")
     covered: bool | None = None  # evidence in scope bears on it (None: not judged)
 
 

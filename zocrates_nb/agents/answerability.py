@@ -17,13 +17,12 @@ embeds nothing but the question.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from zocrates_nb.agents.catalogue import Catalogue
-from zocrates_nb.agents.parts import Part, catalogue_of, core_goal, decompose
+from zocrates_nb.agents.parts import Part, core_goal, decompose
 from zocrates_nb.index import Index
+from zocrates_nb.index.names import Catalogue, names_for
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.turn import Scope, Source
@@ -40,25 +39,9 @@ MAX_ELSEWHERE = 3
 PART_PASSAGES = 3  # per part, guaranteed a place in the synthesizer's evidence
 
 
-_CATALOGUES: dict[tuple[str, str], Catalogue] = {}
-_CATALOGUES_LOCK = threading.Lock()
-
-
 def catalogue_for(index: Index) -> Catalogue | None:
-    """The library's names, built once per index generation (None: the catalogue is
-    unreadable, and questions are decomposed by their own names)."""
-    try:
-        key = (str(index.home), index.catalog.generation() or "")
-        with _CATALOGUES_LOCK:
-            got = _CATALOGUES.get(key)
-        if got is None:
-            got = catalogue_of(index.items())
-            with _CATALOGUES_LOCK:
-                _CATALOGUES.clear()  # one library's names at a time
-                _CATALOGUES[key] = got
-        return got
-    except Exception:
-        return None
+    """The library's names (`index.names.names_for`)."""
+    return names_for(index)
 
 
 def question_parts(index: Index, goal: str) -> list[Part]:

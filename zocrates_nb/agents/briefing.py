@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from zocrates_nb.agents import answerability
 from zocrates_nb.agents.offline.brief import SearchBrief, WriterBrief
-from zocrates_nb.agents.parts import Part, core_goal, resolve_names
+from zocrates_nb.agents.parts import Part, core_goal
 from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.retrieval.state import CompletionReport, Evidence, RunState
 from zocrates_nb.retrieval.vectors import PassageVectors
@@ -57,10 +57,13 @@ def writer_brief(
     """What the offline writer answers from: the evidence as ranked ([1] first), the papers
     the question names, the scope's name and the papers elsewhere that answer it better."""
     named: list[str] = []
+    known: list[str] = []
     if len(parts) < 2:
         catalogue = answerability.catalogue_for(turn.index)
-        for keys in resolve_names(core_goal(state.goal), catalogue) if catalogue else []:
-            named.extend(k for k in keys if k not in named)
+        for m in catalogue.mentions(core_goal(state.goal)) if catalogue else []:
+            if m.keys:
+                named.extend(k for k in m.keys if k not in named)
+                known.append(m.surface)
     return WriterBrief(
         question=turn.user_query,
         goal=state.goal,
@@ -68,9 +71,11 @@ def writer_brief(
         parts=tuple(parts),
         gaps=tuple(report.gaps),
         named=tuple(named),
+        known_names=tuple(known),
         scope_label=scope_label(turn),
         elsewhere=tuple(src.title for src in wider.sources),
         vectors=vectors,
+        follow_up=state.follow_up,
     )
 
 

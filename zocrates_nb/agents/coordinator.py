@@ -24,6 +24,7 @@ from zocrates_nb.agents.offline.brief import CoordinatorBrief, PastTurn
 from zocrates_nb.agents.pipeline import Outcome, SearchPipeline
 from zocrates_nb.agents.prompts import COORDINATOR_INSTRUCTION, coordinator_context
 from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.retrieval.state import FollowUp
 
 SEARCH_TOOL = "search_library"
 
@@ -35,16 +36,19 @@ class CoordinatorDeps:
     outcome: Outcome | None = None
 
 
-async def search_library(ctx: RunContext[CoordinatorDeps], request: str) -> Outcome:
+async def search_library(
+    ctx: RunContext[CoordinatorDeps], request: str, regarding: FollowUp | None = None
+) -> Outcome:
     """Search the researcher's library and answer from it, with verified citations.
 
     Args:
         request: ONE standalone search goal. Rewrite follow-ups so they stand alone (name the
             subject, note what earlier turns established). Never include item keys.
+        regarding: for a follow-up only, what it builds on: the earlier subject and question.
     """
     if not request.strip():
         raise ModelRetry("Give a non-empty, standalone search goal.")
-    outcome = await SearchPipeline(ctx.deps.turn).start(request)
+    outcome = await SearchPipeline(ctx.deps.turn).start(request, regarding)
     ctx.deps.outcome = outcome
     return outcome
 

@@ -7,22 +7,24 @@ sentence reads one paper and leaves the others unread; answering "no evidence" b
 name is missing hides what the library does hold. So the pipeline splits such questions into
 parts, searches and reads for each, and the answer covers each part or names it as a gap.
 
-Decomposition is generic: named things (capitalised names, acronyms, CamelCase) and the names
-of library items (a title's head before its colon, its leading phrase, its acronym, a
-CamelCase word in it, an author's surname) are found in the question; two or more of them
-joined only by connectives ("X and Y", "X, Y and Z", "in X and in Y", "X with Y") make a
-comparison, one part per thing; clauses that each bring a new named thing ("…, and which hash
-does Cassandra use?", "Compare what X says … with what Y reports …") are parts of their own.
-A question that is neither stays whole (no parts).
+Decomposition reads the question through the library's names (`index/names.py`: titles,
+authors and their initials, the names introductions give their systems) and other named
+things (capitalised names, acronyms, "TCP/IP" whole); two or more of them joined only by
+connectives ("X and Y", "X, Y and Z", "in X and in Y") make a comparison, one part per thing;
+clauses that each bring a new named thing ("…, how does Bigtable locate tablets, and …") are
+parts of their own, the one the library knows being what the clause asks about. A question
+that is neither stays whole (no parts). A part's heading is its name ("Paxos Made Simple
+(Lamport)" for an author's paper) and, where the question has one, the clean span of its own
+words that says what is asked of it: never words glued or conjugated into a new phrase.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from zocrates_nb.agents.catalogue import (
+from zocrates_nb.index.names import (
     Catalogue,
     CatalogueItem,
     Mention,
@@ -30,7 +32,6 @@ from zocrates_nb.agents.catalogue import (
     resolve_names,
     tokens,
 )
-from zocrates_nb.text import stem
 
 # Between two coordinated names only these may stand ("Dynamo and chain replication",
 # "MapReduce, Bigtable and GFS", "in Bigtable and in Spanner", "Raft with Zab").
@@ -60,22 +61,22 @@ _CONNECTIVES = frozenset(
 # Clause boundaries inside a sentence: ", and which …", "; how …", " with what …", ", and say
 # how …".
 _CLAUSE_RE = re.compile(
-    r"(?:,\s*(?:and|but|while|whereas)\s+|;\s*(?:and\s+)?|\s+and\s+|\s+with\s+)"
+    r"(?:,\s*(?:(?:and|but|while|whereas)\s+)?|;\s*(?:and\s+)?|\s+and\s+|\s+with\s+)"
     r"(?=(?:(?:to|in|on|for|by|at|from|of)\s+)?(?:what|which|how|why|when|where|who|whom|"
     r"whose|does|do|did|is|are|say|explain|describe|tell|state|note|compare|contrast|give|"
     r"list|show|discuss)\b)",
     re.I,
 )
 _FOLLOW_UP_RE = re.compile(r"\s*\(Follow-up to the earlier question:.*$", re.S)
-# Where a follow-up's goal notes the earlier goal it builds on ("why? — regarding: How does Raft
-# elect a leader?"): the question's own words are before it.
-REGARDING = " — regarding: "
+# Sessions recorded before a follow-up's earlier subject was a typed field (`FollowUp`) noted it
+# in the goal ("why? — regarding: How does Raft elect a leader?"): the own words are before it.
+_REGARDING = " — regarding: "
 
 
 def core_goal(goal: str) -> str:
     """A goal without the note of what it refers to (a rewrite never nests; parts, headings
     and aspects come from the question's own words)."""
-    goal = goal.split(REGARDING, 1)[0]
+    goal = goal.split(_REGARDING, 1)[0]
     return " ".join(_FOLLOW_UP_RE.sub("", goal).split())
 
 
@@ -87,7 +88,8 @@ class Part:
     subject: str = ""  # the named thing this part asks about ("" when the clause has none)
     items: list[str] = field(default_factory=list)  # library items the subject names
     titles: list[str] = field(default_factory=list)
-    heading: str = ""  # "Raft: electing a new leader after a failure" (never the question)
+    heading: str = ""  # "Raft: elect a new leader after a failure" (never the question)
+    name: str = ""  # what the heading calls it: the subject, or "Paxos Made Simple (Lamport)"
 
 
 # ------------------------------------------------------------------------------ decomposition
@@ -191,7 +193,9 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
             toks = tokens(u.text)
             lo, hi = toks[group[0].start][1], toks[group[-1].end - 1][2]
             last = []
-            after = re.sub(r"^\s+papers?\b", "", u.text[hi:])  # "X and the Y paper both…"
+            # "X and the Y paper both…", "How do GFS and Bigtable each use…"
+            after = re.sub(r"^\s+(?:papers?\b\s*)?(?:each\b)?", " ", u.text[hi:])
+            after = after if after.strip() else ""
             for m in group:
                 text = u.text[:lo] + m.surface + after
                 if len(tokens(_clean(text))) <= len(tokens(m.surface)) + 1:
@@ -210,7 +214,9 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
             parts.extend(last)
             pending = []
         elif new:
-            part = _part(_join(pending, u), new[0], cat)
+            # The thing the library knows is what the clause asks about ("Does TCP/IP appear
+            # in the Bitcoin paper?"): an unknown name beside it is part of its question.
+            part = _part(_join(pending, u), next((m for m in new if m.keys), new[0]), cat)
             own[id(part)] = u
             last = [part]
             parts.append(part)
@@ -231,10 +237,36 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
         if not part.text.strip():
             part.text = part.subject
         part.text = part.text if part.text.endswith(("?", ".")) else part.text + "?"
-        clause = own.get(id(part))
-        titles = [it.title for it in cat.items.values()]
-        part.heading = heading(clause.text if clause and clause.text else q, part.subject, titles)
+    _headings(parts, own, q)
     return parts
+
+
+def _headings(parts: list[Part], own: dict[int, _Unit], q: str) -> None:
+    """Each part's heading from its own clause (or, where that says nothing of it, its whole
+    text); parts compared in one clause share the span that names none of them."""
+    subjects = [p.subject.lower() for p in parts if p.subject]
+    aspects: dict[int, str] = {}
+    for part in parts:
+        clause = own.get(id(part))
+        texts = [clause.text] if clause and clause.text else []
+        for text in [*texts, part.text, q]:
+            span = aspect_span(_plain(text), part.subject) if part.subject else ""
+            if span:
+                aspects[id(part)] = span
+                break
+    for part in parts:
+        span = aspects.get(id(part), "")
+        if any(sub in span.lower() for sub in subjects if sub != part.subject.lower()):
+            clause = own.get(id(part))
+            siblings = [aspects.get(id(o), "") for o in parts if o is not part
+                        and own.get(id(o)) is clause]  # fmt: skip
+            span = next((a for a in siblings if a and not any(
+                sub in a.lower() for sub in subjects)), "")  # fmt: skip
+        part.heading = f"{part.name}: {span}" if span else part.name
+
+
+def _plain(text: str) -> str:
+    return " ".join(_ASKING_RE.sub("", text.strip()).split()).rstrip(" ?.!")
 
 
 _COMPARES_RE = re.compile(r"\b(compared?|differs?|versus|vs|unlike|whereas|than|relative to|"
@@ -247,10 +279,10 @@ def _compared(u: _Unit, seen: set[tuple[str, ...]]) -> list[Mention]:
     if not _COMPARES_RE.search(u.text):
         return []
     out: list[Mention] = []
-    for m in u.mentions:
-        if m.keys and _subject(m) not in seen | {_subject(x) for x in out}:
+    for m in u.mentions:  # a name the library lacks is compared too, and said to be missing
+        if _subject(m) not in seen | {_subject(x) for x in out}:
             out.append(m)
-    return out
+    return out if any(m.keys for m in out) else []
 
 
 def _last_sentence(part: Part, own: dict[int, _Unit], u: _Unit) -> int:
@@ -282,104 +314,87 @@ def _part(text: str, m: Mention, cat: Catalogue) -> Part:
     at = text.find(subject)
     if at > 0 and (p := _PARTICLE_RE.search(text[:at])):
         subject = f"{p.group(1)} {subject}"  # "de Bruijn", "van Renesse"
-    return Part(text=text, subject=subject, items=items, titles=titles)
+    name = _capital(subject)
+    if m.author and len(titles) == 1:
+        # "Lamport's paper", "FLP": the paper is what the part is about, and its title is what
+        # its text can answer to (the paper never calls itself so).
+        if not subject.isupper():
+            name = f"{short_title(titles[0])} ({subject})"
+        text = re.sub(rf"(?:\bthe\s+)?(?:\bpaper\s+by\s+)?\b{re.escape(m.surface)}\b(?:['’]s)?"
+                      r"(?:\s+(?:paper|article|result|theorem|proof)\b)?", f"“{titles[0]}”", text,
+                      count=1)  # fmt: skip
+    return Part(text=text, subject=subject, items=items, titles=titles, name=name)
+
+
+def short_title(title: str) -> str:
+    """A title as a heading names it: its head before a colon, else the whole title."""
+    head = re.split(r"\s*(?::|—|–|\s-\s)\s*", title.strip(), maxsplit=1)[0]
+    return head if len(head.split()) <= 8 else " ".join(head.split()[:8]) + "…"
 
 
 # ------------------------------------------------------------------------------ headings
-_AUX = r"(?:does|do|did|can|could|would|will|should|is|are|was|were|has|have|had)"
-_NOT_VERBS = frozenset(
-    ["and", "or", "with", "of", "in", "on", "for", "to", "from", "as", "is", "are", "was", "were",
-     "the", "a", "an", "its"]
-)  # fmt: skip
-_POSSESSED_END = (r"(?:compared?|differs?|with|and|versus|vs|in|on|is|are|does|do|than|"
-                  r"relative)\b")  # fmt: skip
-_DOUBLE_FINAL_RE = re.compile(r"[^aeiou]*[aeiou][bdgmnprt]")
 HEADING_WORDS = 12
+_AUX_WORDS = frozenset([
+    "does", "do", "did", "can", "could", "would", "will", "should", "is", "are", "was", "were",
+    "has", "have", "had", "the", "a", "an", "in", "of", "on", "for", "by", "to", "from", "at",
+    "with", "paper", "papers", "its", "their",
+])  # fmt: skip
+_WH_WORDS = frozenset([
+    "how", "what", "which", "why", "when", "where", "who", "whom", "whose", "whether",
+])  # fmt: skip
+_COMPARING_TAIL_RE = re.compile(
+    r"\s+(?:differs?|compares?|compared|contrasts?|versus|vs\.?|unlike|whereas|than|relative"
+    r")\b.*$", re.I)  # fmt: skip
+_SAYING_RE = re.compile(r"^(?:says?|said|writes?|wrote|reports?|claims?|states?|tells? us)\s+"
+                        r"(?:about|on|regarding|of|that)?\s*", re.I)  # fmt: skip
 
 
-def gerund(verb: str) -> str:
-    """"elect" → "electing", "handle" → "handling", "run" → "running", "die" → "dying"."""
-    v = verb.lower()
-    if v in ("be", "see", "flee", "agree"):
-        return v + "ing"
-    if v.endswith("ie"):
-        return v[:-2] + "ying"
-    if v.endswith("e") and not v.endswith(("ee", "ye", "oe")) and len(v) > 2:
-        return v[:-1] + "ing"
-    if len(v) <= 4 and _DOUBLE_FINAL_RE.fullmatch(v):
-        return v + v[-1] + "ing"
-    return v + "ing"
+def heading(clause: str, subject: str, name: str = "") -> str:
+    """A part's heading: the name of what it is about and, where the question has one, the
+    clean span of its own words that says what is asked of it ("Raft: elect a new leader after
+    the old one fails", "Paxos Made Simple (Lamport): what are the two phases of the
+    algorithm"), never words glued or conjugated into a phrase the question does not hold."""
+    name = name or _capital(subject)
+    text = _plain(clause)
+    aspect = aspect_span(text, subject) if subject else _clip(text)
+    return f"{name}: {aspect}" if aspect else name
 
 
-def third_person(verb: str) -> str:
-    """"use" → "uses", "apply" → "applies", "do" → "does"."""
-    v = verb.lower()
-    if v in ("be", "have"):
-        return {"be": "is", "have": "has"}[v]
-    if re.search(r"[^aeiou]y$", v):
-        return v[:-1] + "ies"
-    if v.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return v + "es"
-    return v + "s"
-
-
-def heading(clause: str, subject: str, titles: Iterable[str] = ()) -> str:
-    """A part's own short heading, its subject capitalised (see `_heading`). `titles`: the
-    library's titles, where a name that modifies a noun is written so ("de Bruijn graphs")."""
-    text = " ".join(_ASKING_RE.sub("", _clean(clause)).split()).rstrip(" ?.!")
-    m = re.search(rf"\b{re.escape(subject)}\s+([a-z][\w-]*)", text) if subject else None
-    if m and any(re.search(rf"\b{re.escape(subject)}\s+{re.escape(stem(m.group(1)))}", t, re.I)
-                 for t in titles):  # fmt: skip
-        # "de Bruijn graph assemblers": the name modifies a noun, as the library writes it.
-        plain = re.sub(rf"^(how|what|which|why|when|where)\s+{_AUX}\s+", r"\1 ", text, flags=re.I)
-        out = f"{subject}: {_clip(plain)}"
-    else:
-        out = _heading(text, subject)
-    return _capital(out) if out.startswith(subject) else out
-
-
-def _heading(text: str, subject: str) -> str:
-    """A part's own short heading: its subject and what is asked about it, never the whole
-    question ("How does Raft elect a new leader?" → "Raft: electing a new leader")."""
-    if not subject:
-        return _clip(text)
-    subj = re.escape(subject)
-    text = re.sub(r"\b(their|theirs)\b", "its", text)
-    m = re.search(r"\bdiffers?\s+(?:in|on|with respect to|regarding)\s+(.+)$", text, re.I)
-    if m and re.search(subj, text[: m.start()]):  # "how do X and Y differ in Z?": Z
-        return f"{subject}: {_clip(m.group(1))}"
-    m = re.match(rf"^{subj}\s+(?:papers?\s+)?([a-z]+)\s+(.*)$", text, re.I)
-    if m and m.group(1).lower() not in _NOT_VERBS:  # "X changes how a layer's weights are…"
-        verb = re.sub(r"(?<=[^s])s$", "", m.group(1).lower())
-        return f"{subject}: {_clip(gerund(verb) + ' ' + m.group(2))}"
-    m = re.search(rf"\b{subj}['’]s\s+((?:(?!{_POSSESSED_END})[\w-]+\s*){{1,5}})", text, re.I)
-    if m and re.search(r"\b(compared?|differs?|versus|vs|unlike|whereas|than)\b", text, re.I):
-        return f"{subject}: {_clip(m.group(1))}"  # "X's tablet location compared with Y's…"
-    mods = r"(?:(?:the|a|an|original|new|proposed)\s+){0,2}"
-    m = re.search(rf"(^|,\s*)how\s+(?:{_AUX}\s+)?{mods}{subj}\s+(\w+)\b(.*)$", text, re.I)
-    if m and not re.fullmatch(r"['’]s", m.group(2)):
-        before = text[: m.start()].strip(" ,")  # "When a replica fails, how does X keep…"
-        phrase = gerund(m.group(2)) + m.group(3) + (f", {before[:1].lower()}{before[1:]}"
-                                                    if before else "")  # fmt: skip
-        return f"{subject}: {_clip(phrase)}"
-    m = re.match(rf"^(why|when|where)\s+(?:{_AUX}\s+)?(?:the\s+)?{subj}\s+(\w+)\b(.*)$", text,
-                 re.I)  # fmt: skip
-    if m:
-        phrase = f"{m.group(1).lower()} it {third_person(m.group(2))}{m.group(3)}"
-        return f"{subject}: {_clip(phrase)}"
-    m = re.match(rf"^(what|which)\b(.*?)\s+{_AUX}\s+(?:the\s+)?{subj}\s+(\w+)\b(.*)$", text, re.I)
-    if m:
-        phrase = f"{m.group(1).lower()}{m.group(2)} it {third_person(m.group(3))}{m.group(4)}"
-        return f"{subject}: {_clip(phrase)}"
-    phrase = re.sub(rf"\b{subj}['’]s\b", "its", text)
-    phrase = re.sub(rf"\s*\b(?:of|in|for|by|from)\s+(?:the\s+)?{subj}\b", "", phrase)
-    # The subject standing alone becomes "it"; as the modifier of a noun ("de Bruijn graph
-    # assemblers") it stays as written.
-    phrase = re.sub(rf"\b(?:the\s+)?{subj}\b(?!\s+[a-z])", "it", phrase)
-    phrase = re.sub(rf"^(how|what|which|why|when|where)\s+{_AUX}\s+", r"\1 ", phrase, flags=re.I)
-    if not phrase.strip(" :,") or (len(phrase.split()) <= 3 and re.search(r"\bit\b", phrase)):
-        return subject  # "Compare Raft with Zab": the subject is the heading
-    return f"{subject}: {_clip(phrase)}"
+def aspect_span(text: str, subject: str) -> str:
+    """The words of `text` that say what it asks of `subject`, as the question writes them
+    ("" when it has none: "Compare Raft with Zab"): what a question word asks for ("which hash
+    function", "who assigns the timestamps"), else what follows the name ("elect a leader"),
+    else what comes before it ("how are read-only operations handled")."""
+    m = re.search(rf"(?<![\w-]){re.escape(subject)}(?![\w-])", text, re.I)
+    if m is None:
+        return ""
+    differ = re.search(r"\bdiff(?:er|ers|erent)\s+(?:in|on|with respect to|regarding)\s+(.+)$",
+                       text[m.end():], re.I)  # fmt: skip
+    if differ:
+        return _clip(differ.group(1))
+    before = text[: m.start()].split()
+    while before and before[-1].lower().strip(",") in _AUX_WORDS:
+        before.pop()
+    while before and before[0].lower().strip(",") in ("in", "for", "of", "compare", "and"):
+        before.pop(0)
+    content = [w for w in before if w.lower().strip(",") not in _WH_WORDS | _AUX_WORDS]
+    joined = text[: m.start()].split()[-1:] == before[-1:]  # "monthly CRAN downloads"
+    asked = (len(before) >= 2 and not joined and before[0].lower() in _WH_WORDS
+             and before[1].lower() not in _AUX_WORDS | _WH_WORDS)  # fmt: skip
+    if asked:  # "Which hash function does Dynamo use?": what the question word asks for
+        return _clip(" ".join(before).strip(" ,"))
+    after = re.sub(r"^(?:['’]s\b)?\s*(?:papers?\b)?\s*(?:(?:each|both)\b)?[\s,]*", "",
+                   text[m.end():])  # fmt: skip
+    after = re.sub(r"^(?:both|each|respectively)\s+", "", _SAYING_RE.sub("", after))
+    after = _COMPARING_TAIL_RE.sub("", after) if not after.lower().startswith(
+        ("and ", "or ", "with ", "as ")) else ""  # fmt: skip
+    words = after.split()
+    appositive = text[m.end():].lstrip().startswith(",") and content
+    if not appositive and (len(words) >= 2 or (words and not before)):
+        return _clip(after)
+    if not content or len(before) < 2:
+        return ""  # "What does Spanner add?": the name says it
+    return _clip(" ".join(before).strip(" ,"))
 
 
 def _capital(subject: str) -> str:
@@ -387,7 +402,10 @@ def _capital(subject: str) -> str:
 
 
 def _clip(text: str) -> str:
-    text = text.strip(" ,:;")
+    words = text.strip(" ,:;").split()
+    while len(words) > 1 and words[-1].lower() in _AUX_WORDS:
+        words.pop()  # "the distillation step for" ends at "step"
+    text = " ".join(words)
     head, sep, _ = text.partition(", ")
     if sep and len(head.split()) >= 3 and len(text.split()) > 8:
         text = head  # "who assigns the timestamps, two systems that keep…": the first clause
@@ -411,7 +429,7 @@ def render_parts(parts: Sequence[Part], include_keys: bool) -> str:
     for i, p in enumerate(parts, 1):
         lines.append(f"{i}. {p.text}")
         if p.subject:
-            lines.append(f"   - about: {p.subject}")
+            lines.append(f"   - about: {p.name or p.subject}")
         if p.items:
             named = ", ".join(
                 (f"[Key: {k}] " if include_keys else "") + f'"{t}"'
@@ -423,7 +441,6 @@ def render_parts(parts: Sequence[Part], include_keys: bool) -> str:
 
 __all__ = [
     "PARTS_HEADING",
-    "REGARDING",
     "Catalogue",
     "CatalogueItem",
     "Mention",
@@ -431,8 +448,8 @@ __all__ = [
     "catalogue_of",
     "core_goal",
     "decompose",
-    "gerund",
     "heading",
     "render_parts",
     "resolve_names",
+    "short_title",
 ]

@@ -38,7 +38,12 @@ from zocrates_nb.agents.synthesizer import synthesize
 from zocrates_nb.events import CheckpointEvent
 from zocrates_nb.retrieval import RunState, TocResult, Toolkit, rerank_state
 from zocrates_nb.retrieval.rerank import filter_substantive, rerank_evidence
-from zocrates_nb.retrieval.state import MAX_EXTENSIONS, CompletionReport, Evidence
+from zocrates_nb.retrieval.state import (
+    MAX_EXTENSIONS,
+    CompletionReport,
+    Evidence,
+    FollowUp,
+)
 from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.sessions.state import ActiveItem, AuditRecord, SessionState
 from zocrates_nb.turn import EvidenceRow, QuestionPart, Scope, Source
@@ -79,7 +84,8 @@ class Outcome:
 
     @property
     def question_parts(self) -> list[QuestionPart]:
-        return [QuestionPart(text=p.text, subject=p.subject) for p in self.parts]
+        return [QuestionPart(text=p.text, subject=p.subject, heading=p.heading)
+                for p in self.parts]  # fmt: skip
 
     @property
     def evidence(self) -> list[EvidenceRow]:
@@ -212,10 +218,11 @@ class SearchPipeline:
             return "collection " + ", ".join(f"“{c}”" for c in t.collections)
         return "the library"
 
-    async def start(self, goal: str) -> Outcome:
+    async def start(self, goal: str, follow_up: FollowUp | None = None) -> Outcome:
         t = self.turn
         goal = " ".join(goal.split())
         state = self.new_state(goal)
+        state.follow_up = follow_up
         t.step("route", f"Searching {self.where()} for “{goal}”", goal=goal)
         if await asyncio.to_thread(t.index.catalog.chunk_count) == 0:
             return self._empty_library(state)
@@ -228,7 +235,7 @@ class SearchPipeline:
             t.step(
                 "parts",
                 f"Searching {len(self.parts)} parts: "
-                + "; ".join(p.subject or p.text for p in self.parts),
+                + "; ".join(p.name or p.subject or p.text for p in self.parts),
                 parts=[p.text for p in self.parts],
             )
         prompt = search_input(

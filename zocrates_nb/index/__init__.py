@@ -10,6 +10,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from zocrates_nb.index.chroma_import import spare_iri_grammar
+
+spare_iri_grammar()  # before any module of the index imports chromadb
+
 if TYPE_CHECKING:
     from zocrates_nb.index.catalog_schema import CATALOGUE_VERSION
     from zocrates_nb.index.chunking import chunk_bundle

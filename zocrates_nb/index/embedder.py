@@ -17,6 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -200,8 +201,11 @@ def load_model(name: str, device: str = "cpu") -> SentenceTransformer:
 
 
 def loaded_models() -> list[str]:
-    """Names of the models this process has loaded (tests check that status loads none)."""
-    return [name for name, _device in _MODELS]
+    """Names of the models this process has loaded, by torch or at question time by ONNX
+    Runtime (tests check that status loads none)."""
+    from zocrates_nb.index import query_model
+
+    return list(dict.fromkeys([*(name for name, _device in _MODELS), *query_model.loaded()]))
 
 
 # torch's thread count is process-wide: a block that changes it holds this lock from the change
@@ -303,7 +307,25 @@ class Embedder:
                 _VECTORS.popitem(last=False)
         return [got[t].tolist() for t in texts]
 
+    def _question_time(self) -> Any:
+        """The exported model for a call at question time (None: torch runs it)."""
+        if self.device_preference not in ("auto", "cpu"):
+            return None
+        from zocrates_nb.index.query_model import query_model
+
+        try:
+            directory = Path(model_path(self.name))
+        except Exception:
+            return None
+        return query_model(self.name, directory) if directory.is_dir() else None
+
     def _embed_new(self, texts: list[str], threads: int | None) -> list[list[float]]:
+        # Without a thread count the call is a question's (indexing sets one): the exported
+        # model runs it, and torch is never imported.
+        fast = self._question_time() if threads is None else None
+        if fast is not None:
+            _metered(texts)
+            return [[float(x) for x in v] for v in fast.encode(texts, self.batch_size)]
         import torch
 
         _metered(texts)
@@ -325,8 +347,12 @@ class Embedder:
                 _VECTORS.move_to_end(key)
                 return cached.tolist()
         _metered([text])
-        with _torch_threads(1):
-            vector = np.asarray(self._encode([text])[0], dtype=np.float32)
+        fast = self._question_time()
+        if fast is not None:
+            vector = fast.encode([text])[0]
+        else:
+            with _torch_threads(1):
+                vector = np.asarray(self._encode([text])[0], dtype=np.float32)
         with _VECTORS_LOCK:
             _VECTORS[key] = vector
             while len(_VECTORS) > CACHE_SIZE:

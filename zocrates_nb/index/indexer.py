@@ -129,6 +129,24 @@ class _Doc:
     attempt_fingerprint: str = ""
 
 
+def _export_for_questions(index: Index) -> None:
+    """The local model exported for question time, once per machine (query_model.py)."""
+    from zocrates_nb.index.embedder import model_path
+    from zocrates_nb.index.embedding_remote import REMOTE_PREFIX
+    from zocrates_nb.index.query_model import ensure_exported
+
+    name = index.model_name
+    if name.startswith(REMOTE_PREFIX):
+        return
+
+    try:
+        directory = Path(model_path(name))
+    except Exception:
+        return
+    if directory.is_dir():
+        ensure_exported(name, directory)
+
+
 def index_library(
     library: Library,
     index: Index,
@@ -221,6 +239,7 @@ def index_library(
         index.prune_bundle_cache()  # after an upgrade: the old converter's bundles
         report.chunks = catalog.chunk_count()
         healing.record_vectors(index)
+    _export_for_questions(index)
     report.seconds = time.perf_counter() - t0
     return report
 

@@ -6,6 +6,7 @@ Pydantic models, so a checkpoint snapshot can persist a run mid-way and restore 
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -49,6 +50,25 @@ class CompletionReport(_Model):
     source: Literal["agent", "auto_generated"] = "agent"
 
 
+class FollowUp(_Model):
+    """What a follow-up builds on, carried as a field of the run (never appended to its goal
+    and split back out): the earlier subject, the earlier question, and, for a question that
+    contrasts ("How is that different in Bigtable?"), the earlier answer's first sentence."""
+
+    subject: str = ""  # "GFS": what the earlier turn was about
+    question: str = ""  # the earlier turn's search goal
+    answer: str = ""  # the earlier answer's first answering sentence ("" when not needed)
+    correction: bool = False  # "no, I meant the other paper": the researcher corrects it
+    not_papers: list[str] = Field(default_factory=list)  # titles the researcher did not mean
+
+    def context(self, goal: str) -> str:
+        """The goal with the earlier question beside it, when the goal says little by itself
+        ("Why?", "and its limits?"): what is searched and matched."""
+        if not self.question or len(re.findall(r"[A-Za-z]{3,}", goal)) >= 4:
+            return goal
+        return f"{goal} {self.question}"
+
+
 class ExtensionRequest(_Model):
     justification: str
     covered_summary: str = ""
@@ -76,6 +96,7 @@ class RunState(_Model):
     max_rerank_chunks: int = 15
     extension_count: int = 0
     extension_request: ExtensionRequest | None = None
+    follow_up: FollowUp | None = None  # what a follow-up question builds on
     report: CompletionReport | None = None
     tool_log: list[dict[str, Any]] = Field(default_factory=list)  # (tool, args, status) per call
 

@@ -19,9 +19,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from zocrates_nb.agents.catalogue import Catalogue
 from zocrates_nb.agents.parts import Part
-from zocrates_nb.retrieval.state import Evidence, RunState
+from zocrates_nb.index.names import Catalogue
+from zocrates_nb.retrieval.state import Evidence, FollowUp, RunState
 from zocrates_nb.turn import Candidate
 
 if TYPE_CHECKING:
@@ -73,9 +73,11 @@ class WriterBrief:
     parts: tuple[Part, ...] = ()
     gaps: tuple[str, ...] = ()
     named: tuple[str, ...] = ()  # item keys of the papers the question names
+    known_names: tuple[str, ...] = ()  # the names it uses for them ("Ghemawat", "FLP")
     scope_label: str = ""  # "the selected papers", "the collection “ML”"; "" for the library
     elsewhere: tuple[str, ...] = ()  # titles outside the scope that answer it clearly better
     vectors: PassageVectors | None = None
+    follow_up: FollowUp | None = None  # what a follow-up builds on (the earlier subject)
 
 
 @dataclass(frozen=True)

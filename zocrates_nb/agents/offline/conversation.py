@@ -9,8 +9,7 @@ import re
 from collections.abc import Sequence
 
 from zocrates_nb.agents.offline.brief import PastTurn
-from zocrates_nb.sessions.compaction import answer_gist
-from zocrates_nb.text import STOPWORDS, mentions
+from zocrates_nb.text import STOPWORDS, mentions, split_sentences
 
 _ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5,
              "seventh": 6, "eighth": 7, "ninth": 8, "tenth": 9}  # fmt: skip
@@ -36,7 +35,13 @@ _NOTE = "\n\n_(Answered from this conversation's history; embedded offline engin
 
 
 def is_about_conversation(message: str) -> bool:
-    return bool(_CONVERSATION_RE.search(message))
+    return bool(_CONVERSATION_RE.search(message)) or _asks_first_question(message)
+
+
+def _asks_first_question(message: str) -> bool:
+    """"What did I ask first?", "What was the first thing I asked?" (not a first in a paper)."""
+    return bool(_FIRST_QUESTION_RE.search(message) and re.search(r"\b(i|my|me)\b", message, re.I)
+                and not re.search(r"\b(answer|repl|said|say)", message, re.I))  # fmt: skip
 
 
 def referred_index(message: str, n: int) -> int | None:
@@ -58,10 +63,71 @@ def _topic(message: str) -> list[str]:
     return [w for w in words if w.lower() not in STOPWORDS and w.lower() not in ("it", "that")]
 
 
-def _line(n: int, t: PastTurn, chars: int) -> str:
-    gist = answer_gist(t.answer, chars) if t.answer else ""
+_HEADING_RE = re.compile(r"^\*\*(.+?)\*\*\s*$")
+_BULLET_RE = re.compile(r"^[-*]\s+(.*)$")
+_MARKERS_RE = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]|\s*_\(§[^)]*\)_")
+
+
+def _whole_first(text: str) -> str:
+    """The first whole sentence of a quote or a paragraph (never cut mid-way)."""
+    text = " ".join(_MARKERS_RE.sub("", text).replace("**", "").split())
+    sents = split_sentences(text) or [text]
+    return sents[0].strip()
+
+
+def first_sentence(answer: str) -> str:
+    """The first sentence that answers: the first quoted bullet's, else the first sentence
+    of the first paragraph that is not the answer's framing ("… in their own words:")."""
+    points = answer_points(answer)
+    return points[0][1] if points else ""
+
+
+def answer_points(answer: str) -> list[tuple[str, str]]:
+    """(part heading, its first answering sentence) for each part of an answer: a compound
+    offline answer gives one per bold heading, any other answer one ("", its first sentence)."""
+    out: list[tuple[str, str]] = []
+    head = ""
+    have: set[str] = set()
+    prose = ""
+    for line in answer.splitlines():
+        s = line.strip()
+        if not s or (s.startswith("_") and s.endswith("_")) or s.endswith(":"):
+            continue
+        if m := _HEADING_RE.match(s):
+            head = m.group(1).strip()
+            continue
+        if s.startswith("*") and not s.startswith("* "):
+            continue  # a paper's title line ("*Paxos Made Simple* (Lamport, 2001)")
+        if m := _BULLET_RE.match(s):
+            if head not in have:
+                have.add(head)
+                out.append((head, _whole_first(m.group(1))))
+            continue
+        if not prose and not s.lower().startswith(("sources", "not covered")):
+            prose = s
+    if not out and prose:
+        out.append(("", _whole_first(prose)))
+    return out
+
+
+def _line(n: int, t: PastTurn) -> str:
+    """A turn as the summary gives it: the question, and each part's first answering sentence,
+    whole."""
     line = f"{n}. You asked: “{t.question}”"
-    return line + (f"\n   The answer: {gist}" if gist else "\n   (It has no recorded answer.)")
+    points = answer_points(t.answer) if t.answer else []
+    if not points:
+        return line + "\n   (It has no recorded answer.)"
+    for head, sentence in points:
+        line += f"\n   - {head + ': ' if head else ''}{sentence}"
+    return line
+
+
+_FIRST_QUESTION_RE = re.compile(
+    r"\b(?:what|which)\b.*\b(?:first|initial|original|opening)\b.*\b(?:ask|asked|question)\b|"
+    r"\b(?:what|which)\b.*\b(?:ask|asked)\b.*\b(?:first|initially|at first|to begin with|"
+    r"at the start)\b",
+    re.I,
+)
 
 
 def conversation_answer(message: str, turns: Sequence[PastTurn]) -> str:
@@ -71,9 +137,11 @@ def conversation_answer(message: str, turns: Sequence[PastTurn]) -> str:
                 + _NOTE)  # fmt: skip
     if re.search(r"\bhow many questions\b", message, re.I):
         return f"You have asked {len(turns)} question(s) in this conversation so far." + _NOTE
+    if _asks_first_question(message):
+        return f"Your first question was: “{turns[0].question}”" + _NOTE
     i = referred_index(message, len(turns))
     if i is not None:
-        return "Here is that turn of our conversation:\n\n" + _line(i + 1, turns[i], 600) + _NOTE
+        return "Here is that turn of our conversation:\n\n" + _line(i + 1, turns[i]) + _NOTE
     topic = _topic(message)
     if topic:
         about = [
@@ -85,16 +153,20 @@ def conversation_answer(message: str, turns: Sequence[PastTurn]) -> str:
         if not about:
             return (f"We have not discussed {subject} in this conversation yet: none of its "
                     f"{len(turns)} question(s) or answers mentions it." + _NOTE)  # fmt: skip
-        lines = [_line(n, t, 500) for n, t in about]
+        lines = [_line(n, t) for n, t in about]
         head = f"What this conversation found about {subject} ({len(about)} of its turns):"
         return head + "\n\n" + "\n".join(lines) + _NOTE
-    # The whole conversation: every turn, the older ones shorter.
-    lines = []
-    for n, t in enumerate(turns, 1):
-        recent = n > len(turns) - 5
-        lines.append(_line(n, t, 300 if recent else 120))
-    head = f"So far you have asked {len(turns)} question(s) in this conversation:"
+    # The whole conversation: every turn's question and what answered each of its parts.
+    lines = [_line(n, t) for n, t in enumerate(turns, 1)]
+    head = ("What we discussed: each question you asked, and the first sentence that answered "
+            "it (per part):")  # fmt: skip
     return head + "\n\n" + "\n".join(lines) + _NOTE
 
 
-__all__ = ["conversation_answer", "is_about_conversation", "referred_index"]
+__all__ = [
+    "answer_points",
+    "conversation_answer",
+    "first_sentence",
+    "is_about_conversation",
+    "referred_index",
+]

@@ -20,10 +20,15 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
 from zocrates_nb.agents.offline.brief import CoordinatorBrief, PastTurn, brief_of
-from zocrates_nb.agents.offline.conversation import conversation_answer, is_about_conversation
+from zocrates_nb.agents.offline.conversation import (
+    conversation_answer,
+    first_sentence,
+    is_about_conversation,
+)
 from zocrates_nb.agents.offline.discovery import wants_discovery
 from zocrates_nb.agents.offline.messages import text_response, tool_call
-from zocrates_nb.agents.parts import REGARDING, core_goal, heading
+from zocrates_nb.agents.parts import core_goal
+from zocrates_nb.retrieval.state import FollowUp
 from zocrates_nb.text import entities, terms
 
 _GREETING_RE = re.compile(
@@ -124,28 +129,76 @@ def referred_turn(message: str, turns: Sequence[PastTurn]) -> PastTurn | None:
 
 
 def standalone_goal(message: str, turns: Sequence[PastTurn], scope_kind: str = "library") -> str:
-    """The goal to search for: the message itself, unless it refers back; then the message
-    with what it refers to named in it ("its" → "Raft's", "the second one" → that paper's
-    title), or, when there is nothing to name, with the earlier goal noted once."""
+    """The goal to search for (see `follow_up`)."""
+    return follow_up(message, turns, scope_kind)[0]
+
+
+def follow_up(
+    message: str, turns: Sequence[PastTurn], scope_kind: str = "library"
+) -> tuple[str, FollowUp | None]:
+    """The goal to search for and, for a follow-up, what it builds on as a typed record: the
+    message itself, unless it refers back; then the message with what it refers to named in
+    it ("its" → "Raft's", "the second one" → that paper's title, "How is that different in
+    Bigtable?" → the earlier question asked of Bigtable), the earlier subject and question
+    beside it. A correction ("no, I meant the other paper") asks the earlier question again
+    of what the researcher means."""
     msg = " ".join(message.split())
-    again = [t for t in turns if t.goal and " ".join(t.question.split()) == msg]
+    again = [t for t in turns if t.goal and " ".join(t.question.split()) == msg != t.goal]
     if again:  # asked again: the goal it had the first time
-        return again[0].goal
+        return again[0].goal, None
+    searched = [t for t in turns if t.goal and " ".join(t.question.split()) != msg]
+    corrected = correction(msg, searched)
+    if corrected is not None:
+        return corrected
     if not refers_back(msg, scope_kind):
-        return msg
+        return msg, None
     turn = referred_turn(msg, turns)
-    searched = [t for t in turns if t.goal]
     if turn is None or not turn.goal:
         turn = searched[-1] if searched else None
     if turn is None:
-        return msg
+        return msg, None
     base = core_goal(turn.goal)
-    named = (
-        _name_the_papers(msg, turn) or _name_the_compared(msg, base) or _name_the_subject(msg, base)
-    )
+    earlier = FollowUp(subject=_subjects(base) or "", question=base)
+    named = _name_the_papers(msg, turn)
     if named is not None:
-        return named
-    return f"{msg.rstrip()}{REGARDING}{base}" if base and base != msg else msg
+        return named, earlier
+    compared = _name_the_compared(msg, base)
+    if compared is not None:
+        goal, contrast = compared
+        if contrast:  # the other side, on the same aspect: the earlier side in one line
+            earlier = earlier.model_copy(update={"answer": first_sentence(turn.answer)})
+        return goal, earlier
+    return _name_the_subject(msg, base) or msg, earlier
+
+
+_CORRECTION_RE = re.compile(
+    r"^\s*(?:no|nope|not that|sorry|actually|wait)?[\s,.!-]*(?:i|I)\s+(?:meant|mean|was asking "
+    r"about|asked about)\s+(.+?)[\s.!?]*$|^\s*(?:no|nope|not that one)[\s,.!-]+(?:the other "
+    r"(?:one|paper)|(.+?))[\s.!?]*$",
+    re.I,
+)
+_OTHER_RE = re.compile(r"\bthe other (?:one|paper|article|study)\b", re.I)
+
+
+def correction(msg: str, searched: Sequence[PastTurn]) -> tuple[str, FollowUp] | None:
+    """"No, I meant the other paper" / "I meant Zab": the earlier question asked again of what
+    the researcher means: another paper than the one the answer quoted, or the thing named."""
+    m = _CORRECTION_RE.match(msg)
+    if m is None or not searched:
+        return None
+    turn = searched[-1]
+    base = core_goal(turn.goal)
+    who = _subjects(base) or ""
+    meant = (m.group(1) or m.group(2) or "").strip()
+    note = FollowUp(subject=who, question=base, correction=True)
+    if _OTHER_RE.search(msg) or not meant:
+        if not turn.papers:
+            return None
+        # The answer quoted its first paper: the researcher means another one on the subject.
+        return base, note.model_copy(update={"not_papers": [turn.papers[0]]})
+    if who and re.search(rf"\b{re.escape(who)}\b", base):
+        return re.sub(rf"\b{re.escape(who)}\b", meant, base, count=1), note
+    return f"{meant}: {base}", note
 
 
 _PAPER_REF_RE = re.compile(
@@ -187,21 +240,24 @@ def _subjects(goal: str) -> str | None:
 _COMPARING_WORDS = re.compile(r"^(compar|contrast|relat|differ|similar|alike|same|stack)", re.I)
 
 
-def _name_the_compared(msg: str, base: str) -> str | None:
-    """"Compare that with Raft's log" after a Zab question → "Compare Zab with Raft's log";
-    "How is that different in Bigtable?" after "How does GFS handle chunk server failures?" →
-    "How is GFS's handling chunk server failures different in Bigtable?" (a comparison that
-    names no aspect of its own compares the one asked about before)."""
+def _name_the_compared(msg: str, base: str) -> tuple[str, bool] | None:
+    """A comparison whose one side is a pronoun. With an aspect of its own ("Compare that with
+    Raft's log") the pronoun becomes the earlier subject ("Compare Zab with Raft's log"); with
+    none ("How is that different in Bigtable?" after "How does GFS handle chunk server
+    failures?") the earlier question is asked of the other side ("How does Bigtable handle
+    chunk server failures?"), and True says the earlier side is recalled beside it."""
     m = _COMPARED_RE.search(msg)
     who = _subjects(base) if m else None
     if m is None or who is None:
         return None
     group = 1 if m.group(1) else 2
+    others = [e for e in entities(msg) if e not in who.split(" and ")]
     named = {t.lower() for e in entities(msg) for t in terms(e)}
     own = [t for t in terms(msg) if t.lower() not in named and not _COMPARING_WORDS.match(t)]
-    subject, _, aspect = heading(base, who).partition(": ")
-    side = f"{subject}'s {aspect}" if not own and aspect and subject == who else who
-    return msg[: m.start(group)] + side + msg[m.end(group) :]
+    first = who.split(" and ")[0]
+    if not own and others and re.search(rf"\b{re.escape(first)}\b", base):
+        return re.sub(rf"\b{re.escape(first)}\b", " and ".join(others), base, count=1), True
+    return msg[: m.start(group)] + who + msg[m.end(group) :], False
 
 
 def _name_the_subject(msg: str, base: str) -> str | None:
@@ -236,15 +292,18 @@ def coordinator_compute(messages: list[ModelMessage], info: AgentInfo) -> ModelR
             "I can only answer from your library, and searching it is not available "
             "right now. _(Embedded offline engine, no language model.)_"
         )
-    goal = standalone_goal(message, brief.turns, brief.scope_kind)
-    return tool_call("search_library", {"request": goal})
+    goal, earlier = follow_up(message, brief.turns, brief.scope_kind)
+    args: dict[str, object] = {"request": goal}
+    if earlier is not None:
+        args["regarding"] = earlier.model_dump()
+    return tool_call("search_library", args)
 
 
 __all__ = [
-    "REGARDING",
     "SELF_DESCRIPTION",
     "coordinator_compute",
     "core_goal",
+    "follow_up",
     "referred_turn",
     "refers_back",
     "standalone_goal",

@@ -147,6 +147,10 @@ class OfflineSearch:
 
     def chosen_papers(self, st: SearchPlanState, sims: dict[str, float]) -> list[str]:
         ranking = self.paper_ranking(st, sims)
+        fu = st.brief.state.follow_up
+        if fu is not None and fu.not_papers:  # "no, the other paper": the others are read
+            refused = {p.item_key for p in [*st.passages, *st.survey] if p.title in fu.not_papers}
+            ranking = [kv for kv in ranking if kv[0] not in refused] or ranking
         if not ranking:
             return []
         if st.scope == "selection" and st.active_keys:
@@ -167,7 +171,20 @@ class OfflineSearch:
             named = [k for k, _ in ranking if mentions(titles.get(k, ""), ent)]
             if named and not any(k in chosen for k in named):
                 chosen.append(named[0])
-        return chosen[:3]
+        # A paper the question names by a name its text may never use ("the FLP paper",
+        # "Lamport's paper") is read first, found or not by the passage search.
+        first = [k for k in self.named_papers(st) if k not in chosen or k != chosen[0]]
+        return list(dict.fromkeys([*first, *chosen]))[:3]
+
+    @staticmethod
+    def named_papers(st: SearchPlanState) -> list[str]:
+        """The items the question names through the library's names, within the scope."""
+        cat = st.brief.catalogue
+        if cat is None:
+            return []
+        allowed = set(st.brief.state.allowed_keys)
+        keys = [k for m in cat.mentions(st.question) if len(m.keys) == 1 for k in m.keys]
+        return [k for k in dict.fromkeys(keys) if not allowed or k in allowed]
 
     @staticmethod
     def _guided(st: SearchPlanState) -> str:
@@ -393,7 +410,7 @@ class OfflineSearch:
         for part in st.parts:
             sims = self.passage_scores(st, part.text, only=part.text)
             if self.best_match(st, sims, part.text) < WEAK_EVIDENCE:
-                gaps.append(f"nothing found about: {part.heading or part.text}")
+                gaps.append(f"nothing found about {part.heading or part.text}")
         return gaps
 
     # -------------------------------------------------------------- the next step
@@ -527,7 +544,9 @@ class OfflineSearch:
         evidence_text = " ".join(
             f"{p.title} {p.section} {p.text}" for p in [*st.passages, *st.survey]
         )
-        ents = [] if st.parts else entities(st.question)
+        cat = st.brief.catalogue  # a name the library knows stands for its paper
+        known = {m.surface for m in cat.mentions(st.question) if m.keys} if cat else set()
+        ents = [] if st.parts else [e for e in entities(st.question) if e not in known]
         missing = [e for e in ents if not mentions(evidence_text, e)]
         if missing and len(missing) * 2 > len(ents):
             gaps.append("nothing found about " + ", ".join(missing))

@@ -19,13 +19,12 @@ from pydantic_ai.messages import ModelMessage
 
 from zocrates_nb.agents.offline.brief import SearchBrief
 from zocrates_nb.agents.offline.messages import exchanges, refused, result_dict
-from zocrates_nb.agents.parts import REGARDING, Part, core_goal
+from zocrates_nb.agents.parts import Part
 from zocrates_nb.retrieval.assets import section_heading, section_words
 from zocrates_nb.retrieval.results import Refusal, succeeded
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.tools import Toolkit
 from zocrates_nb.retrieval.vectors import PassageVectors
-from zocrates_nb.text import terms
 
 _RETRIEVAL = ("search_corpus", "get_document_toc", "read_document")
 
@@ -100,7 +99,7 @@ def passages_of(result: Any, query: str, held: dict[str, Evidence]) -> list[Pass
 class SearchPlanState:
     """The run as the planner sees it at one step."""
 
-    goal: str  # the goal as searched (a follow-up's note included)
+    goal: str  # the goal as searched (a thin follow-up's earlier question beside it)
     scope: str  # library | selection | collection
     active_keys: list[str]
     budget: int
@@ -123,12 +122,8 @@ class SearchPlanState:
 
     @property
     def question(self) -> str:
-        """The question's own words (what headings and aspects are matched with), or, for a
-        follow-up that says little by itself ("Why?"), with the earlier question it builds on."""
-        own = core_goal(self.goal)
-        if len(terms(own)) >= 2:
-            return own
-        return " ".join(self.goal.replace(REGARDING, " ").split())
+        """What headings and aspects are matched with: the goal as searched."""
+        return self.goal
 
     @property
     def exhausted(self) -> bool:
@@ -171,7 +166,7 @@ def read_plan_state(brief: SearchBrief, messages: Sequence[ModelMessage]) -> Sea
     """The run as its brief and its tool results tell it."""
     run = brief.state
     st = SearchPlanState(
-        goal=run.goal,
+        goal=run.follow_up.context(run.goal) if run.follow_up else run.goal,
         scope=run.scope.kind,
         active_keys=list(run.active_keys),
         budget=run.budget,

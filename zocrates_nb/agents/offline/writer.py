@@ -32,8 +32,8 @@ from zocrates_nb.agents.offline.quotes import (
     Unit,
     chunks_of,
 )
-from zocrates_nb.agents.parts import REGARDING, Part, core_goal
-from zocrates_nb.text import STOPWORDS, entities, mentions, terms
+from zocrates_nb.agents.parts import Part, core_goal
+from zocrates_nb.text import STOPWORDS, entities, mentions
 
 NO_LM_NOTE = (
     "_Answered by the embedded offline engine, without a language model: the sentences above "
@@ -65,9 +65,7 @@ def asked(brief: WriterBrief) -> str:
     """What the answer answers: the goal's own words, or, for a follow-up that says little by
     itself ("Why?"), the goal with the earlier question it builds on."""
     own = core_goal(brief.goal) or core_goal(brief.question)
-    if len(terms(own)) >= 2:
-        return own
-    return " ".join(brief.goal.replace(REGARDING, " ").split()) or own
+    return brief.follow_up.context(own) if brief.follow_up else own
 
 
 def named_phrases(question: str) -> list[str]:
@@ -132,6 +130,9 @@ class OfflineSynthesizer:
     # ------------------------------------------------------------------ answering
     def answer(self, brief: WriterBrief) -> str:
         chunks = chunks_of(brief.evidence)
+        fu = brief.follow_up
+        if fu is not None and fu.not_papers:  # "no, the other paper": never the one refused
+            chunks = [c for c in chunks if c.title not in fu.not_papers] or chunks
         scorer = QuoteScorer(self.emb, brief.vectors)
         question = asked(brief)
         if len(brief.parts) >= 2:
@@ -141,15 +142,23 @@ class OfflineSynthesizer:
         scorer.prefetch([(question, mine)])
         scorer.score(question, mine)
         everything = " ".join(f"{c.title} {c.section} {c.text}" for c in chunks)
-        ents = entities(f"{core_goal(brief.question)} {question}")
+        # A name the library knows stands for its paper, which need not repeat it ("Ghemawat").
+        ents = [e for e in entities(f"{core_goal(brief.question)} {question}")
+                if e not in brief.known_names]  # fmt: skip
         missing = [e for e in ents if not mentions(everything, e)]
         top = max((c.score for c in mine), default=0.0)
-        if not mine or self.off_topic(question, top, missing, ents, everything) or (
+        plain = re.sub("|".join(rf"\b{re.escape(n)}\b" for n in brief.known_names) or "^$", " ",
+                       question)  # fmt: skip
+        if not mine or self.off_topic(plain, top, missing, ents, everything) or (
             brief.elsewhere and top < SCOPE_ANSWERS
         ):
             return self.no_evidence(brief, missing)
         named = self.named_items(brief, chunks)
-        lines = ["What the papers in your library say, in their own words:", ""]
+        lines = [
+            *follow_up_lines(brief),
+            "What the papers in your library say, in their own words:",
+            "",
+        ]
         lines += self.attributed(scorer, question, mine, named, max_sentences=8, max_words=230)
         if missing:
             lines += [f"The evidence does not mention: {', '.join(missing)}.", ""]
@@ -200,22 +209,25 @@ class OfflineSynthesizer:
             (q, scorer.focus(q, self.part_pool(part, cands), PART_FOCUS_WORDS))
             for part in brief.parts for q in [part_query(part)]
         ])  # fmt: skip
-        lines = ["What the papers in your library say about each part, in their own words:", ""]
-        uncovered: list[str] = []
+        lines = [
+            *follow_up_lines(brief),
+            "What the papers in your library say about each part, in their own words:",
+            "",
+        ]
+        uncovered: list[Part] = []
         used: set[str] = set()
         for part in brief.parts:
             head = part.heading or part.text
             pool = [c for c in cands if c.text not in used]
             body, quoted = self.part_quotes(scorer, part, pool, bool(brief.elsewhere))
             if not body:
-                uncovered.append(head)
+                uncovered.append(part)
                 continue
             used |= quoted
             lines += [f"**{head}**", "", *body]
         if len(uncovered) == len(brief.parts):
             return self.no_evidence(brief, [])
-        if uncovered:
-            lines += ["Not covered by the library: " + "; ".join(uncovered) + ".", ""]
+        lines += uncovered_lines(brief.parts, uncovered)
         real_gaps = [
             g for g in brief.gaps
             if not g.startswith(("passages not yet", "nothing found about", "no passage"))
@@ -257,7 +269,9 @@ class OfflineSynthesizer:
         mine = scorer.focus(query, cands, PART_FOCUS_WORDS)
         scorer.score(query, mine)
         text = " ".join(f"{c.chunk.title} {c.chunk.section} {c.text}" for c in mine)
-        named = entities(part.subject or part.text)
+        # A name the library knows stands for its paper, which need not repeat it ("FLP",
+        # "Lamport's paper"); a name it lacks must be in what is quoted under it.
+        named = [] if part.items else [part.subject] if part.subject else entities(part.text)
         missing = [e for e in named if not mentions(text, e)]
         top = max((c.score for c in mine), default=0.0)
         if not mine or self.off_topic(part.text, top, missing, named, text):
@@ -280,6 +294,44 @@ class OfflineSynthesizer:
             f"addresses it{about}, so there is nothing I can cite.\n\n"
             "_Answered by the embedded offline engine, without a language model._"
         )
+
+
+def uncovered_lines(parts: Sequence[Part], uncovered: Sequence[Part]) -> list[str]:
+    """The parts no quote answers, by the same names as their headings: a name the library
+    lacks is said to be missing; a paper it holds is said to have nothing on the question in
+    the evidence gathered (never "not covered by the library")."""
+    lines: list[str] = []
+    lacks = [p.name or p.subject for p in uncovered if not p.items and (p.name or p.subject)]
+    silent = [p for p in uncovered if p.items or not (p.name or p.subject)]
+    if lacks:
+        lines += ["Not in your library: " + "; ".join(lacks) + " (no paper by that name).", ""]
+    if silent:
+        said = "; ".join(
+            (p.heading or p.text) + (f" (in {', '.join(f'*{t}*' for t in p.titles)})"
+                                     if p.titles and not p.name.endswith(")") else "")
+            for p in silent
+        )  # fmt: skip
+        lines += ["Nothing in the evidence gathered answers: " + said + ".", ""]
+    return lines
+
+
+def follow_up_lines(brief: WriterBrief) -> list[str]:
+    """What a follow-up's answer says first: that it takes the researcher's correction, or the
+    earlier side of a contrast in one line (its first answering sentence, whole)."""
+    fu = brief.follow_up
+    if fu is None:
+        return []
+    if fu.correction and fu.not_papers:
+        refused = " and ".join(f"*{t}*" for t in fu.not_papers)
+        return [f"_You meant another paper than {refused}: here is what the others say._", ""]
+    if fu.correction:
+        about = f" about {fu.subject}" if fu.subject else ""
+        return [f"_Taking your correction: not the earlier question{about}, but “{brief.goal}”._",
+                ""]  # fmt: skip
+    if fu.answer:
+        on = f", on {fu.subject}" if fu.subject else ""
+        return [f"_Earlier{on}: {fu.answer}_", ""]
+    return []
 
 
 def _order(runs: list[Unit]) -> list[Unit]:

@@ -1,8 +1,13 @@
-"""The names by which a question refers to the library's items: a title's head before its colon,
-its leading phrase, the whole of a short title, its acronym, a CamelCase word in it, a
-capitalised word of a sentence-case title, an author's surname, and the names an item's
-abstract gives what it presents ("Raft", "the Transformer"), which resolve to the item whose
-abstract uses them most.
+"""The library's names: how a question refers to an item. A title's head before its colon, its
+leading phrase, the whole of a short title, its acronym, a CamelCase word in it, a capitalised
+word of a sentence-case title, an author's surname ("Lamport's paper", "the paper by Ongaro")
+and the authors' initials ("FLP"), and the names its abstract and introduction give what the
+paper presents ("Raft", "the Transformer", "a lock service called Chubby", "our method
+(SimCLRv2)"), which resolve to the item whose text uses them most.
+
+`names_for(index)` builds the catalogue once per index generation (its abstracts and the
+first passages of its introductions come in one query), so every question is read through
+the library's own names, not English phrase rules.
 
 `Catalogue.mentions` finds them (and other named things the catalogue does not know) in a
 question, the longest first; `resolve_names` gives the items each mention names.
@@ -11,10 +16,15 @@ question, the longest first; `resolve_names` gives the items each mention names.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from zocrates_nb.text import STOPWORDS, entities, stem
+
+if TYPE_CHECKING:
+    from zocrates_nb.index.store import Index
 
 # Words that start an instruction or a question: never a name, whatever their case.
 IMPERATIVES = frozenset(
@@ -109,6 +119,7 @@ class CatalogueItem:
     title: str
     authors: tuple[str, ...] = ()
     abstract: str = ""
+    intro: str = ""  # the opening of its introduction, where a paper names what it presents
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,7 @@ class _Name:
     key: str
     strict_case: bool  # a single plain word: only its capitalised spelling names the item
     acronym: bool = False
+    author: bool = False  # a creator's surname (or their initials): the item is their paper
 
 
 @dataclass
@@ -127,6 +139,7 @@ class Mention:
     end: int
     surface: str
     keys: tuple[str, ...] = ()  # library items it names (empty: a name the catalogue lacks)
+    author: bool = False  # the name is an author's: it names the paper, not a system
 
 
 def tokens(text: str) -> list[tuple[str, int, int]]:
@@ -143,7 +156,7 @@ class Catalogue:
     def __init__(self, items: Iterable[CatalogueItem]) -> None:
         self.items = {it.key: it for it in items}
         self.names: list[_Name] = []
-        surnames: dict[str, set[str]] = {}
+        surnames: dict[str, list[tuple[int, str]]] = {}  # surname → (position, key)
         for it in self.items.values():
             for words in self._title_names(it.title):
                 plain = len(words) == 1 and not _distinctive(words[0])
@@ -151,16 +164,23 @@ class Catalogue:
             acro = _acronym(it.title)
             if acro:
                 self.names.append(_Name(_stems([acro]), it.key, True, acronym=True))
-            for a in it.authors:
-                last = a.replace(",", " ").split()
-                if last:
-                    # "Last, First" or "First Last"
-                    name = a.split(",")[0].strip() if "," in a else last[-1]
-                    if len(name) >= 3:
-                        surnames.setdefault(name, set()).add(it.key)
-        for name, keys in surnames.items():
-            if len(keys) == 1:
-                self.names.append(_Name(_stems([name]), next(iter(keys)), strict_case=True))
+            for i, a in enumerate(it.authors):
+                name = _surname(a)
+                if len(name) >= 3:
+                    surnames.setdefault(name, []).append((i, it.key))
+        for name, places in surnames.items():
+            # "Ghemawat's paper": the one paper they wrote, else the one they wrote first.
+            firsts = [k for i, k in places if i == 0]
+            keys = [places[0][1]] if len(places) == 1 else firsts if len(firsts) == 1 else []
+            for key in keys:
+                self.names.append(_Name(_stems([name]), key, strict_case=True, author=True))
+        for it in self.items.values():
+            for words in _quoted_names(it):  # "our “MoCo v2” baselines"
+                self.names.append(_Name(_stems(words), it.key, strict_case=False))
+            initials = _initials(it.authors)
+            if initials:  # "FLP": Fischer, Lynch and Paterson's result
+                self.names.append(_Name(_stems([initials]), it.key, True, acronym=True,
+                                        author=True))  # fmt: skip
         # Names an item's abstract uses for what it presents ("Raft is a consensus algorithm…
         # Raft separates…", "a new architecture, the Transformer"): capitalised words written
         # mid-sentence and never in lower case. The first word of a title that its abstract
@@ -246,6 +266,7 @@ class Catalogue:
         found: list[Mention] = []
         taken: set[int] = set()
         spans: dict[tuple[int, int], set[str]] = {}
+        by_author: set[tuple[int, int]] = set()
         for name in self.names:
             n = len(name.tokens)
             for i in range(len(toks) - n + 1):
@@ -259,11 +280,14 @@ class Catalogue:
                 if n == 1 and word.lower() in IMPERATIVES | STOPWORDS:
                     continue
                 spans.setdefault((i, i + n), set()).add(name.key)
+                if name.author:
+                    by_author.add((i, i + n))
         for (i, j), keys in sorted(spans.items(), key=lambda kv: (kv[0][0] - kv[0][1], kv[0])):
             if any(p in taken for p in range(i, j)):
                 continue
             taken.update(range(i, j))
-            found.append(Mention(i, j, text[toks[i][1] : toks[j - 1][2]], tuple(sorted(keys))))
+            found.append(Mention(i, j, text[toks[i][1] : toks[j - 1][2]], tuple(sorted(keys)),
+                                 author=(i, j) in by_author))  # fmt: skip
         # A capitalised word only an abstract uses: the item that uses it most, clearly (not
         # the word opening the question: any word is capitalised there).
         for k, (w, _, _) in enumerate(toks):
@@ -299,8 +323,12 @@ class Catalogue:
                 i += 1
                 continue
             j = i + 1
-            while j < len(toks) and j not in taken and named(toks[j][0]):
-                if text[toks[j - 1][2] : toks[j][1]].strip(" -"):
+            while j < len(toks) and j not in taken:
+                gap = text[toks[j - 1][2] : toks[j][1]]
+                if gap in ("/", "-") and toks[j][0][:1].isalnum():
+                    j += 1  # "TCP/IP", "Byzantine-tolerant": one term, never two
+                    continue
+                if gap.strip(" -") or not named(toks[j][0]):
                     break  # punctuation between them: two names
                 j += 1
             found.append(Mention(i, j, text[toks[i][1] : toks[j - 1][2]]))
@@ -325,28 +353,61 @@ def _acronym(title: str) -> str:
 _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;]\s+|\n)[\"'“(]*$")
 
 
+def _surname(author: str) -> str:
+    """"Last, First" or "First Last" → Last."""
+    if "," in author:
+        return author.split(",")[0].strip()
+    words = author.split()
+    return words[-1] if words else ""
+
+
+def _initials(authors: tuple[str, ...]) -> str:
+    """Three or four authors' initials, as a famous result is called ("FLP")."""
+    if not 3 <= len(authors) <= 4:
+        return ""
+    names = [_surname(a) for a in authors]
+    return "".join(n[:1] for n in names).upper() if all(n[:1].isalpha() for n in names) else ""
+
+
+_QUOTED_NAME_RE = re.compile(
+    r"\b(?:we call|our|called|named|dubbed|termed)\s+[“\"‘']"
+    r"([A-Z][\w.+-]*(?:\s[\w.+-]+){0,3})[”\"’']"
+)
+
+
+def _quoted_names(it: CatalogueItem) -> list[list[str]]:
+    """Names the paper gives its own thing in quotes ("our “MoCo v2” baselines")."""
+    found = _QUOTED_NAME_RE.findall(f"{it.abstract}\n{it.intro}")
+    return [ws for n in dict.fromkeys(found) if len(ws := [w for w, _, _ in tokens(n)]) >= 1]
+
+
 def _abstract_names(it: CatalogueItem) -> dict[str, int]:
     """Capitalised words the abstract writes mid-sentence (or distinctive ones, "MoCo", "BERT",
     anywhere) and never in lower case, with how strongly it names each: a use counts once, a
     naming ("the Transformer", "called BERT") twice, the paper presenting it ("We present
     Momentum Contrast (MoCo)") three times; kept from two up, or from one for the title's
-    first word."""
-    text = it.abstract
-    if not text:
-        return {}
-    lower = {w.lower() for w in re.findall(r"\b[a-z][a-z0-9-]*\b", text)}
+    first word. The introduction counts only where it presents or names its own thing ("a
+    lock service called Chubby", "our method (SimCLRv2)"): it also discusses others' work."""
     counts: dict[str, int] = {}
-    for m in re.finditer(r"[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*", text):
-        word = m.group(0)
-        if len(word) < 3 or word.lower() in IMPERATIVES | STOPWORDS or word.lower() in lower:
-            continue
-        before = text[max(0, m.start() - 60) : m.start()]
-        if _SENTENCE_START_RE.search(before[-4:]) and not _distinctive(word):
-            continue  # any word opens a sentence capitalised; "MoCo", "BERT" only as names
-        naming = re.search(r"\b(?:the|called|named|dubbed|termed)\s+$", before, re.I)
-        presents = re.search(r"\bwe (?:present|introduce|propose|describe|develop)\b[^.]*$",
-                             before, re.I)  # fmt: skip
-        counts[word] = counts.get(word, 0) + (3 if presents else 2 if naming else 1)
+    for text, own_only in ((it.abstract, False), (it.intro, True)):
+        lower = {w.lower() for w in re.findall(r"\b[a-z][a-z0-9-]*\b", text)}
+        for m in re.finditer(r"[A-Z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*", text):
+            word = m.group(0)
+            if len(word) < 3 or word.lower() in IMPERATIVES | STOPWORDS or word.lower() in lower:
+                continue
+            before = text[max(0, m.start() - 60) : m.start()]
+            if _SENTENCE_START_RE.search(before[-4:]) and not _distinctive(word):
+                continue  # any word opens a sentence capitalised; "MoCo", "BERT" only as names
+            the = re.search(r"\bthe\s+$", before, re.I)
+            naming = re.search(r"\b(?:called|named|dubbed|termed)\s+$|\b(?:our|this)\s+(?:"
+                               r"system|method|model|algorithm|approach|framework|protocol|"
+                               r"service|tool)\s+\($", before, re.I)  # fmt: skip
+            presents = re.search(r"\bwe (?:present|introduce|propose|describe|develop)\b[^.]*$",
+                                 before, re.I)  # fmt: skip
+            if own_only and not (naming or presents):
+                continue
+            weight = 3 if presents or (own_only and naming) else 2 if naming or the else 1
+            counts[word] = counts.get(word, 0) + weight
     first = _first_word(it.title)
     return {w: n for w, n in counts.items() if n >= 2 or w == first}
 
@@ -380,21 +441,66 @@ def _disambiguate(mentions: list[Mention], claimed: set[str]) -> list[Mention]:
     return out
 
 
-def catalogue_of(records: Iterable[object]) -> Catalogue:
-    """A catalogue from the index's item records (notes and attachments left out)."""
+def catalogue_of(records: Iterable[object], intros: dict[str, str] | None = None) -> Catalogue:
+    """A catalogue from the index's item records (notes and attachments left out), with the
+    opening of each item's introduction where known."""
     items = []
+    intros = intros or {}
     for r in records:
         if getattr(r, "item_type", "") in ("note", "attachment"):
             continue
+        key = str(getattr(r, "key", ""))
         items.append(
             CatalogueItem(
-                str(getattr(r, "key", "")),
+                key,
                 str(getattr(r, "title", "")),
                 tuple(getattr(r, "authors", ()) or ()),
                 str(getattr(r, "abstract", "") or ""),
+                intros.get(key, ""),
             )
         )
     return Catalogue(items)
+
+
+INTRO_CHARS = 3000  # of each introduction: where a paper says what it presents
+
+_INTRO_SQL = (
+    "SELECT item_key, text FROM chunks WHERE chunk_type = 'body' AND "
+    "(lower(section) LIKE '%introduction%' OR lower(section) LIKE '%overview%') "
+    "ORDER BY item_key, line_start"
+)
+
+
+def _intros(index: Index) -> dict[str, str]:
+    """The first characters of every item's introduction, in one query."""
+    out: dict[str, str] = {}
+    for row in index.catalog.query(_INTRO_SQL):
+        key = str(row["item_key"])
+        have = out.get(key, "")
+        if len(have) < INTRO_CHARS:
+            out[key] = (have + "\n\n" + str(row["text"]))[:INTRO_CHARS].strip()
+    return out
+
+
+_CATALOGUES: dict[tuple[str, str], Catalogue] = {}
+_CATALOGUES_LOCK = threading.Lock()
+
+
+def names_for(index: Index) -> Catalogue | None:
+    """The library's names, built once per index generation (None: the catalogue is
+    unreadable, and questions are decomposed by their own names)."""
+    try:
+        key = (str(index.home), index.catalog.generation() or "")
+        with _CATALOGUES_LOCK:
+            got = _CATALOGUES.get(key)
+        if got is None:
+            got = catalogue_of(index.items(), _intros(index))
+            with _CATALOGUES_LOCK:
+                _CATALOGUES.clear()  # one library's names at a time
+                _CATALOGUES[key] = got
+        return got
+    except Exception:
+        return None
 
 
 def resolve_names(text: str, catalogue: Catalogue) -> list[tuple[str, ...]]:
@@ -408,6 +514,7 @@ __all__ = [
     "CatalogueItem",
     "Mention",
     "catalogue_of",
+    "names_for",
     "resolve_names",
     "tokens",
 ]
