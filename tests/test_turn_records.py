@@ -9,6 +9,7 @@ import argparse
 import io
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from zocrates_nb.turn import (
     Source,
     TrailStep,
     TurnResult,
+    TurnView,
     Usage,
 )
 
@@ -142,6 +144,9 @@ def test_chat_bubbles_of_a_turn() -> None:
 class _NoLookups:
     def turn(self, turn_id: str, *, session_id: str | None = None) -> TurnResult:
         raise AssertionError("an answered turn needs no look-up")
+
+    def view(self, turn: TurnResult, **changes: Any) -> TurnView:
+        return TurnView.of(turn, **changes)
 
 
 def test_the_cli_prints_a_projection_of_the_record_with_tokens_and_cost() -> None:

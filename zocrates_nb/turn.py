@@ -104,8 +104,19 @@ class Source(_Record):
     tier: Literal["cited", "other"] = "other"
 
 
+class CitedPlace(_Record):
+    """Where one occurrence of a `[n]` marker points: the page of the sentence it supports
+    (and the page that sentence ends on, when it runs across two)."""
+
+    page: int | None = None
+    page_end: int | None = None
+
+
 class Citation(_Record):
-    """What a `[n]` marker points at (for popovers)."""
+    """What a `[n]` marker points at (for popovers).
+
+    `page` is the page of the sentence the first `[n]` supports (else the passage's first
+    page); `occurrences` gives each `[n]` of the answer, in order, its own page."""
 
     n: int
     chunk_id: str
@@ -115,6 +126,8 @@ class Citation(_Record):
     year: int | None = None
     section: str = ""
     page: int | None = None
+    page_end: int | None = None
+    occurrences: list[CitedPlace] = Field(default_factory=list)
     text: str = ""
     support: float | None = None  # verification support probability
 
@@ -482,9 +495,11 @@ class SourceView(Source):
 
 
 class CitationView(Citation):
-    """A citation as shown: `links` (`select`, and `pdf` opening the PDF at the cited page)."""
+    """A citation as shown: `links` (`select`, and `pdf` opening the PDF at the cited page);
+    `occurrence_links`, each `[n]`'s own `pdf` link (its sentence's page), in order."""
 
     links: dict[str, str] = Field(default_factory=dict)
+    occurrence_links: list[str] = Field(default_factory=list)
 
 
 class CheckpointView(CheckpointInfo):
@@ -551,6 +566,7 @@ __all__ = [
     "CheckpointView",
     "Citation",
     "CitationView",
+    "CitedPlace",
     "EvidenceRow",
     "PassageFields",
     "PlacedPassage",

@@ -13,11 +13,13 @@ or Other considered.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from zocrates_nb.ingest.bundle import Bundle
+from zocrates_nb.retrieval.pages import quote_pages
 from zocrates_nb.retrieval.state import Evidence
-from zocrates_nb.turn import Citation, Source
+from zocrates_nb.turn import Citation, CitedPlace, Source
 
 # `[1]`, `[2, 3]`, `[2–4]`, `[1; 3]`: numbers with separators, nothing else inside the brackets.
 # Any number: `[0]` or `[1000000]` names no passage, and is checked like the others.
@@ -282,3 +284,41 @@ def finish(
         refuted=refuted - set(mapping),
         verified=verified,
     )
+
+
+# ---------------------------------------------------------------------------- pages
+def _quoted(text: str, occs: Sequence[Occurrence], k: int) -> str:
+    """What the k-th marker stands after: its line of the answer, from the marker before it."""
+    start = text.rfind("\n", 0, occs[k].start) + 1
+    if k and occs[k - 1].end > start:
+        start = occs[k - 1].end
+    return MARKER_RE.sub(" ", text[start : occs[k].start])
+
+
+def place_citations(
+    answer: CitedAnswer, ranked: Sequence[Evidence], bundle_of: Callable[[str], Bundle | None]
+) -> None:
+    """Give each `[n]` of the answer the page of the sentence it stands after (`occurrences`),
+    and each citation the first of them as its `page`: a passage spans pages, the sentence a
+    claim rests on stands on one (or runs across two)."""
+    by_n = {c.n: c for c in answer.citations}
+    passage = {new: ranked[old - 1] for old, new in answer.renumbered.items()}
+    occs = find_occurrences(answer.text)
+    for k, occ in enumerate(occs):
+        quoted = _quoted(answer.text, occs, k)
+        for n in occ.ids:
+            c, e = by_n.get(n), passage.get(n)
+            if c is None or e is None:
+                continue
+            place = None
+            if e.line_start is not None and e.line_end is not None:
+                bundle = bundle_of(e.attachment_key)
+                if bundle is not None:
+                    place = quote_pages(bundle, e.line_start, e.line_end, quoted)
+            c.occurrences.append(
+                CitedPlace(page=place.page, page_end=place.page_end) if place
+                else CitedPlace(page=e.page, page_end=e.page_end)
+            )
+    for c in answer.citations:
+        if c.occurrences:
+            c.page, c.page_end = c.occurrences[0].page, c.occurrences[0].page_end

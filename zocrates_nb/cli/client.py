@@ -8,10 +8,10 @@ import argparse
 import os
 import sys
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zocrates_nb.events import Event
-from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult
+from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult, TurnView
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -35,6 +35,8 @@ class Client(Protocol):
     def session(self, session_id: str) -> SessionSummary: ...
 
     def turn(self, turn_id: str, *, session_id: str | None = None) -> TurnResult: ...
+
+    def view(self, turn: TurnResult, **changes: Any) -> TurnView: ...
 
     def close(self) -> None: ...
 

@@ -107,7 +107,7 @@ def session_list(app: App) -> SessionList:
 def session_detail(app: App, session_id: str) -> SessionDetail:
     try:
         summary = app.session(session_id)
-        turns = [TurnView.of(t) for t in app.history(session_id)]
+        turns = [app.view(t) for t in app.history(session_id)]
     except SessionNotFound as e:
         raise http_error(e) from None
     pending = next((CheckpointEvent.of(t) for t in turns if t.checkpoint is not None), None)
@@ -135,6 +135,6 @@ def bubbles(turn: TurnResult) -> list[dict[str, Any]]:
 
 def turn_detail(app: App, session_id: str, turn_id: str) -> TurnView:
     try:
-        return TurnView.of(app.turn(turn_id, session_id=session_id))
+        return app.view(app.turn(turn_id, session_id=session_id))
     except SessionNotFound as e:
         raise http_error(e) from None
