@@ -178,3 +178,14 @@ def test_tagging_through_the_connector_is_refused_plainly(
     code, _, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id, "--to",
                        "connector", "--tag-cited", "--yes")  # fmt: skip
     assert code == 2 and "needs the Web API" in err
+
+
+def test_a_note_with_zotero_not_running_names_only_what_a_note_offers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turn = answered(tmp_path, [RAFT])
+    configure(tmp_path, connector_url="http://127.0.0.1:9")
+    code, _, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
+                       "--to", "connector", "--yes")  # fmt: skip
+    assert code != 0 and "Zotero is not running" in err
+    assert "web" in err and "ris" not in err.lower() and "bibtex" not in err.lower()

@@ -97,6 +97,8 @@ def test_every_endpoint_requires_jupyters_token(server: JupyterServer, token: st
         ("zocrates/chat", {"prompt": "hi", "collections": {}}, "collections"),
         ("zocrates/chat", {"prompt": "hi", "budget": 0}, "budget"),
         ("zocrates/chat", {"prompt": "hi", "colour": "red"}, "colour"),
+        ("zocrates/chat", {"prompt": "hi", "model": "gpt-nothing"}, "'gpt-nothing' is not a model"),
+        ("zocrates/chat", {"prompt": "hi", "model": ""}, "model"),
         ("zocrates/chat/resume", {"session_id": "s", "interrupt_id": "i"}, "action"),
         ("zocrates/chat/resume",
          {"session_id": "s", "interrupt_id": "i", "action": "dig_deeper"}, "action"),
@@ -108,6 +110,7 @@ def test_malformed_bodies_are_400_with_a_message_naming_the_problem(
     response = _post(server, path, body)
     assert response.status_code == 400, response.text
     assert names in response.json()["message"]
+    assert "--" not in response.json()["message"], "the API's own words, no CLI flag"
 
 
 def test_unknown_sessions_are_404(server: JupyterServer) -> None:

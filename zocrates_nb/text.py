@@ -152,8 +152,8 @@ def terms(text: str) -> list[str]:
     return out
 
 
-_MARKUP = re.compile(r"([\\`*_\[\]<>#|~&])")
-_TAGS = re.compile(r"([\\`<>&])")
+_MARKUP = re.compile(r"([\\`*_\[\]<>#|~]|&(?=#?\w+;))")  # an & only where it opens an entity
+_TAGS = re.compile(r"([\\`<>]|&(?=#?\w+;))")
 
 
 def markdown_text(text: str) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from zocrates_nb.agents.models import ModelRegistry
 from zocrates_nb.agents.offline import OfflineEngine
-from zocrates_nb.agents.runtime import Roles, resolve_roles
+from zocrates_nb.agents.runtime import Roles, override_settings, resolve_roles
 from zocrates_nb.app import library
 from zocrates_nb.app.library import IndexStatus
 from zocrates_nb.app.limits import check_scope as refuse_scope
@@ -169,6 +169,12 @@ class AppCore:
 
     def roles(self, model: str | None = None) -> Roles:
         return resolve_roles(self.registry, self.engine, model, self.role_models)
+
+    def check_model(self, model: str | None) -> None:
+        """Refuse a turn's model string that names no model zocrates-nb can use, before the
+        turn starts (`ModelConfigError`, a plain sentence)."""
+        if model is not None:
+            override_settings(self.settings, model)
 
     def check_scope(self, scope: Scope) -> None:
         """Refuse a scope too large or naming what the index lacks, before a turn or search

@@ -46,8 +46,10 @@ def http_error(e: BaseException) -> web.HTTPError:
 
 
 def check_chat(app: App, req: ChatRequest) -> None:
-    """Refuse before streaming: a scope too large or naming what the index lacks (400), an
-    unknown session (404), a pending checkpoint or a turn running in it (409)."""
+    """Refuse before streaming: a model string that names no usable model, a scope too large
+    or naming what the index lacks (400), an unknown session (404), a pending checkpoint or a
+    turn running in it (409)."""
+    app.check_model(req.model)
     app.check_scope(req.options().scope)
     if req.session_id is None:
         return

@@ -119,7 +119,7 @@ def save_note_to_connector(turn: TurnResult, url: str, *, ledger: Ledger,
                           message="This answer was already saved as a note through the Zotero "
                                   "app; it was not saved again.")  # fmt: skip
     with httpx.Client(timeout=timeout, transport=transport) as client:
-        target = selected_target(client, url)
+        target = selected_target(client, url, others="web: your Zotero web library")
         if not target.editable:
             raise WriteError(f"{target.describe()} is read-only: select another one in Zotero")
         session = Session(client, url, ledger, SaveResult(to="connector"), time.time)
