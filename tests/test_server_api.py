@@ -113,6 +113,17 @@ def test_malformed_bodies_are_400_with_a_message_naming_the_problem(
     assert "--" not in response.json()["message"], "the API's own words, no CLI flag"
 
 
+def test_a_refused_request_never_logs_the_token_of_its_url(server: JupyterServer) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        response = http.get(f"zocrates/sessions/no-such-session?token={server.token}")
+        assert response.status_code == 404
+        bad = _post(server, "zocrates/chat", {"prompt": "hi", "model": "nothing-such"})
+        assert bad.status_code == 400
+    log = server.log_tail(200_000)
+    assert "no-such-session" in log, "the refusal is logged"
+    assert server.token not in log and "[secret]" in log
+
+
 def test_unknown_sessions_are_404(server: JupyterServer) -> None:
     with _http(server) as http:
         assert http.get("zocrates/sessions/no-such-session").status_code == 404
