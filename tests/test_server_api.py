@@ -444,6 +444,13 @@ def test_batch_questions_run_alike_locally_and_over_http(
     assert [json.loads(x)["cited_sources"] for x in local] == [
         json.loads(x)["cited_sources"] for x in remote_lines]
 
+    # --session S: every question a turn of S, over HTTP too.
+    session = json.loads(runs["local"].stdout.splitlines()[0])["session_id"]
+    into = _cli(home, "ask", "--questions", str(batch), "--json", "--no-hitl", "--session",
+                session, *remote)  # fmt: skip
+    assert into.returncode == 0, into.stderr
+    assert {json.loads(x)["session_id"] for x in into.stdout.splitlines()} == {session}
+
     batch.write_text(json.dumps({"question": FACTUAL}) + "\n{not json\n", "utf-8")
     bad = _cli(home, "ask", "--questions", str(batch), "--json", "--no-hitl")
     # The bad line gets its own error line and the batch goes on; the exit status says so.
