@@ -15,10 +15,10 @@ from zocrates_nb.turn import Source, TurnResult
 
 ANSWER = ("Raft elects a leader with randomized election timeouts [1]. "
           "<script>alert(1)</script> A candidate needs a majority of votes [1].")  # fmt: skip
-RAFT = Source(n=1, numbers=[1], item_key="RAFTKEY1", tier="cited", year=2014,
+RAFT = Source(n=1, numbers=[1], item_key="RAFTKEY2", tier="cited", year=2014,
               title="In Search of an Understandable Consensus Algorithm",
               authors=["Diego Ongaro", "John Ousterhout"])  # fmt: skip
-PAXOS = Source(n=2, numbers=[2], item_key="PAXOSKY2", tier="cited", title="Paxos Made Simple",
+PAXOS = Source(n=2, numbers=[2], item_key="PAXSKEY2", tier="cited", title="Paxos Made Simple",
                authors=["Leslie Lamport"], year=2001)  # fmt: skip
 
 
@@ -52,16 +52,16 @@ def test_one_cited_paper_makes_a_child_note_through_the_web_api(
         code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
                              "--to", "web", "--yes")  # fmt: skip
     assert code == 0, err
-    assert out.strip() == "saved the answer as a child note of item RAFTKEY1"
+    assert out.strip() == "saved the answer as a child note of item RAFTKEY2"
     (note,) = api.created
-    assert note["itemType"] == "note" and note["parentItem"] == "RAFTKEY1"
+    assert note["itemType"] == "note" and note["parentItem"] == "RAFTKEY2"
     assert note["tags"] == [{"tag": "zocrates:answer"}] and "collections" not in note
     body = note["note"]
     assert body.startswith("<h1>How does Raft elect a leader?</h1>\n<p>Raft elects a leader")
     assert "<script>" not in body and "&lt;script&gt;" in body  # model text stays text
     assert (
         '<li>[1] Diego Ongaro, John Ousterhout (2014). <a href="zotero://select/library/'
-        'items/RAFTKEY1">In Search of an Understandable Consensus Algorithm</a></li>'
+        'items/RAFTKEY2">In Search of an Understandable Consensus Algorithm</a></li>'
     ) in body
 
 
@@ -117,9 +117,9 @@ def test_a_note_links_each_citation_to_its_paper_and_page_and_is_made_once(
     store.save_turn(turn.model_copy(update={
         "status": "answered", "answer": "Timeouts are randomized [1]; votes need a majority "
         "[1, 2]. `code [1]` stays code.", "cited_sources": [RAFT, PAXOS],
-        "citations": [Citation(n=1, chunk_id="RAFTPDF1:0004", item_key="RAFTKEY1", title="R",
+        "citations": [Citation(n=1, chunk_id="RAFTPDF2:0004", item_key="RAFTKEY2", title="R",
                                page=5),
-                      Citation(n=2, chunk_id="PAXOSPDF:0001", item_key="PAXOSKY2", title="P",
+                      Citation(n=2, chunk_id="PAXSPDF2:0001", item_key="PAXSKEY2", title="P",
                                page=None)]}))  # fmt: skip
     store.close()
     monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
@@ -131,11 +131,11 @@ def test_a_note_links_each_citation_to_its_paper_and_page_and_is_made_once(
             assert code == 0, err
     (note,) = api.created
     body = note["note"]
-    raft = '<a href="zotero://select/library/items/RAFTKEY1">1</a>'
+    raft = '<a href="zotero://select/library/items/RAFTKEY2">1</a>'
     assert f"Timeouts are randomized [{raft}]" in body
-    assert f'[{raft}, <a href="zotero://select/library/items/PAXOSKY2">2</a>]' in body
+    assert f'[{raft}, <a href="zotero://select/library/items/PAXSKEY2">2</a>]' in body
     assert "<code>code [1]</code>" in body  # not inside code
-    assert ', p. <a href="zotero://open-pdf/library/items/RAFTPDF1?page=5">5</a></li>' in body
+    assert ', p. <a href="zotero://open-pdf/library/items/RAFTPDF2?page=5">5</a></li>' in body
     assert "already saved as note" in out
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from zocrates_nb.ingest.bundle import Bundle
+from zocrates_nb.library.paths import KEY_PATTERN
 from zocrates_nb.retrieval.pages import quote_pages
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.turn import Citation, CitedPlace, Source
@@ -27,8 +28,6 @@ MARKER_RE = re.compile(r"\[\s*(\d{1,12}(?:\s*(?:,|;|-|–|—)\s*\d{1,12})*)\s*\
 # Markers the model should never write but sometimes does: `[Chunk 3]`, `[Source 2]`, `[ref 4]`.
 _WORDY_MARKER_RE = re.compile(r"\[(?:chunk|source|evidence|ref|passage)\s+(\d{1,3})\]", re.I)
 
-# Zotero keys: 8 characters of Zotero's alphabet (no 0, 1, O).
-_ZKEY = r"[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}"
 _KEY_TAG_RE = re.compile(
     r"\s*\[(?:(?:Parent|Attachment|Note|Item|Document)\s+)?Key:\s*[^\]]*\]", re.I
 )
@@ -86,7 +85,8 @@ def sanitize(text: str, keys: Iterable[str] = (), chunk_ids: Iterable[str] = ())
         out = re.sub(r"\(?`?" + re.escape(cid) + r"`?\)?", "", out)
     out = _CHUNK_WORD_RE.sub("", out)
     # Generic chunk ids: KEY:s4 / KEY:0003 / KEY:full.
-    out = re.sub(r"`?\b" + _ZKEY + r":(?:s\d+|f\d+|t\d+|p\d+|\d{3,5}|full|abstract)\b`?", "", out)
+    plumbing = r":(?:s\d+|f\d+|t\d+|p\d+|\d{3,5}|full|abstract)\b`?"
+    out = re.sub(r"`?\b" + KEY_PATTERN + plumbing, "", out)
     known = sorted({k for k in keys if k and len(k) >= 4}, key=len, reverse=True)
     for k in known:
         # `(HCZLU22L: "Title")` → `("Title")`; `HCZLU22L — ` → ``; bare key → ``.

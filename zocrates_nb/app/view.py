@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from zocrates_nb.citelinks import ZOTERO_KEY, doc_key, doi_url, pdf_url, select_url
+from zocrates_nb.citelinks import doc_key, doi_url
+from zocrates_nb.library.paths import pdf_url, select_url, zotero_key
 from zocrates_nb.turn import (
     Citation,
     CitationView,
@@ -70,15 +71,15 @@ class _Library:
         url = str(getattr(record, "url", "") or "")
         href = doi_url(getattr(record, "doi", "") or "") or (
             url if url.startswith(("https://", "http://")) else "")  # fmt: skip
-        zotero = bool(ZOTERO_KEY.match(key)) and record.version.startswith("v")
+        zotero = zotero_key(key) and record.version.startswith("v")
         docs = (_quiet(lambda: self.app.documents(key)) or []) if zotero and self.app else []
-        pdfs = [d.doc_key for d in docs if d.kind == "pdf" and ZOTERO_KEY.match(d.doc_key)]
+        pdfs = [d.doc_key for d in docs if d.kind == "pdf" and zotero_key(d.doc_key)]
         return _Paper(record.title, record.year, zotero, pdfs[0] if pdfs else "", href)
 
     def is_pdf(self, key: str) -> bool:
         if key not in self.pdfs:
             doc = _quiet(lambda: self.app.document(key)) if self.app else None
-            self.pdfs[key] = doc is not None and doc.kind == "pdf" and bool(ZOTERO_KEY.match(key))
+            self.pdfs[key] = doc is not None and doc.kind == "pdf" and zotero_key(key)
         return self.pdfs[key]
 
     def links(self, item_key: str) -> dict[str, str]:

@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 from markdown_it import MarkdownIt
 
-from zocrates_nb.citelinks import CitedPage, cited_pages, pdf_url, select_url
+from zocrates_nb.citelinks import CitedPage, cited_pages
 from zocrates_nb.config import ZoteroWebSettings
+from zocrates_nb.library.paths import pdf_url, select_url
 from zocrates_nb.turn import TurnResult
 from zocrates_nb.writeback.connector import Session, selected_target
 from zocrates_nb.writeback.ledger import CONNECTOR, BatchItem, Ledger
