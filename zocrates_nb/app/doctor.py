@@ -150,11 +150,19 @@ def doctor(app: AppCore) -> DoctorReport:
         rerank = Rerank.model_validate(describe(app.reranker))
         library = LibraryCounts.model_validate(status.model_dump())
         vectors = _vector_health(index) if status.chunks else list(status.problems)
+        run = index.run_state()
+        note = "" if status.chunks else "the index is empty: run `zocrates-nb index` first"
+        if run == "running":
+            note = "an index run is in progress; what it has not reached yet is not searched"
+        elif run == "interrupted":
+            note = ("the last index run stopped before it finished: some papers may be missing; "
+                    "run `zocrates-nb index` again to finish it")  # fmt: skip
         health = IndexHealth(
-            ok=bool(status.chunks) and not status.documents.get("indexing") and not vectors,
+            ok=bool(status.chunks) and not status.documents.get("indexing") and not vectors
+            and not run,
             problems=errors[:50],
             vectors=vectors,
-            note="" if status.chunks else "the index is empty: run `zocrates-nb index` first",
+            note=note,
         )
     except Exception as e:  # a broken index is a doctor finding, not a crash
         from zocrates_nb.app.describe import describe_error
