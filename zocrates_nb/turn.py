@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal, Self
 
@@ -30,6 +31,18 @@ class _Record(BaseModel):
     # Stored records are read back by later versions: unknown keys (and derived fields
     # serialised for readers) are ignored, never an error.
     model_config = ConfigDict(extra="ignore")
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with `update` applied and validated like a new record: a misspelt field or a
+        value of the wrong type is an error here, not a record that breaks a reader later."""
+        if not update:
+            return super().model_copy(deep=deep)
+        unknown = sorted(set(update) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no field {', '.join(unknown)}")
+        data = {name: getattr(self, name) for name in type(self).model_fields}
+        copied = type(self).model_validate({**data, **update})
+        return copied.model_copy(deep=True) if deep else copied
 
     @classmethod
     def from_passage(cls, source: object, **own: Any) -> Self:
