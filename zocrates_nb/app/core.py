@@ -18,7 +18,7 @@ from zocrates_nb.app.limits import check_scope as refuse_scope
 from zocrates_nb.config import ConfigError, LimitsSettings, Settings
 from zocrates_nb.errors import UsageError
 from zocrates_nb.retrieval import library_lexicon
-from zocrates_nb.sessions import RENEW_SECONDS, SessionNotFound, SessionState, SessionStore
+from zocrates_nb.sessions import RENEW_SECONDS, SessionNotFound, SessionStore
 from zocrates_nb.sessions.recovery import open_sessions
 from zocrates_nb.text import TextTooLong, safe_text
 from zocrates_nb.turn import Scope, SessionSummary, TurnResult
@@ -267,11 +267,3 @@ class AppCore:
         if session_id is not None and result.session_id != session_id:
             raise SessionNotFound(f"no turn {turn_id!r} in session {session_id!r}")
         return result
-
-    def set_research_profile(self, session_id: str, profile: str | None) -> None:
-        """The researcher's profile (background, focus) the coordinator adapts to."""
-
-        def put(state: SessionState) -> None:
-            state.research_profile = (profile or "").strip() or None
-
-        self.store.update_state(session_id, put)
