@@ -129,6 +129,9 @@ def discovery_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
     return home, session
 
 
+HOSTILE = '<img src=x onerror="window.zcPwned=1">'
+
+
 def links_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A data home holding one Zotero item (Zotero's keys, a real PDF attachment, a DOI) and a
     session whose answer cites page 2 of that PDF: the panel links it with `zotero://`, an
@@ -156,9 +159,13 @@ def links_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     session = store.create_session("Links").id
     turn = store.begin_turn(session, "How does fusion merge rankings?")
     store.save_turn(turn.model_copy(update={
-        "status": "answered", "answer": "Reciprocal Rank Fusion merges ranked lists [1].",
+        "status": "answered",
+        # Model output and a library record with markup in them: text wherever they go.
+        "answer": f"Reciprocal Rank Fusion merges ranked lists [1]. {HOSTILE} says so [2].",
         "cited_sources": [Source(n=1, numbers=[1], item_key="HYBRID23", tier="cited", year=2024,
-                                 title="Hybrid Retrieval for Research Libraries")],
+                                 title="Hybrid Retrieval for Research Libraries"),
+                          Source(n=2, numbers=[2], item_key="EVILKEY2", tier="cited",
+                                 title=HOSTILE, authors=[HOSTILE])],
         "citations": [Citation(n=1, chunk_id="PDFATT23:0002", item_key="HYBRID23", page=2,
                                title="Hybrid Retrieval for Research Libraries",
                                text="Reciprocal Rank Fusion merges the two ranked lists.")]}))
@@ -579,6 +586,10 @@ def _links(page: Any) -> None:
     expect(rendered).to_contain_text("p. 2")
     assert rendered.evaluate("el => [...el.querySelectorAll('a')].every(a => a.href)"), (
         "a link of the inserted cell lost its href")
+    # Markup from the model and the library stays text in the cell (no live <img> fetched).
+    expect(rendered.locator("img")).to_have_count(0)
+    expect(rendered).to_contain_text('<img src=x onerror="window.zcPwned=1">')
+    assert page.evaluate("() => window.zcPwned === undefined")
     _shot(page, "16-inserted-links")
 
 

@@ -15,10 +15,10 @@ from zocrates_nb.turn import Source, TurnResult
 
 ANSWER = ("Raft elects a leader with randomized election timeouts [1]. "
           "<script>alert(1)</script> A candidate needs a majority of votes [1].")  # fmt: skip
-RAFT = Source(n=1, numbers=[1], item_key="RAFTKEY1", tier="cited", year=2014,
+RAFT = Source(n=1, numbers=[1], item_key="RAFTKEY2", tier="cited", year=2014,
               title="In Search of an Understandable Consensus Algorithm",
               authors=["Diego Ongaro", "John Ousterhout"])  # fmt: skip
-PAXOS = Source(n=2, numbers=[2], item_key="PAXOSKY2", tier="cited", title="Paxos Made Simple",
+PAXOS = Source(n=2, numbers=[2], item_key="PAXSKEY2", tier="cited", title="Paxos Made Simple",
                authors=["Leslie Lamport"], year=2001)  # fmt: skip
 
 
@@ -48,12 +48,12 @@ def test_one_cited_paper_makes_a_child_note_through_the_web_api(
     turn = answered(tmp_path, [RAFT])
     monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
     with FakeWebAPI() as api:
-        api.held["RAFTKEY1"] = {"itemType": "conferencePaper", "title": RAFT.title}
+        api.held["RAFTKEY2"] = {"itemType": "conferencePaper", "title": RAFT.title}
         configure(tmp_path, web={"library_id": "475425", "base_url": api.url})
         code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
                              "--to", "web", "--yes")  # fmt: skip
         assert code == 0, err
-        assert out.strip() == (f"saved the answer as a child note of '{RAFT.title}' (RAFTKEY1) "
+        assert out.strip() == (f"saved the answer as a child note of '{RAFT.title}' (RAFTKEY2) "
                                "in your user library")
         # Once per library: a repeat says so and writes nothing.
         code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
@@ -61,14 +61,14 @@ def test_one_cited_paper_makes_a_child_note_through_the_web_api(
         assert code == 0, err
         assert "already saved as note" in out and "not saved again" in out
     (note,) = api.created
-    assert note["itemType"] == "note" and note["parentItem"] == "RAFTKEY1"
+    assert note["itemType"] == "note" and note["parentItem"] == "RAFTKEY2"
     assert note["tags"] == [{"tag": "zocrates:answer"}] and "collections" not in note
     body = note["note"]
     assert body.startswith("<h1>How does Raft elect a leader?</h1>\n<p>Raft elects a leader")
     assert "<script>" not in body and "&lt;script&gt;" in body  # model text stays text
     assert (
         '<li>[1] Diego Ongaro, John Ousterhout (2014). <a href="zotero://select/library/'
-        'items/RAFTKEY1">In Search of an Understandable Consensus Algorithm</a></li>'
+        'items/RAFTKEY2">In Search of an Understandable Consensus Algorithm</a></li>'
     ) in body
 
 
@@ -124,9 +124,9 @@ def test_a_note_links_each_citation_to_its_paper_and_page_and_is_made_once(
     store.save_turn(turn.model_copy(update={
         "status": "answered", "answer": "Timeouts are randomized [1]; votes need a majority "
         "[1, 2]. `code [1]` stays code.", "cited_sources": [RAFT, PAXOS],
-        "citations": [Citation(n=1, chunk_id="RAFTPDF1:0004", item_key="RAFTKEY1", title="R",
+        "citations": [Citation(n=1, chunk_id="RAFTPDF2:0004", item_key="RAFTKEY2", title="R",
                                page=5),
-                      Citation(n=2, chunk_id="PAXOSPDF:0001", item_key="PAXOSKY2", title="P",
+                      Citation(n=2, chunk_id="PAXSPDF2:0001", item_key="PAXSKEY2", title="P",
                                page=None)]}))  # fmt: skip
     store.close()
     monkeypatch.setenv("ZOTERO_API_KEY", "test-zotero-key")
@@ -138,11 +138,11 @@ def test_a_note_links_each_citation_to_its_paper_and_page_and_is_made_once(
             assert code == 0, err
     (note,) = api.created
     body = note["note"]
-    raft = '<a href="zotero://select/library/items/RAFTKEY1">1</a>'
+    raft = '<a href="zotero://select/library/items/RAFTKEY2">1</a>'
     assert f"Timeouts are randomized [{raft}]" in body
-    assert f'[{raft}, <a href="zotero://select/library/items/PAXOSKY2">2</a>]' in body
+    assert f'[{raft}, <a href="zotero://select/library/items/PAXSKEY2">2</a>]' in body
     assert "<code>code [1]</code>" in body  # not inside code
-    assert ', p. <a href="zotero://open-pdf/library/items/RAFTPDF1?page=5">5</a></li>' in body
+    assert ', p. <a href="zotero://open-pdf/library/items/RAFTPDF2?page=5">5</a></li>' in body
     assert "already saved as note" in out
 
 
@@ -206,7 +206,7 @@ def test_a_note_for_a_group_library_without_its_paper_offers_a_way_on_and_links_
         code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
                              "--to", "web", "--yes")  # fmt: skip
         assert code != 0 and api.created == []
-        assert f"'{RAFT.title}' (RAFTKEY1), is not in the group library 'Lab'" in err
+        assert f"'{RAFT.title}' (RAFTKEY2), is not in the group library 'Lab'" in err
         assert "--standalone" in err and "add the paper" in err
         code, out, err = run(capsys, tmp_path, "note", "save", "--session", turn.session_id,
                              "--to", "web", "--yes", "--standalone")  # fmt: skip
@@ -216,7 +216,7 @@ def test_a_note_for_a_group_library_without_its_paper_offers_a_way_on_and_links_
     assert "parentItem" not in note
     body = note["note"]
     assert "<table>" in body and "<th>system</th>" in body and "<td>EPaxos</td>" in body
-    assert "zotero://select/groups/5120/items/RAFTKEY1" in body
+    assert "zotero://select/groups/5120/items/RAFTKEY2" in body
     assert "zotero://select/library/" not in body
 
 

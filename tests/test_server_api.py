@@ -97,6 +97,8 @@ def test_every_endpoint_requires_jupyters_token(server: JupyterServer, token: st
         ("zocrates/chat", {"prompt": "hi", "collections": {}}, "collections"),
         ("zocrates/chat", {"prompt": "hi", "budget": 0}, "budget"),
         ("zocrates/chat", {"prompt": "hi", "colour": "red"}, "colour"),
+        ("zocrates/chat", {"prompt": "hi", "model": "gpt-nothing"}, "'gpt-nothing' is not a model"),
+        ("zocrates/chat", {"prompt": "hi", "model": ""}, "model"),
         ("zocrates/chat/resume", {"session_id": "s", "interrupt_id": "i"}, "action"),
         ("zocrates/chat/resume",
          {"session_id": "s", "interrupt_id": "i", "action": "dig_deeper"}, "action"),
@@ -108,6 +110,18 @@ def test_malformed_bodies_are_400_with_a_message_naming_the_problem(
     response = _post(server, path, body)
     assert response.status_code == 400, response.text
     assert names in response.json()["message"]
+    assert "--" not in response.json()["message"], "the API's own words, no CLI flag"
+
+
+def test_a_refused_request_never_logs_the_token_of_its_url(server: JupyterServer) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        response = http.get(f"zocrates/sessions/no-such-session?token={server.token}")
+        assert response.status_code == 404
+        bad = _post(server, "zocrates/chat", {"prompt": "hi", "model": "nothing-such"})
+        assert bad.status_code == 400
+    log = server.log_tail(200_000)
+    assert "no-such-session" in log, "the refusal is logged"
+    assert server.token not in log and "[secret]" in log
 
 
 def test_unknown_sessions_are_404(server: JupyterServer) -> None:
@@ -429,6 +443,13 @@ def test_batch_questions_run_alike_locally_and_over_http(
     local, remote_lines = (runs[w].stdout.splitlines() for w in ("local", "remote"))
     assert [json.loads(x)["cited_sources"] for x in local] == [
         json.loads(x)["cited_sources"] for x in remote_lines]
+
+    # --session S: every question a turn of S, over HTTP too.
+    session = json.loads(runs["local"].stdout.splitlines()[0])["session_id"]
+    into = _cli(home, "ask", "--questions", str(batch), "--json", "--no-hitl", "--session",
+                session, *remote)  # fmt: skip
+    assert into.returncode == 0, into.stderr
+    assert {json.loads(x)["session_id"] for x in into.stdout.splitlines()} == {session}
 
     batch.write_text(json.dumps({"question": FACTUAL}) + "\n{not json\n", "utf-8")
     bad = _cli(home, "ask", "--questions", str(batch), "--json", "--no-hitl")

@@ -4,7 +4,11 @@ that both the offline engine and the reranker's lexical signal use."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from html import escape as html_escape
+
+import pytest
 
 from zocrates_nb.retrieval.rerank import pool_bm25, sentence_pieces
 from zocrates_nb.text import STOPWORDS, entities, split_sentences, stem, terms, words
@@ -116,3 +120,21 @@ def test_reranker_sentences_come_from_the_one_splitter() -> None:
     ]
     pieces = sentence_pieces(long)
     assert [len(p.split()) for p in pieces] == [80, 80, 10]
+
+
+HOSTILE = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>",
+           "&lt;b&gt; *x* [1](javascript:y)", "`<iframe>`", "\\<svg onload=z>"]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_library_and_quoted_text_stays_text_in_markdown(hostile: str) -> None:
+    from markdown_it import MarkdownIt
+
+    from zocrates_nb.text import markdown_quote, markdown_text
+
+    render = MarkdownIt("commonmark", {"html": True}).render  # as a notebook renders a cell
+    for written in (f"*{markdown_text(hostile)}*", f"- {markdown_quote(hostile)} [1]"):
+        html = render(written)
+        assert not re.search(r"<(img|script|iframe|svg)", html), (hostile, html)
+    shown = re.sub(r"<[^>]+>", "", render(markdown_text(hostile)))
+    assert shown.strip() == html_escape(hostile), "the title reads as written"

@@ -9,6 +9,7 @@ import argparse
 import io
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from zocrates_nb.turn import (
     Source,
     TrailStep,
     TurnResult,
+    TurnView,
     Usage,
 )
 
@@ -123,7 +125,7 @@ def test_the_panels_history_entry_converts_the_record() -> None:
     assert history_turn(lost)["status"] == "cancelled"
     assert entry["widen_chips"] is None
     narrow = answered().model_copy(
-        update={"scope": Scope(items=["ARAFT"]), "widen_scope": Scope()}
+        update={"options": AskOptions(items=["ARAFT"]), "widen_scope": Scope()}
     )
     assert history_turn(narrow)["widen_chips"] == {"mode": "library", "items": [],
                                                    "collections": []}  # fmt: skip
@@ -142,6 +144,9 @@ def test_chat_bubbles_of_a_turn() -> None:
 class _NoLookups:
     def turn(self, turn_id: str, *, session_id: str | None = None) -> TurnResult:
         raise AssertionError("an answered turn needs no look-up")
+
+    def view(self, turn: TurnResult, **changes: Any) -> TurnView:
+        return TurnView.of(turn, **changes)
 
 
 def test_the_cli_prints_a_projection_of_the_record_with_tokens_and_cost() -> None:
@@ -169,3 +174,14 @@ def test_the_cli_prints_a_projection_of_the_record_with_tokens_and_cost() -> Non
     offline = Usage()
     offline.add("search", "embedded offline engine (no language model)", output_tokens=20)
     assert usage_line(offline) == ""
+
+
+def test_a_copy_of_a_record_is_validated_like_a_new_one() -> None:
+    record = answered()
+    assert record.model_copy(update={"status": "error", "error": "x"}).status == "error"
+    with pytest.raises(ValueError, match="has no field stauts"):
+        record.model_copy(update={"stauts": "answered"})
+    with pytest.raises(ValueError):
+        record.model_copy(update={"status": "finished"})
+    with pytest.raises(ValueError):
+        record.model_copy(update={"seconds": "slow"})

@@ -200,10 +200,15 @@ def zotero_pdf_home(tmp_path: Path) -> Path:
 
 
 def test_sources_from_zotero_link_to_the_item_and_its_pdf(tmp_path: Path, app: App) -> None:
-    from zocrates_nb.widget.records import zotero_links
+    from zocrates_nb.turn import Source, TurnResult
+
+    def links(a: App, key: str) -> dict[str, str]:
+        turn = TurnResult(turn_id="t", session_id="s",
+                          other_sources=[Source(item_key=key, title="")])
+        return a.view(turn).other_sources[0].links
 
     with App.open(zotero_pdf_home(tmp_path)) as zapp:
-        assert zotero_links(zapp, "HYBRID23") == {
+        assert links(zapp, "HYBRID23") == {
             "select": "zotero://select/library/items/HYBRID23",
             "pdf": "zotero://open-pdf/library/items/PDFATT23",
         }
@@ -219,7 +224,7 @@ def test_sources_from_zotero_link_to_the_item_and_its_pdf(tmp_path: Path, app: A
         assert final["cited_sources"][0]["links"]["pdf"].startswith("zotero://open-pdf/")
     # Folder and sample items are not in Zotero: no links.
     key = app.items()[0].key
-    assert zotero_links(app, key) == {}
+    assert links(app, key) == {}
 
 
 def test_chat_returns_a_panel_with_its_session_evidence_and_audit(app: App) -> None:

@@ -261,9 +261,9 @@ def test_save_as_note_writes_only_once_confirmed_and_answers_with_a_note_result(
     turn = online_app.store.begin_turn(sid, "How does Raft elect a leader?")
     online_app.store.save_turn(turn.model_copy(update={
         "status": "answered", "answer": "Randomized timeouts [1].",
-        "cited_sources": [Source(n=1, numbers=[1], item_key="RAFTKEY1", tier="cited",
+        "cited_sources": [Source(n=1, numbers=[1], item_key="RAFTKEY2", tier="cited",
                                  title="In Search of an Understandable Consensus Algorithm")],
-        "citations": [Citation(n=1, chunk_id="RAFTPDF1:0003", item_key="RAFTKEY1",
+        "citations": [Citation(n=1, chunk_id="RAFTPDF2:0003", item_key="RAFTKEY2",
                                title="Raft", page=6)]}))  # fmt: skip
     widget, comm = panel(online_app)
     widget.session_id = sid
@@ -283,9 +283,9 @@ def test_save_as_note_writes_only_once_confirmed_and_answers_with_a_note_result(
     assert done["ok"] and done["message"].startswith("Saved the answer as a standalone note")
     (note,) = zotero.saved[before:]
     assert note["itemType"] == "note"
-    assert 'Randomized timeouts [<a href="zotero://select/library/items/RAFTKEY1">1</a>]' in (
+    assert 'Randomized timeouts [<a href="zotero://select/library/items/RAFTKEY2">1</a>]' in (
         note["note"])  # fmt: skip
-    assert ', p. <a href="zotero://open-pdf/library/items/RAFTPDF1?page=6">6</a>' in note["note"]
+    assert ', p. <a href="zotero://open-pdf/library/items/RAFTPDF2?page=6">6</a>' in note["note"]
 
 
 def test_add_a_paper_by_identifier_from_the_panel(online_app: App, zotero: FakeConnector) -> None:

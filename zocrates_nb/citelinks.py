@@ -1,20 +1,17 @@
 """Where a citation points: its paper, the page of the passage, and the links that open them.
 
 One rule for every surface (panel, notes, Markdown, DataFrames): a citation knows its page when
-its passage does; `zotero://open-pdf/library/items/<attachment>?page=N` opens the cited PDF at
-that page in Zotero, `zotero://select/library/items/<item>` selects the paper. `zotero://`
-links only work in Zotero and in the panel (JupyterLab's sanitizer drops them from notebook
-cells), so text that leaves the panel links papers by https (the DOI, the paper's page).
-A base module: it imports the turn record only."""
+its passage does (each `[n]` the page of its own sentence). The `zotero://` links that open a
+paper or its PDF at a page are built where the Zotero key rule lives (`library/paths.py`);
+`zotero://` links only work in Zotero and in the panel (JupyterLab's sanitizer drops them from
+notebook cells), so text that leaves the panel links papers by https (the DOI, the paper's
+page). A base module: it imports the turn record only."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from zocrates_nb.turn import Citation, TurnResult
-
-ZOTERO_KEY = re.compile(r"^[A-Z0-9]{8}$")
 
 
 @dataclass(frozen=True)
@@ -54,24 +51,6 @@ def pages_label(pages: list[int | None]) -> str:
     if not known:
         return ""
     return ("p. " if len(known) == 1 else "pp. ") + ", ".join(map(str, known))
-
-
-def select_url(item_key: str, library: str = "library") -> str:
-    """A link that selects the item in Zotero; `library` is "library" (the user's own) or
-    "groups/<id>" (a group library), as Zotero's URLs name them."""
-    if not ZOTERO_KEY.match(item_key) or not _LIBRARY.match(library):
-        return ""
-    return f"zotero://select/{library}/items/{item_key}"
-
-
-def pdf_url(attachment_key: str, page: int | None = None, library: str = "library") -> str:
-    if not ZOTERO_KEY.match(attachment_key) or not _LIBRARY.match(library):
-        return ""
-    url = f"zotero://open-pdf/{library}/items/{attachment_key}"
-    return f"{url}?page={page}" if page else url
-
-
-_LIBRARY = re.compile(r"^(library|groups/\d{1,12})$")
 
 
 def doi_url(doi: str | None) -> str:

@@ -29,6 +29,16 @@ def redact(text: str, *, extra_env: tuple[str, ...] = ()) -> str:
     return re.sub(r"\b(sk-[A-Za-z0-9_\-]{4})[A-Za-z0-9_\-]{12,}", r"\1***", text)
 
 
+# Query parameters whose value is a credential, masked in anything logged (Jupyter's own list).
+_SECRET_PARAM = re.compile(r"(?i)([?&][^=&#]*(?:token|auth|key|code|state|xsrf)[^=&#]*=)[^&#]*")
+
+
+def scrub_uri(uri: str) -> str:
+    """A request URI fit for a log line: each credential-like query value (`token=…`) shown
+    as `[secret]`, as Jupyter's own access log does."""
+    return _SECRET_PARAM.sub(r"\1[secret]", uri)
+
+
 def safe_url(url: str | None) -> str:
     """A URL fit for messages: no credentials, no query string."""
     if not url:

@@ -152,6 +152,23 @@ def terms(text: str) -> list[str]:
     return out
 
 
+_MARKUP = re.compile(r"([\\`*_\[\]<>#|~]|&(?=#?\w+;))")  # an & only where it opens an entity
+_TAGS = re.compile(r"([\\`<>]|&(?=#?\w+;))")
+
+
+def markdown_text(text: str) -> str:
+    """Library text (a title, a name, a heading) as Markdown that shows it as written: every
+    character Markdown or HTML would read as markup is escaped, so `<img src=x onerror=…>`
+    stays those characters wherever the Markdown is rendered (the panel, a cell, a note)."""
+    return _MARKUP.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def markdown_quote(text: str) -> str:
+    """Quoted paper text as Markdown: its emphasis and brackets kept (they are the paper's),
+    but no tag, entity or code span opened."""
+    return _TAGS.sub(r"\\\1", text)
+
+
 def shorten(text: str, n: int = 80) -> str:
     """One line of at most `n` characters, cut with an ellipsis."""
     text = " ".join(str(text).split())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal, Self
 
@@ -33,6 +34,18 @@ class _Record(BaseModel):
     # Stored records are read back by later versions: unknown keys (and derived fields
     # serialised for readers) are ignored, never an error.
     model_config = ConfigDict(extra="ignore")
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with `update` applied and validated like a new record: a misspelt field or a
+        value of the wrong type is an error here, not a record that breaks a reader later."""
+        if not update:
+            return super().model_copy(deep=deep)
+        unknown = sorted(set(update) - set(type(self).model_fields))
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no field {', '.join(unknown)}")
+        data = {name: getattr(self, name) for name in type(self).model_fields}
+        copied = type(self).model_validate({**data, **update})
+        return copied.model_copy(deep=True) if deep else copied
 
     @classmethod
     def from_passage(cls, source: object, **own: Any) -> Self:
@@ -111,8 +124,19 @@ class Source(_Record):
     notice: str = ""
 
 
+class CitedPlace(_Record):
+    """Where one occurrence of a `[n]` marker points: the page of the sentence it supports
+    (and the page that sentence ends on, when it runs across two)."""
+
+    page: int | None = None
+    page_end: int | None = None
+
+
 class Citation(_Record):
-    """What a `[n]` marker points at (for popovers)."""
+    """What a `[n]` marker points at (for popovers).
+
+    `page` is the page of the sentence the first `[n]` supports (else the passage's first
+    page); `occurrences` gives each `[n]` of the answer, in order, its own page."""
 
     n: int
     chunk_id: str
@@ -122,6 +146,8 @@ class Citation(_Record):
     year: int | None = None
     section: str = ""
     page: int | None = None
+    page_end: int | None = None
+    occurrences: list[CitedPlace] = Field(default_factory=list)
     text: str = ""
     support: float | None = None  # verification support probability
 
@@ -500,9 +526,11 @@ class SourceView(Source):
 
 
 class CitationView(Citation):
-    """A citation as shown: `links` (`select`, and `pdf` opening the PDF at the cited page)."""
+    """A citation as shown: `links` (`select`, and `pdf` opening the PDF at the cited page);
+    `occurrence_links`, each `[n]`'s own `pdf` link (its sentence's page), in order."""
 
     links: dict[str, str] = Field(default_factory=dict)
+    occurrence_links: list[str] = Field(default_factory=list)
 
 
 class CheckpointView(CheckpointInfo):
@@ -569,6 +597,7 @@ __all__ = [
     "CheckpointView",
     "Citation",
     "CitationView",
+    "CitedPlace",
     "EvidenceRow",
     "PassageFields",
     "PlacedPassage",

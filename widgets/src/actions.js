@@ -24,7 +24,21 @@ function oneLineText(text) {
 }
 
 function escapeMarkdown(text) {
-  return oneLineText(text).replace(/([\\`*_[\]<>#|])/g, "\\$1");
+  return oneLineText(text).replace(/([\\`*_[\]<>#|~&])/g, "\\$1");
+}
+
+const CODE = /(```[\s\S]*?```|~~~[\s\S]*?~~~|`[^`\n]*`)/;
+
+/**
+ * Model and paper text written into a notebook stays text: a raw HTML tag or entity in the
+ * answer is escaped (outside code, where it is text already), since a notebook renders
+ * Markdown's HTML — an `<img>` would be fetched, and kept in the saved notebook.
+ */
+export function inertMarkdown(text) {
+  return String(text ?? "")
+    .split(CODE)
+    .map((piece, i) => (i % 2 ? piece : piece.replace(/&(?=#?\w+;)/g, "&amp;").replace(/<(?=[A-Za-z!/?])/g, "&lt;")))
+    .join("");
 }
 
 /**
@@ -34,7 +48,7 @@ function escapeMarkdown(text) {
 export function answerMarkdown({ prompt = "", answer = "", scopeLabel = "", sources = [], citations = [] }) {
   const lines = [];
   if (prompt) lines.push(`**Question:** ${escapeMarkdown(prompt)}`, "");
-  lines.push(String(answer ?? "").trim(), "");
+  lines.push(inertMarkdown(answer).trim(), "");
   if (scopeLabel) lines.push(`_Searched: ${escapeMarkdown(scopeLabel)}_`, "");
   const cited = sources.filter((s) => s.n != null);
   if (cited.length) {

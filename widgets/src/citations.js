@@ -28,6 +28,7 @@ export function linkCitations(h, answerEl, citations, onOpen) {
   });
   const textNodes = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) textNodes.push(n);
+  const seen = new Map(); // n → how many of its markers came before (each has its own page)
   for (const node of textNodes) {
     const value = node.nodeValue;
     CITATION_MARKER.lastIndex = 0;
@@ -39,7 +40,7 @@ export function linkCitations(h, answerEl, citations, onOpen) {
       const numbers = m[1].split(/\s*[,;]\s*/).map(Number);
       if (!numbers.some((n) => citations.has(n))) continue;
       fragment.append(value.slice(last, m.index));
-      fragment.append(citationGroup(h, numbers, citations, onOpen));
+      fragment.append(citationGroup(h, numbers, citations, onOpen, seen));
       last = m.index + m[0].length;
     }
     fragment.append(value.slice(last));
@@ -47,17 +48,20 @@ export function linkCitations(h, answerEl, citations, onOpen) {
   }
 }
 
-function citationGroup(h, numbers, citations, onOpen) {
+function citationGroup(h, numbers, citations, onOpen, seen) {
   const group = h("span", { class: "zc-cite-group" });
   numbers.forEach((n, i) => {
     if (i > 0) group.append(h("span", { class: "zc-cite-sep", text: "," }));
     if (citations.has(n)) {
+      const k = seen.get(n) ?? 0;
+      seen.set(n, k + 1);
       group.append(
         h("button", {
           type: "button",
           class: "zc-cite",
           "data-testid": "citation",
           "data-n": n,
+          "data-occurrence": k,
           "aria-haspopup": "dialog",
           "aria-expanded": "false",
           "aria-label": `Citation ${n}: ${citations.get(n)[0].title ?? ""}`,
@@ -111,11 +115,14 @@ export class CitationPopover {
     }
     this.close();
     const h = this.h;
+    const k = Number(button?.dataset?.occurrence ?? 0);
     const entries = citations.map((c) => {
+      // This marker's own place: the page of the sentence it stands after, and its link.
+      const page = c.occurrences?.[k]?.page ?? c.page;
       const passage = h("blockquote", { class: "zc-pop-passage zc-markdown", "data-testid": "citation-passage" });
       renderMarkdownInto(passage, c.text || "");
-      const where = [c.section ? `§ ${c.section}` : "", c.page != null ? `p. ${c.page}` : ""].filter(Boolean).join(" · ");
-      const pdf = safeZoteroUrl(c.links?.pdf);
+      const where = [c.section ? `§ ${c.section}` : "", page != null ? `p. ${page}` : ""].filter(Boolean).join(" · ");
+      const pdf = safeZoteroUrl(c.occurrence_links?.[k]) || safeZoteroUrl(c.links?.pdf);
       const support = Number.isFinite(c.support) ? Math.round(c.support * 100) : null;
       return h(
         "div",
@@ -131,7 +138,7 @@ export class CitationPopover {
               "div",
               { class: "zc-pop-where", "data-testid": "citation-where" },
               h("span", { text: where }),
-              pdf ? h("a", { href: pdf, class: "zc-source-link", "data-testid": "citation-pdf", title: "Open the PDF at this page in Zotero", text: c.page != null ? "Open PDF at this page" : "Open PDF" }) : null,
+              pdf ? [" · ", h("a", { href: pdf, class: "zc-source-link", "data-testid": "citation-pdf", title: "Open the PDF at this page in Zotero", text: page != null ? "Open PDF at this page" : "Open PDF" })] : null,
             )
           : null,
         c.text ? passage : null,
@@ -166,20 +173,27 @@ export class CitationPopover {
     this.position(button);
   }
 
-  /** Below the button, inside the panel; above it when there is no room below. */
+  /**
+   * Below the button, inside the panel; above it when there is no room below; in a view too
+   * short for either (a narrow side view), as tall as the panel allows and kept inside it,
+   * scrolling within.
+   */
   position(button) {
     const root = this.el.parentElement; // the panel's root, which positions the popover
     const rootRect = root.getBoundingClientRect();
     const rect = button.getBoundingClientRect();
-    const width = Math.min(360, Math.max(200, rootRect.width - 16));
+    const width = Math.min(360, Math.max(160, rootRect.width - 16));
     const left = Math.max(8, Math.min(rect.left - rootRect.left - 16, rootRect.width - width - 8));
     const below = rect.bottom - rootRect.top + 6;
     this.el.style.width = `${width}px`;
     this.el.style.left = `${left}px`;
+    this.el.style.maxHeight = `${Math.max(80, Math.min(420, rootRect.height - 16))}px`;
     this.el.style.top = `${below}px`;
     const height = this.el.offsetHeight || 0;
-    if (height && below + height > rootRect.height - 8 && rect.top - rootRect.top - height - 6 > 8) {
-      this.el.style.top = `${rect.top - rootRect.top - height - 6}px`;
+    const bottom = rootRect.height - 8;
+    if (height && below + height > bottom) {
+      const above = rect.top - rootRect.top - height - 6;
+      this.el.style.top = `${above > 8 ? above : Math.max(8, bottom - height)}px`;
     }
   }
 

@@ -9,10 +9,14 @@ export function safeHttpUrl(url) {
   return typeof url === "string" && /^https?:\/\/[^\s<>"]+$/i.test(url) ? url : "";
 }
 
-/** The sorted pages a source's citations were found on (`citations`: the turn's list). */
+/** The sorted pages a source's cited sentences stand on (`citations`: the turn's list). */
 export function pagesOf(source, citations = []) {
   const numbers = new Set(source.numbers?.length ? source.numbers : [source.n]);
-  const pages = citations.filter((c) => numbers.has(c.n) && Number.isInteger(c.page) && c.page > 0).map((c) => c.page);
+  // Each [n]'s own page (the sentence it supports), else the citation's.
+  const pages = citations
+    .filter((c) => numbers.has(c.n))
+    .flatMap((c) => (c.occurrences?.length ? c.occurrences.map((o) => o.page ?? c.page) : [c.page]))
+    .filter((p) => Number.isInteger(p) && p > 0);
   return [...new Set(pages)].sort((a, b) => a - b);
 }
 

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { answerMarkdown, cellIndexOfWidget } from "../src/actions.js";
 import { checkpointTitle } from "../src/checkpoint.js";
 import { markdownToSafeHtml } from "../src/markdown.js";
+import MarkdownIt from "markdown-it";
 import { mount, sampleCheckpoint, sampleFinal } from "./helpers.js";
 
 const ZOTERO_SOURCES = [
@@ -315,6 +316,23 @@ test("DOMPurify lets zotero: links through and still refuses javascript: and dat
   const hrefs = [...div.querySelectorAll("a")].map((a) => a.getAttribute("href"));
   assert.deepEqual(hrefs.filter(Boolean), ["zotero://select/library/items/ABCD1234"]);
   assert.equal(div.querySelector("a").hasAttribute("target"), false, "zotero links open the app, not a tab");
+});
+
+test("answerMarkdown keeps hostile titles, names and model output as text", () => {
+  const evil = "<img src=x onerror=alert(1)>";
+  const md = answerMarkdown({
+    prompt: `Why ${evil}?`,
+    answer: `*${evil}* says <script>x</script> &lt;b&gt; but \`<code>\` stays [1]`,
+    scopeLabel: evil,
+    sources: [{ n: 1, title: evil, authors: [`A ${evil}`], year: 2020, links: {} }],
+  });
+  assert.match(md, /`<code>`/, "code keeps its characters");
+  // As a notebook renders a Markdown cell: its HTML allowed, nothing removed after.
+  const html = new MarkdownIt({ html: true }).render(md);
+  assert.doesNotMatch(html, /<(img|script)/);
+  assert.match(html, /<code>&lt;code&gt;<\/code>/, "code keeps its characters");
+  assert.match(html, /&amp;lt;b&amp;gt;/, "an entity the model wrote is shown as written");
+  assert.match(html, /&lt;img src=x onerror=alert\(1\)&gt;/, "the title reads as written");
 });
 
 test("answerMarkdown escapes titles so they cannot become links or markup", () => {

@@ -74,10 +74,25 @@ test("a citation that knows its page opens the PDF there; an unsafe link never r
   w.click(first);
   const link = w.byId("citation-pdf", w.byId("citation-popover"));
   assert.equal(link.getAttribute("href"), "zotero://open-pdf/library/items/PDFATT23?page=4");
-  assert.equal(w.byId("citation-where", w.byId("citation-popover")).textContent, "§ 3.2 Attention · p. 4Open PDF at this page");
+  assert.equal(w.byId("citation-where", w.byId("citation-popover")).textContent, "§ 3.2 Attention · p. 4 · Open PDF at this page");
   // Sources: the paper's PDF link opens at its first cited page.
   assert.equal(w.byId("zotero-pdf").getAttribute("href"), "zotero://open-pdf/library/items/PDFATT23?page=4");
   const third = w.allById("citation").find((c) => c.textContent === "3");
   w.click(third);
   assert.equal(w.byId("citation-pdf", w.byId("citation-popover")), null);
+});
+
+test("each [n] opens the page of the sentence it stands after, not its passage's first page", (t) => {
+  const final = sampleFinal();
+  const pdf = "zotero://open-pdf/library/items/PDFATT23";
+  final.citations[0].occurrences = [{ page: 4, page_end: 4 }, { page: 5, page_end: 6 }];
+  final.citations[0].links = { select: "zotero://select/library/items/VASWANI1", pdf: `${pdf}?page=4` };
+  final.citations[0].occurrence_links = [`${pdf}?page=4`, `${pdf}?page=5`];
+  const w = answered(t, final);
+  const ones = w.allById("citation").filter((c) => c.textContent === "1");
+  assert.equal(ones.length, 2);
+  w.click(ones[1]);
+  const popover = w.byId("citation-popover");
+  assert.equal(w.byId("citation-pdf", popover).getAttribute("href"), `${pdf}?page=5`);
+  assert.match(w.byId("citation-where", popover).textContent, /p\. 5 · Open PDF at this page$/);
 });

@@ -13,11 +13,14 @@ or Other considered.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from zocrates_nb.ingest.bundle import Bundle
+from zocrates_nb.library.paths import KEY_PATTERN
+from zocrates_nb.retrieval.pages import quote_pages
 from zocrates_nb.retrieval.state import Evidence
-from zocrates_nb.turn import Citation, Source
+from zocrates_nb.turn import Citation, CitedPlace, Source
 
 # `[1]`, `[2, 3]`, `[2–4]`, `[1; 3]`: numbers with separators, nothing else inside the brackets.
 # Any number: `[0]` or `[1000000]` names no passage, and is checked like the others.
@@ -25,8 +28,6 @@ MARKER_RE = re.compile(r"\[\s*(\d{1,12}(?:\s*(?:,|;|-|–|—)\s*\d{1,12})*)\s*\
 # Markers the model should never write but sometimes does: `[Chunk 3]`, `[Source 2]`, `[ref 4]`.
 _WORDY_MARKER_RE = re.compile(r"\[(?:chunk|source|evidence|ref|passage)\s+(\d{1,3})\]", re.I)
 
-# Zotero keys: 8 characters of Zotero's alphabet (no 0, 1, O).
-_ZKEY = r"[23456789ABCDEFGHIJKLMNPQRSTUVWXYZ]{8}"
 _KEY_TAG_RE = re.compile(
     r"\s*\[(?:(?:Parent|Attachment|Note|Item|Document)\s+)?Key:\s*[^\]]*\]", re.I
 )
@@ -84,7 +85,8 @@ def sanitize(text: str, keys: Iterable[str] = (), chunk_ids: Iterable[str] = ())
         out = re.sub(r"\(?`?" + re.escape(cid) + r"`?\)?", "", out)
     out = _CHUNK_WORD_RE.sub("", out)
     # Generic chunk ids: KEY:s4 / KEY:0003 / KEY:full.
-    out = re.sub(r"`?\b" + _ZKEY + r":(?:s\d+|f\d+|t\d+|p\d+|\d{3,5}|full|abstract)\b`?", "", out)
+    plumbing = r":(?:s\d+|f\d+|t\d+|p\d+|\d{3,5}|full|abstract)\b`?"
+    out = re.sub(r"`?\b" + KEY_PATTERN + plumbing, "", out)
     known = sorted({k for k in keys if k and len(k) >= 4}, key=len, reverse=True)
     for k in known:
         # `(HCZLU22L: "Title")` → `("Title")`; `HCZLU22L — ` → ``; bare key → ``.
@@ -282,3 +284,41 @@ def finish(
         refuted=refuted - set(mapping),
         verified=verified,
     )
+
+
+# ---------------------------------------------------------------------------- pages
+def _quoted(text: str, occs: Sequence[Occurrence], k: int) -> str:
+    """What the k-th marker stands after: its line of the answer, from the marker before it."""
+    start = text.rfind("\n", 0, occs[k].start) + 1
+    if k and occs[k - 1].end > start:
+        start = occs[k - 1].end
+    return MARKER_RE.sub(" ", text[start : occs[k].start])
+
+
+def place_citations(
+    answer: CitedAnswer, ranked: Sequence[Evidence], bundle_of: Callable[[str], Bundle | None]
+) -> None:
+    """Give each `[n]` of the answer the page of the sentence it stands after (`occurrences`),
+    and each citation the first of them as its `page`: a passage spans pages, the sentence a
+    claim rests on stands on one (or runs across two)."""
+    by_n = {c.n: c for c in answer.citations}
+    passage = {new: ranked[old - 1] for old, new in answer.renumbered.items()}
+    occs = find_occurrences(answer.text)
+    for k, occ in enumerate(occs):
+        quoted = _quoted(answer.text, occs, k)
+        for n in occ.ids:
+            c, e = by_n.get(n), passage.get(n)
+            if c is None or e is None:
+                continue
+            place = None
+            if e.line_start is not None and e.line_end is not None:
+                bundle = bundle_of(e.attachment_key)
+                if bundle is not None:
+                    place = quote_pages(bundle, e.line_start, e.line_end, quoted)
+            c.occurrences.append(
+                CitedPlace(page=place.page, page_end=place.page_end) if place
+                else CitedPlace(page=e.page, page_end=e.page_end)
+            )
+    for c in answer.citations:
+        if c.occurrences:
+            c.page, c.page_end = c.occurrences[0].page, c.occurrences[0].page_end

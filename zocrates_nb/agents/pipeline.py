@@ -290,6 +290,9 @@ class SearchPipeline:
             "library first (`zocrates-nb index`, or `zocrates-nb index --sample` for the "
             "built-in sample), then ask again."
         )
+        if self.turn.index.run_state() == "running":  # a first index, or a rebuild, under way
+            text = ("Your library is being indexed right now, so there is nothing to search "
+                    "yet: ask again when the index run finishes.")  # fmt: skip
         self.turn.step("search", "The library index is empty")
         answer = cit.CitedAnswer(text=text)
         report = CompletionReport(summary="The index holds no documents.", source="auto_generated")

@@ -34,8 +34,8 @@ from zocrates_nb.agents.models import (
 from zocrates_nb.agents.offline import OfflineEngine
 from zocrates_nb.agents.prompts import ActiveItemView
 from zocrates_nb.config import ROLES, ModelEndpoint, Settings
-from zocrates_nb.errors import explain
 from zocrates_nb.events import Event, Step
+from zocrates_nb.text import shorten
 from zocrates_nb.turn import AskOptions, Discovery, Scope, TrailStep, Usage
 
 if TYPE_CHECKING:
@@ -166,7 +166,10 @@ def override_settings(settings: Settings, model: str) -> Settings:
     try:
         endpoint = ModelEndpoint.model_validate(model)
     except ValidationError as e:
-        raise ModelConfigError(f"--model: {explain(e, with_fields=False)}") from None
+        msg = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())
+        if shorten(model, 80) not in msg:
+            msg = f"the model {shorten(model, 80)!r} cannot be used: {msg}"
+        raise ModelConfigError(msg) from None
     new = settings.model_copy(deep=True)
     new.models.base = endpoint
     for role in ROLES:

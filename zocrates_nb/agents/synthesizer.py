@@ -6,7 +6,8 @@ verified and pruned, and the sources split into the two tiers.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Sequence
+import asyncio
+from collections.abc import AsyncIterable, Callable, Sequence
 from typing import Any
 
 from pydantic_ai import Agent, RunContext
@@ -26,6 +27,7 @@ from zocrates_nb.agents.prompts import SYNTHESIZER_INSTRUCTION, synthesis_prompt
 from zocrates_nb.agents.runtime import TurnContext, role_call
 from zocrates_nb.agents.verifier import verify
 from zocrates_nb.events import TextDelta, Thinking
+from zocrates_nb.ingest.bundle import Bundle
 from zocrates_nb.retrieval import format_evidence
 from zocrates_nb.retrieval.state import CompletionReport, Evidence
 
@@ -64,6 +66,21 @@ def plumbing(turn: TurnContext, evidence: Sequence[Evidence]) -> tuple[set[str],
     keys |= {c.key for it in turn.active_items for c in it.children}
     keys |= set(turn.allowed_keys)
     return {k for k in keys if k}, {e.chunk_id for e in evidence}
+
+
+def _bundles(turn: TurnContext) -> Callable[[str], Bundle | None]:
+    """The documents' bundles, each read once (None: one the index no longer holds)."""
+    held: dict[str, Bundle | None] = {}
+
+    def bundle_of(doc_key: str) -> Bundle | None:
+        if doc_key not in held:
+            try:
+                held[doc_key] = turn.index.bundle(doc_key)
+            except (KeyError, OSError, ValueError):
+                held[doc_key] = None
+        return held[doc_key]
+
+    return bundle_of
 
 
 async def synthesize(
@@ -109,6 +126,7 @@ async def synthesize(
         turn.step("verify", "Verifying citations", citations=len(occurrences))
     verdicts = await verify(turn, occurrences, ranked)
     answer = cit.finish(text, occurrences, verdicts, ranked, gathered)
+    await asyncio.to_thread(cit.place_citations, answer, ranked, _bundles(turn))
     if answer.pruned:
         turn.step(
             "verify",

@@ -4,6 +4,7 @@ the session store, the models; and the sessions as stored. `App` (facade.py) bui
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -14,7 +15,7 @@ from zocrates_nb.app.library import IndexStatus
 from zocrates_nb.app.limits import check_scope as refuse_scope
 from zocrates_nb.config import ConfigError, LimitsSettings, Settings
 from zocrates_nb.errors import UsageError
-from zocrates_nb.sessions import RENEW_SECONDS, SessionNotFound, SessionState, SessionStore
+from zocrates_nb.sessions import RENEW_SECONDS, SessionNotFound, SessionStore
 from zocrates_nb.sessions.recovery import open_sessions
 from zocrates_nb.text import TextTooLong, safe_text
 from zocrates_nb.turn import Scope, SessionSummary, TurnResult
@@ -30,6 +31,23 @@ log = logging.getLogger("zocrates_nb.app.facade")
 
 MAX_QUERY_CHARS = 2_000  # a search query (BM25 and the embedder see far less of it anyway)
 MAX_QUESTION_CHARS = 20_000  # a question or a resume's guidance (a pasted paragraph fits)
+
+
+def make_home(home: Path) -> None:
+    """The data home as a folder (made when missing); a home that is a file, or one that
+    cannot be made or written, is a sentence of its own, not an internal error."""
+    if home.exists() and not home.is_dir():
+        raise UsageError(f"the data home {home} is a file, not a folder: give --home (or "
+                         "ZOCRATES_HOME) a folder")  # fmt: skip
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"the data home {home} cannot be made ({e.strerror or e}): give --home "
+                         "(or ZOCRATES_HOME) a folder you can write") from None  # fmt: skip
+    if not os.access(home, os.W_OK):
+        raise UsageError(f"the data home {home} is read-only: zocrates-nb keeps its index and "
+                         "sessions there; give --home (or ZOCRATES_HOME) a folder you can "
+                         "write, or make this one writable")  # fmt: skip
 
 
 def user_text(text: object, *, max_chars: int, what: str) -> str:
@@ -70,7 +88,7 @@ class AppCore:
         role_models: dict[str, Any] | None = None,
     ) -> None:
         self.home = Path(home).expanduser().resolve()
-        self.home.mkdir(parents=True, exist_ok=True)
+        make_home(self.home)
         self.registry = ModelRegistry(self.home, overrides)
         self.registry.settings  # noqa: B018 - validate the configuration now (ConfigError)
         self._index = index
@@ -268,11 +286,3 @@ class AppCore:
         if session_id is not None and result.session_id != session_id:
             raise SessionNotFound(f"no turn {turn_id!r} in session {session_id!r}")
         return result
-
-    def set_research_profile(self, session_id: str, profile: str | None) -> None:
-        """The researcher's profile (background, focus) the coordinator adapts to."""
-
-        def put(state: SessionState) -> None:
-            state.research_profile = (profile or "").strip() or None
-
-        self.store.update_state(session_id, put)

@@ -156,11 +156,19 @@ def doctor(app: AppCore) -> DoctorReport:
         vectors = _vector_health(index) if status.chunks else list(status.problems)
         from zocrates_nb.library.source import index_hint
 
+        run = index.run_state()
+        note = "" if status.chunks else f"the index is empty: {index_hint(app.home)}"
+        if run == "running":
+            note = "an index run is in progress; what it has not reached yet is not searched"
+        elif run == "interrupted":
+            note = ("the last index run stopped before it finished: some papers may be missing; "
+                    "run `zocrates-nb index` again to finish it")  # fmt: skip
         health = IndexHealth(
-            ok=bool(status.chunks) and not status.documents.get("indexing") and not vectors,
+            ok=bool(status.chunks) and not status.documents.get("indexing") and not vectors
+            and not run,
             problems=errors[:50],
             vectors=vectors,
-            note="" if status.chunks else f"the index is empty: {index_hint(app.home)}",
+            note=note,
         )
     except Exception as e:  # a broken index is a doctor finding, not a crash
         from zocrates_nb.app.describe import describe_error

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -13,9 +13,10 @@ from zocrates_nb.app import library
 from zocrates_nb.app.core import MAX_QUERY_CHARS, AppCore, user_text
 from zocrates_nb.app.library import IndexStatus, SearchHit
 from zocrates_nb.app.retractions import retraction_status
+from zocrates_nb.app.view import turn_view
 from zocrates_nb.errors import UsageError
 from zocrates_nb.retrieval import ReadResult, TitleMatch, TocResult, search_titles
-from zocrates_nb.turn import AskOptions
+from zocrates_nb.turn import AskOptions, TurnResult, TurnView
 
 if TYPE_CHECKING:
     from zocrates_nb.app.doctor import DoctorReport, ModelsInfo
@@ -72,6 +73,11 @@ class LibraryRecords(AppCore):
         )
         self._engine = None  # its vocabulary is the library's
         return report
+
+    def view(self, turn: TurnResult, **changes: Any) -> TurnView:
+        """The one view of a turn every surface receives (`TurnView`: chips named, sources
+        and citations linked, each `[n]` at its sentence's page); `changes` applied last."""
+        return turn_view(self, turn, **changes)
 
     def item(self, key: str) -> ItemRecord | None:
         """An item's metadata, or None when the index does not know the key."""

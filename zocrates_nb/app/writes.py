@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from zocrates_nb.citelinks import select_url
 from zocrates_nb.errors import UsageError, ZocratesError
+from zocrates_nb.library.paths import select_url
 from zocrates_nb.online import Candidate
 from zocrates_nb.online.discover import LibraryMatch
 from zocrates_nb.sessions.staging import HOME_LIST, Staging

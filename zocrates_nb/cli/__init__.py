@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -161,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--home", type=Path, default=None,
                    help="data home (default: $ZOCRATES_HOME or ~/.zocrates-nb)")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help="print the cause of a failure (its traceback) and zocrates-nb's debug "
+                        "log on stderr (also: ZOCRATES_DEBUG=1)")  # fmt: skip
     sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                p.add_subparsers(dest="command", required=True))  # of `Parser`s
     _library_parsers(sub)
@@ -228,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     trailing_text(args)
     args.home_flag = args.home is not None  # hints then name the same --home
+    _logging(args.debug or os.environ.get("ZOCRATES_DEBUG", "").strip() not in ("", "0"))
     args.home = (args.home or default_home()).expanduser().resolve()
     func: Callable[[argparse.Namespace], int] = args.func
     try:
@@ -245,8 +250,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         from zocrates_nb.app import describe_error, disk_full
 
         message = disk_full(e, args.home) or describe_error(e, doing="The command")
+        message = message.replace("debug logging shows the details", "run again with --debug "
+                                  "to see its cause")  # fmt: skip
         print(f"zocrates-nb: error: {message}", file=sys.stderr)
         return 1
+
+
+def _logging(debug: bool) -> None:
+    """`--debug`: zocrates-nb's log, causes and tracebacks included, on stderr. Otherwise a
+    failure is the one `zocrates-nb: error:` line (no second line from the log)."""
+    logger = logging.getLogger("zocrates_nb")
+    for old in [h for h in logger.handlers if h.get_name() == "zocrates-nb-cli"]:
+        logger.removeHandler(old)  # a second run in one process (tests) starts afresh
+    handler: logging.Handler = logging.NullHandler()
+    if debug:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("zocrates-nb [%(levelname)s] %(name)s: %(message)s"))
+    handler.set_name("zocrates-nb-cli")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.NOTSET)
 
 
 def _discard_stdout() -> None:

@@ -8,10 +8,12 @@ import argparse
 import os
 import sys
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
+from zocrates_nb.errors import UsageError
 from zocrates_nb.events import Event
-from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult
+from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult, TurnView
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -36,6 +38,8 @@ class Client(Protocol):
 
     def turn(self, turn_id: str, *, session_id: str | None = None) -> TurnResult: ...
 
+    def view(self, turn: TurnResult, **changes: Any) -> TurnView: ...
+
     def close(self) -> None: ...
 
 
@@ -49,11 +53,20 @@ def open_client(args: argparse.Namespace) -> Client:
     return open_local(args)
 
 
+# The commands that may make a data home (indexing, and what writes to Zotero or staging);
+# every other command only reads one, and a home that is not there is said, never made.
+MAKES_HOME = frozenset({"index", "stage", "add", "note", "discover", "chat", "bench"})
+
+
 def open_local(args: argparse.Namespace) -> App:
     """The App on `--home`; what opening it repaired (a damaged sessions.db moved aside) is
-    said on stderr, once, before the command's own output."""
+    said on stderr, once, before the command's own output. A reading command (`status` on a
+    mistyped path) never makes a home."""
     from zocrates_nb.app import App
 
+    if getattr(args, "command", None) not in MAKES_HOME and not Path(args.home).exists():
+        raise UsageError(f"no data home at {args.home}: check the path, or index a library "
+                         f"into it first (zocrates-nb --home {args.home} index …)")  # fmt: skip
     app = App.open(args.home)
     for notice in app.notices:
         print(f"zocrates-nb: {notice}", file=sys.stderr)

@@ -2,8 +2,8 @@
 Jupyter server with `--server URL`); and doctor (local).
 
 `ask --questions FILE.jsonl --json` is a batch: one JSON line per question (with its `id`),
-each in a fresh session, the models loaded once; a bad line gets an error line and the batch
-goes on.
+each in a fresh session (with `--session S`, each a turn of S, in order), the models loaded
+once; a bad line gets an error line and the batch goes on.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ async def _batch(args: argparse.Namespace) -> int:
                 if isinstance(question, BadLine):
                     raise UsageError(question.message)
                 options = ask_options(args, **scope)
-                await printer.run(client.ask(question, options))
+                # --session S: every question a turn of S, in order (else each its own).
+                await printer.run(client.ask(question, options, session_id=args.session))
             except ZocratesError as e:
                 printer.error = ErrorEvent(message=describe_error(e))
             failures += printer.batch_line(line_id)

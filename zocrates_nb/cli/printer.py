@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from zocrates_nb.citelinks import pages_label
 from zocrates_nb.cli.client import Client
 from zocrates_nb.events import CheckpointEvent, ErrorEvent, Event, Final, Step, Thinking
 from zocrates_nb.names import format_authors
@@ -99,7 +100,7 @@ class TurnPrinter:
         if r is None:
             r = TurnResult(session_id=self.session_id, turn_id=self.turn_id,
                            seconds=round(time.monotonic() - self.t0, 3))  # fmt: skip
-        view = TurnView.of(r)
+        view = self.client.view(r)  # the one view every surface receives
         paused = None
         if self.checkpoint is not None:  # the stored card, else the event's own
             paused = view.checkpoint or CheckpointView(**self.checkpoint.model_dump())
@@ -117,7 +118,7 @@ class TurnPrinter:
     def print_human(self) -> None:
         o = self.out
         if self.final is not None:
-            f = self.final
+            f = self.view()
             print("─" * 72, file=o)
             if f.discovery is None or not f.discovery.candidates:
                 print(f.answer, file=o)
@@ -125,12 +126,13 @@ class TurnPrinter:
                 print_discovery(f.discovery, self.session_id, o)
             if f.cited_sources:
                 print("\nSources", file=o)
-                pages = {c.n: c.page for c in f.citations if c.page is not None}
+                pages = {c.n: pages_label([o.page for o in c.occurrences] or [c.page])
+                         for c in f.citations}  # fmt: skip
                 for s in f.cited_sources:
                     who = format_authors(s.authors)
                     numbers = s.numbers or ([s.n] if s.n is not None else [])
                     marks = ", ".join(map(str, numbers))
-                    where = "; ".join(f"[{n}] p. {pages[n]}" for n in numbers if n in pages)
+                    where = "; ".join(f"[{n}] {pages[n]}" for n in numbers if pages.get(n))
                     print(f"  [{marks}] {s.title} ({who}{', ' if who else ''}{s.year or 'n.d.'})"
                           + (f" — {where}" if where else "")
                           + (f" — ⚠ {s.notice}" if s.notice else ""), file=o)  # fmt: skip

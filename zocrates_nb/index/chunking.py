@@ -153,8 +153,8 @@ def chunk_bundle(
                 title=toc.title,
                 authors=list(toc.authors),
                 year=toc.year,
-                page=toc.page_of_line(a),
-                page_end=toc.page_of_line(b),
+                page=toc.page_span(a, b)[0],
+                page_end=toc.page_span(a, b)[1],
             )
         )
     return chunks

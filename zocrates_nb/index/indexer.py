@@ -48,6 +48,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,7 @@ from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
 from zocrates_nb.index.converter import IN_PROCESS_KINDS, Converter, convert_workers, cores
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
 from zocrates_nb.index.passages import PASSAGE_VERSION, dense_passages
+from zocrates_nb.index.store import RUN_FINISHED, RUN_STARTED
 from zocrates_nb.index.threads import ThreadTuner, embed_sorted
 from zocrates_nb.ingest import bundle as ingest_bundle
 from zocrates_nb.ingest import document_kind, sniff
@@ -184,6 +186,7 @@ def index_library(
         report.repairs += repairs
         _check_model(index)
         catalog = index.catalog
+        catalog.set_meta(RUN_STARTED, _now())  # `run_state`: a run that never finishes shows
         unfinished = catalog.doc_keys_with_status("indexing")
         if unfinished:
             index.dense.delete_documents(unfinished)
@@ -239,9 +242,14 @@ def index_library(
         index.prune_bundle_cache()  # after an upgrade: the old converter's bundles
         report.chunks = catalog.chunk_count()
         healing.record_vectors(index)
+        catalog.set_meta(RUN_FINISHED, _now())
     _export_for_questions(index)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 

@@ -67,6 +67,11 @@ _KIND_ORDER = {"pdf": 0, "html": 1, "markdown": 2, "text": 3, "note": 4}
 GENERATION_KEY = "generation"  # catalogue meta: changes whenever a writer lets go of the index
 
 
+# When the last indexing run began and ended (catalogue meta): a start after the last end is
+# a run that stopped before it finished.
+RUN_STARTED, RUN_FINISHED = "run_started", "run_finished"
+
+
 class IndexBusyError(ZocratesError, RuntimeError):
     """Another process is indexing this data home (one writer at a time)."""
 
@@ -234,6 +239,24 @@ class Index:
         """Where a document's bundle is kept: `documents/<doc_key>`, checked to be there (a
         key from library data is never trusted as a path: `UnsafePath` otherwise)."""
         return within(self.home / DOCUMENTS_DIR, doc_key, where=f"{self.home / DOCUMENTS_DIR}")
+
+    def run_state(self) -> Literal["running", "interrupted", ""]:
+        """Whether an indexing run holds this index now (`running`: in any process), or the
+        last one stopped before it finished (`interrupted`: killed, the machine off), else ""."""
+        lock = self.index_dir / LOCK_FILE
+        if fcntl is not None and lock.is_file():
+            with open(lock) as fh:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return "running"
+                fcntl.flock(fh, fcntl.LOCK_UN)
+        try:
+            started = self.catalog.get_meta(RUN_STARTED) or ""
+            finished = self.catalog.get_meta(RUN_FINISHED) or ""
+        except Exception:  # an unreadable catalogue is said by status and doctor themselves
+            return ""
+        return "interrupted" if started > finished else ""
 
     @contextlib.contextmanager
     def writer_lock(self, *, wait: bool = False) -> Iterator[None]:

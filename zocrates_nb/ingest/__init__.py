@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from zocrates_nb.config import DEFAULT_MAX_PAGES
 from zocrates_nb.ingest.bundle import Asset, Bundle, ConversionError, Section, Toc
@@ -30,6 +31,7 @@ __all__ = ["Asset", "Bundle", "ConversionError", "Progress", "Section", "Toc", "
            "convert_note", "document_kind", "plain_message", "sniff"]
 
 FALLBACK_CONVERTER = "zotero-ft-cache"
+PDFIUM_TEXT_CONVERTER = "pypdfium2-text"
 # An HTML page saved as .pdf with fewer words than this holds no paper (a login, cookie or
 # error page); a longer one is indexed as the web page it is.
 MIN_PAGE_WORDS = 300
@@ -101,6 +103,32 @@ def _fallback(fallback_text: Path | None, reason: str) -> Bundle | None:
     return bundle
 
 
+def _pdfium_text(path: Path) -> Bundle | None:
+    """A PDF whose layout reading gave no text (a damaged page tree, text drawn oddly) read as
+    pdfium's plain text, page by page, saying so; None when that holds no text either."""
+    try:
+        import pypdfium2 as pdfium
+
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            text = "\n\n".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
+        finally:
+            pdf.close()
+        if not text.split():
+            return None
+        bundle = text_to_bundle(text, converter=PDFIUM_TEXT_CONVERTER)
+    except Exception:
+        return None
+    bundle.toc.warnings.append("the PDF's layout gave no text; indexed pdfium's plain text")
+    return bundle
+
+
+def _no_text(bundle: Bundle) -> NoReturn:
+    """A document that holds no words: an error with its reason (Zotero's cache may rescue
+    it), never a document indexed as done with nothing in it."""
+    raise ConversionError("no text: the file converted to no words (nothing to search)")
+
+
 def convert_file(
     path: Path,
     content_type: str = "",
@@ -121,15 +149,18 @@ def convert_file(
 
     path = Path(path)
     try:
-        return _convert(path, content_type, max_pages, progress)
+        bundle = _convert(path, content_type, max_pages, progress)
+        if not bundle.markdown.split():  # never "done" with no text and no word said
+            return _pdfium_text(path) or _no_text(bundle)
+        return bundle
     except TooManyPagesError:
         raise
     except Exception as e:  # any failure is one plain line, and the fallback may rescue it
         reason = plain_message(e)
-        bundle = _fallback(fallback_text, reason)
-        if bundle is None:
+        rescued = _fallback(fallback_text, reason)
+        if rescued is None:
             raise ConversionError(reason) from e
-        return bundle
+        return rescued
 
 
 def _convert(path: Path, content_type: str, max_pages: int, progress: Progress | None) -> Bundle:

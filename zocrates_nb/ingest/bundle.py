@@ -21,7 +21,7 @@ TOC = "toc.json"
 # Bump whenever any converter (PDF, HTML/notes, Markdown, text) would write a different bundle
 # for the same input: the bundle cache and the index fingerprints include it, so an upgrade
 # re-converts and re-indexes every converted document instead of keeping stale bundles.
-CONVERTER_VERSION = 4
+CONVERTER_VERSION = 5  # 5: a page that begins inside a paragraph (`Toc.page_cols`)
 
 
 @dataclass
@@ -57,8 +57,10 @@ class Toc:
     abstract: str = ""
     abstract_source: str = ""  # "metadata" | "document" | ""
     pages: int | None = None
-    # page_starts[i] = first line of document.md that belongs to page i+1 (PDFs only).
+    # page_starts[i] = the line of document.md where page i+1 begins (PDFs only), at column
+    # page_cols[i] of it (0: the line's start; more: a paragraph running on from page i).
     page_starts: list[int] = field(default_factory=list)
+    page_cols: list[int] = field(default_factory=list)
     converter: str = ""  # which converter produced the bundle (and its version)
     sections: list[Section] = field(default_factory=list)
     figures: list[Asset] = field(default_factory=list)
@@ -78,11 +80,25 @@ class Toc:
         tables = [Asset(**t) for t in data.pop("tables", [])]
         return cls(**data, sections=sections, figures=figures, tables=tables)
 
-    def page_of_line(self, line: int) -> int | None:
-        """1-based page holding a document.md line, when the converter recorded pages."""
+    def page_at(self, line: int, col: int = 0) -> int | None:
+        """1-based page holding character `col` (0-based) of a document.md line (1-based), when
+        the converter recorded pages: the one line → page lookup every quote-maker uses."""
         if not self.page_starts:
             return None
-        return max(bisect_right(self.page_starts, line), 1)
+        cols = self.page_cols if len(self.page_cols) == len(self.page_starts) else []
+        starts = list(zip(self.page_starts, cols or [0] * len(self.page_starts), strict=True))
+        return max(bisect_right(starts, (line, col)), 1)
+
+    def page_of_line(self, line: int) -> int | None:
+        """The page where a document.md line begins."""
+        return self.page_at(line, 0)
+
+    def page_span(self, line_start: int, line_end: int, col_start: int = 0,
+                  col_end: int | None = None) -> tuple[int | None, int | None]:
+        """(first page, last page) of a span of document.md: lines line_start..line_end, from
+        character col_start of the first to col_end of the last (None: the line's end)."""
+        end = self.page_at(line_end, col_end if col_end is not None else 1 << 30)
+        return self.page_at(line_start, col_start), end
 
     def asset(self, asset_id: str) -> Section | Asset | None:
         items: list[Section | Asset] = [*self.sections, *self.figures, *self.tables]

@@ -39,6 +39,7 @@ from zocrates_nb.ingest.pdf_layout import (
     remove_page_furniture,
     separate_side_blocks,
 )
+from zocrates_nb.ingest.pdf_pages import page_breaks, page_starts_of
 from zocrates_nb.ingest.pdf_style import BodyStyle, family, measure_body
 from zocrates_nb.ingest.pdf_tables import page_ranges, table_rows
 from zocrates_nb.ingest.text import join_lines
@@ -338,7 +339,10 @@ def _assemble(
 
     md: list[str] = []
     md_pages: list[int] = []
+    # md line index → (column, page) where a paragraph running across pages reaches the next
+    md_breaks: dict[int, list[tuple[int, int]]] = {}
     para: list[Line] = []
+    para_pages: list[int] = []
     para_page = 0
     para_start = 0
     front: list[tuple[int, list[Line], str]] = []  # paragraphs before the first heading
@@ -360,20 +364,25 @@ def _assemble(
             md_pages.append(page)
 
     def flush() -> None:
-        nonlocal para
+        nonlocal para, para_pages
         if para and _is_figure_debris(para, body):
             para = []
         if para:
-            text = fix_accents(join_lines([ln.text for ln in para]))
+            joined = fix_accents(join_lines([ln.text for ln in para]))
+            text = joined
             if re.match(r"^[#|>]|^\*\*", text):
                 text = "\\" + text  # body text, not Markdown structure
             if re.match(r"^[•◦▪●∙·]\s*", text):
                 text = "- " + re.sub(r"^[•◦▪●∙·]\s*", "", text)
             if text.strip():
                 emit(text, para_page)
+                breaks = page_breaks([ln.text for ln in para], para_pages, len(text) - len(joined),
+                                     lambda texts: fix_accents(join_lines(texts)))
+                if breaks:
+                    md_breaks[len(md) - 1] = breaks
                 if not any(h < para_start for h in head_at):
                     front.append((para_start, para, text))
-        para = []
+        para, para_pages = [], []
 
     title_text = ""
     if title_idx:
@@ -415,11 +424,12 @@ def _assemble(
             para_page = dl.page
             para_start = i
         para.append(dl.line)
+        para_pages.append(dl.page)
         i += 1
     flush()
 
     markdown = "\n".join(md) + "\n"
-    page_starts = _page_starts(md_pages, len(pages))
+    page_starts, page_cols = page_starts_of(md_pages, md_breaks, len(pages))
     info = TocInfo(
         converter=CONVERTER,
         title=title_text,
@@ -427,6 +437,7 @@ def _assemble(
         year=_year(page1_text),
         pages=len(pages),
         page_starts=page_starts,
+        page_cols=page_cols,
     )
     toc = build_toc(markdown, info)
     if not toc.abstract:
@@ -517,19 +528,6 @@ def _breaks(para: list[Line], dl: DocLine, body: BodyStyle) -> bool:
         return True
     right = max(p.x1 for p in para[-3:])
     return ends_sentence and prev.x1 < right - 2.5 * em and len(para) > 1
-
-
-def _page_starts(md_pages: list[int], n_pages: int) -> list[int]:
-    """First Markdown line of each page (monotone; a page without new text shares a start)."""
-    starts = []
-    j = 0
-    for page in range(1, n_pages + 1):
-        while j < len(md_pages) and md_pages[j] < page:
-            j += 1
-        starts.append(min(j + 1, max(len(md_pages), 1)))
-    for k in range(1, len(starts)):
-        starts[k] = max(starts[k], starts[k - 1])
-    return starts
 
 
 def _year(page1_text: str) -> int | None:

@@ -11,7 +11,6 @@ import csv
 import io
 import re
 import unicodedata
-from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from zocrates_nb.ingest.bundle import Asset, Bundle, Section, Toc
@@ -115,6 +114,7 @@ class TocInfo:
     abstract: str = ""
     pages: int | None = None
     page_starts: list[int] = field(default_factory=list)
+    page_cols: list[int] = field(default_factory=list)
     plain_captions: bool = False  # also treat "Figure 3: …" paragraphs as captions
 
 
@@ -125,12 +125,6 @@ def find_year(text: str) -> int | None:
         return 2000 + int(m.group(1))
     years = [int(y) for y in _YEAR.findall(text)]
     return max(years) if years else None
-
-
-def _page(page_starts: list[int], line: int) -> int | None:
-    if not page_starts:
-        return None
-    return max(bisect_right(page_starts, line), 1)
 
 
 def _table_block(lines: list[str], start: int, step: int) -> tuple[int, int] | None:
@@ -182,18 +176,19 @@ def build_toc(markdown: str, info: TocInfo) -> Toc:
         abstract_source="document" if info.abstract else "",
         pages=info.pages,
         page_starts=list(info.page_starts),
+        page_cols=list(info.page_cols),
         converter=info.converter,
     )
     first = heads[0][0] if heads else n
     toc.sections.append(
-        Section("s0", 0, None, "", _page(info.page_starts, 1) if first else None, 1, first,
+        Section("s0", 0, None, "", toc.page_of_line(1) if first else None, 1, first,
                 count_words(lines[:first]))
     )
     for k, (i, level, text) in enumerate(heads):
         end = heads[k + 1][0] if k + 1 < len(heads) else n
         number, title = split_number(text)
         toc.sections.append(
-            Section(f"s{k + 1}", min(level, 3), number, title, _page(info.page_starts, i + 1),
+            Section(f"s{k + 1}", min(level, 3), number, title, toc.page_of_line(i + 1),
                     i + 1, end, count_words(lines[i:end]))
         )
 
@@ -210,7 +205,7 @@ def build_toc(markdown: str, info: TocInfo) -> Toc:
         group = toc.tables if is_table else toc.figures
         prefix = "t" if is_table else "f"
         group.append(
-            Asset(f"{prefix}{len(group) + 1}", label, caption, _page(info.page_starts, i + 1),
+            Asset(f"{prefix}{len(group) + 1}", label, caption, toc.page_of_line(i + 1),
                   start + 1, end + 1, csv_text)
         )
 

@@ -27,7 +27,8 @@ from pathlib import Path
 from zocrates_nb.errors import ZocratesError
 
 KEY_CHARS = "23456789ABCDEFGHIJKLMNPQRSTUVWXYZ"  # Zotero's key alphabet (no 0, 1, O)
-_ZOTERO_KEY = re.compile(f"[{KEY_CHARS}]{{8}}")
+KEY_PATTERN = f"[{KEY_CHARS}]{{8}}"  # the one spelling of a Zotero key
+_ZOTERO_KEY = re.compile(KEY_PATTERN)
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _MAX_NAME_BYTES = 255  # one path component on every common file system
@@ -60,6 +61,25 @@ def inside(path: Path, root: Path) -> bool:
 def zotero_key(value: object) -> bool:
     """Whether `value` is a Zotero object key (what Zotero itself accepts)."""
     return isinstance(value, str) and _ZOTERO_KEY.fullmatch(value) is not None
+
+
+def select_url(item_key: str, library: str = "library") -> str:
+    """`zotero://select/…`: the paper in Zotero ("" for a key Zotero would not know);
+    `library` is "library" (the user's own) or "groups/<id>", as Zotero's URLs name them."""
+    if not zotero_key(item_key) or not _LIBRARY.match(library):
+        return ""
+    return f"zotero://select/{library}/items/{item_key}"
+
+
+def pdf_url(attachment_key: str, page: int | None = None, library: str = "library") -> str:
+    """`zotero://open-pdf/…[?page=N]`: the PDF in Zotero's reader, at a page when known."""
+    if not zotero_key(attachment_key) or not _LIBRARY.match(library):
+        return ""
+    url = f"zotero://open-pdf/{library}/items/{attachment_key}"
+    return f"{url}?page={page}" if page else url
+
+
+_LIBRARY = re.compile(r"^(library|groups/\d{1,12})$")
 
 
 def bad_key(value: object, what: str = "item") -> str:

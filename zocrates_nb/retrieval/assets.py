@@ -176,7 +176,9 @@ def _page_range(toc: Toc, page: int, last_line: int) -> tuple[int, int] | None:
     if not starts or not 1 <= page <= len(starts):
         return None
     a = starts[page - 1]
-    b = starts[page] - 1 if page < len(starts) else last_line
+    # The next page's first line is this page's too when it begins inside that line.
+    runs_on = page < len(toc.page_cols) and toc.page_cols[page] > 0
+    b = starts[page] - (0 if runs_on else 1) if page < len(starts) else last_line
     return (a, max(a, b))
 
 

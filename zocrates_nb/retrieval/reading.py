@@ -215,8 +215,9 @@ def _read_asset(
         chunk_type = "note"
     elif ref.kind == "section" and ref.heading.lower().strip(" .:") in ("abstract", "summary"):
         chunk_type = "abstract"
-    page = ref.page if ref.page is not None else (toc.page_of_line(a) if a else None)
-    page_end = toc.page_of_line(b) if b else None
+    first, last = toc.page_span(a, b) if a and b else (None, None)
+    page = ref.page if ref.page is not None else first
+    page_end = last
     ev = Evidence(
         chunk_id=f"{doc.doc_key}:{ref.id}", item_key=doc.parent_key, attachment_key=doc.doc_key,
         title=doc.title, authors=doc.authors, year=doc.year, section=ref.heading,

@@ -20,7 +20,7 @@ from httpx_sse import EventSource
 from zocrates_nb.errors import ZocratesError
 from zocrates_nb.events import Event, event_from_json
 from zocrates_nb.server.schema import SessionDetail, SessionList
-from zocrates_nb.turn import AskOptions, SessionSummary, TurnView
+from zocrates_nb.turn import AskOptions, SessionSummary, TurnResult, TurnView
 
 SESSION_HEADER = "X-Zocrates-Session"
 
@@ -128,6 +128,17 @@ class RemoteClient:
         """One turn as stored (in `session_id`, by default the last session streamed)."""
         sid = quote(session_id or self.last_session_id or "", safe="")
         return TurnView.model_validate(self._fetch(f"sessions/{sid}/turns/{quote(turn_id)}"))
+
+    def view(self, turn: TurnResult, **changes: Any) -> TurnView:
+        """The server's view of a turn (what its API serves), `changes` applied; a turn the
+        server does not hold (a refusal before it began) is shown as it is."""
+        view = turn if isinstance(turn, TurnView) else None
+        if view is None and turn.turn_id:
+            try:
+                view = self.turn(turn.turn_id, session_id=turn.session_id or None)
+            except ServerError:
+                view = None
+        return (view or TurnView.of(turn)).model_copy(update=changes)
 
     def _fetch(self, path: str) -> Any:
         try:

@@ -19,7 +19,8 @@ from tornado.iostream import StreamClosedError
 
 from zocrates_nb.app import SaveResult, describe_error
 from zocrates_nb.config import turn_slots
-from zocrates_nb.events import ErrorEvent
+from zocrates_nb.events import ErrorEvent, Final
+from zocrates_nb.redaction import scrub_uri
 from zocrates_nb.server import service
 from zocrates_nb.server.body import parse_body
 from zocrates_nb.server.relay import Begun, Opener, ServerBusy, TurnRun
@@ -76,8 +77,8 @@ class ZocratesHandler(APIHandler):
         """One plain warning line per failed request; an unexpected exception's details only at
         debug level (`describe_error`). Messages may hold '%' (a session id from the URL)."""
         if isinstance(value, web.HTTPError):
-            self.log.warning("%d %s: %s", value.status_code, self._request_summary(),
-                             value.log_message or value.reason or "")  # fmt: skip
+            self.log.warning("%d %s: %s", value.status_code, scrub_uri(self._request_summary()),
+                             scrub_uri(value.log_message or value.reason or ""))  # fmt: skip
         elif value is not None:
             describe_error(value, doing="The request")  # logs it
 
@@ -237,7 +238,11 @@ class _StreamHandler(ZocratesHandler):
                     await self.flush()  # the headers: the turn runs
                 elif item is not None:
                     seq += 1
-                    self.write(format_event(item, seq))
+                    view = None
+                    if isinstance(item, Final):  # the App's one view of the answered turn
+                        app = await self.runtime.app()
+                        view = await asyncio.to_thread(app.view, item.result())
+                    self.write(format_event(item, seq, view))
                     await self.flush()
                 if item is None or (not isinstance(item, Begun)
                                     and item.type in ("final", "checkpoint", "error")):  # fmt: skip

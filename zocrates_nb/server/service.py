@@ -46,8 +46,11 @@ def http_error(e: BaseException) -> web.HTTPError:
 
 
 def check_chat(app: App, req: ChatRequest) -> None:
-    """Refuse before streaming: a scope too large or naming what the index lacks (400), an
-    unknown session (404), a pending checkpoint or a turn running in it (409)."""
+    """Refuse before streaming: a model string that names no usable model, a scope too large
+    or naming what the index lacks (400), an unknown session (404), a pending checkpoint or a
+    turn running in it (409)."""
+    if req.model:
+        app.check_models(req.model)
     app.check_scope(req.options().scope)
     if req.session_id is None:
         return
@@ -107,7 +110,7 @@ def session_list(app: App) -> SessionList:
 def session_detail(app: App, session_id: str) -> SessionDetail:
     try:
         summary = app.session(session_id)
-        turns = [TurnView.of(t) for t in app.history(session_id)]
+        turns = [app.view(t) for t in app.history(session_id)]
     except SessionNotFound as e:
         raise http_error(e) from None
     pending = next((CheckpointEvent.of(t) for t in turns if t.checkpoint is not None), None)
@@ -135,6 +138,6 @@ def bubbles(turn: TurnResult) -> list[dict[str, Any]]:
 
 def turn_detail(app: App, session_id: str, turn_id: str) -> TurnView:
     try:
-        return TurnView.of(app.turn(turn_id, session_id=session_id))
+        return app.view(app.turn(turn_id, session_id=session_id))
     except SessionNotFound as e:
         raise http_error(e) from None

@@ -34,7 +34,6 @@ from zocrates_nb.widget.records import (
     history_turn,
     library_summary,
     panel_json,
-    papers_covered,
     save_message,
     turn_view,
 )
@@ -491,7 +490,8 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
         if isinstance(event, CheckpointEvent):
             payload["papers"] = []
             with contextlib.suppress(Exception):
-                payload["papers"] = papers_covered(self.app.turn(event.turn_id))
+                card = self.app.view(self.app.turn(event.turn_id)).checkpoint
+                payload["papers"] = card.papers if card else []
         self.send_message(p.EventMessage(event=payload))
 
     def _set_error(self, message: str) -> None:

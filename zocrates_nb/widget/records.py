@@ -1,7 +1,7 @@
-"""What the chat panel shows of a turn and of the library: `TurnView`s with links and names.
+"""What the chat panel shows of a turn and of the library: the App's `TurnView`s, the library.
 
-The panel's front end holds no library logic: Python names a turn's scope (titles and collection
-names, not keys), links a source to Zotero (only for items that come from Zotero), and describes
+The panel's front end holds no library logic: a turn is the App's one view of it (`App.view`:
+its scope's chips named, its sources and citations linked), and Python describes
 the library for the empty screen (its size, and example questions drawn from its own topics by
 `App.example_questions`). Nothing here writes to the index. Papers found beyond the library
 (`discovery`) travel as candidate records; a save's outcome as a `save_result` message.
@@ -11,28 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 from typing import TYPE_CHECKING, Any
 
-from zocrates_nb.citelinks import doi_url, pdf_url
-from zocrates_nb.citelinks import of as cite_of
-from zocrates_nb.turn import (
-    Candidate,
-    Citation,
-    CitationView,
-    Scope,
-    ScopeChips,
-    Source,
-    SourceView,
-    TurnResult,
-    TurnView,
-)
+from zocrates_nb.turn import Candidate, TurnResult, TurnView
 from zocrates_nb.widget import protocol as p
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App, SaveResult
 
-_ZOTERO_KEY = re.compile(r"^[A-Z0-9]{8}$")
 # RIS and BibTeX reach the browser as a download (never a file in the user's Zotero folder).
 SAVE_FILES = {
     "ris": ("zocrates-staged.ris", "application/x-research-info-systems"),
@@ -41,23 +27,13 @@ SAVE_FILES = {
 
 
 def turn_view(app: App | None, turn: TurnResult, **changes: Any) -> TurnView:
-    """A turn as the panel shows it: sources and citations with their links, the scope's chips
-    named, a checkpoint card with the papers covered so far (`TurnView`, PROTOCOL.md)."""
-    view = TurnView.of(
-        turn,
-        cited_sources=source_records(app, turn.cited_sources),
-        other_sources=source_records(app, turn.other_sources),
-        elsewhere=source_records(app, turn.elsewhere),
-        citations=citation_records(app, turn.citations),
-        chips=scope_record(app, turn.scope),
-        widen_chips=scope_record(app, turn.widen_scope) if turn.widen_scope else None,
-        **changes,
-    )
-    if view.checkpoint is not None:
-        view.checkpoint.papers = papers_covered(turn)
-    if view.status == "error" and not view.error:
-        view.error = "This turn failed."
-    return view
+    """A turn as the panel shows it: the App's one view of it (`App.view`), or without an App
+    the same view without the library's names and links."""
+    if app is None:
+        from zocrates_nb.app import turn_view as unlinked
+
+        return unlinked(None, turn, **changes)
+    return app.view(turn, **changes)
 
 
 def panel_json(view: TurnView) -> dict[str, Any]:
@@ -76,82 +52,6 @@ def history_turn(turn: TurnResult, app: App | None = None) -> dict[str, Any]:
     if view.status == "running":
         view.status = "cancelled"
     return panel_json(view)
-
-
-def papers_covered(turn: TurnResult, limit: int = 12) -> list[str]:
-    """Titles of the papers a turn's search has gathered passages from, best first."""
-    return list(dict.fromkeys(e.title for e in turn.evidence if e.title))[:limit]
-
-
-def scope_record(app: App | None, scope: Scope) -> ScopeChips:
-    """A scope's chips with titles and collection names looked up (the key when unknown)."""
-    chips = ScopeChips.of(scope)
-    for item in chips.items:
-        record = _item(app, item.key)
-        item.title = (record.title if record else "") or item.key
-        item.year = record.year if record else None
-    if chips.collections:
-        names = _collection_names(app)
-        for c in chips.collections:
-            c.name = names.get(c.key, c.key)
-    return chips
-
-
-def source_records(app: App | None, sources: list[Source]) -> list[SourceView]:
-    """Sources with `links` to Zotero (`zotero://select/…`, `zotero://open-pdf/…`) when the item
-    comes from a Zotero library (folder and sample items get none), and `href`, an https link
-    to the paper (its DOI, else its own page) that notebook cells keep."""
-    return [SourceView(**s.model_dump(), links=zotero_links(app, s.item_key),
-                       href=paper_href(app, s.item_key)) for s in sources]  # fmt: skip
-
-
-def citation_records(app: App | None, citations: list[Citation]) -> list[CitationView]:
-    """Citations; one whose passage is in a PDF of a Zotero library carries `links`: `select`
-    (the paper) and `pdf` (`zotero://open-pdf/…?page=N`: the PDF at the cited page)."""
-    out = []
-    for c in citations:
-        links = zotero_links(app, c.item_key)
-        ref = cite_of(c)
-        if links and _is_pdf(app, ref.doc_key):
-            links["pdf"] = pdf_url(ref.doc_key, ref.page)
-        out.append(CitationView(**c.model_dump(), links=links))
-    return out
-
-
-def paper_href(app: App | None, item_key: str) -> str:
-    record = _item(app, item_key)
-    if record is None:
-        return ""
-    url = str(getattr(record, "url", "") or "")
-    return doi_url(getattr(record, "doi", "") or "") or (
-        url if url.startswith(("https://", "http://")) else "")  # fmt: skip
-
-
-def _is_pdf(app: App | None, doc_key: str) -> bool:
-    if app is None:
-        return False
-    try:
-        doc = app.document(doc_key)
-    except Exception:
-        return False
-    return doc is not None and doc.kind == "pdf" and bool(_ZOTERO_KEY.match(doc_key))
-
-
-def zotero_links(app: App | None, item_key: str) -> dict[str, str]:
-    """`{select, pdf?}` zotero:// URLs for an item of a Zotero library, else `{}`."""
-    record = _item(app, item_key)
-    if app is None or record is None or not _ZOTERO_KEY.match(item_key):
-        return {}
-    if not record.version.startswith("v"):  # Zotero's change marker; folder items have none
-        return {}
-    links = {"select": f"zotero://select/library/items/{item_key}"}
-    try:
-        pdfs = [d for d in app.documents(item_key) if d.kind == "pdf"]
-    except Exception:
-        pdfs = []
-    if pdfs and _ZOTERO_KEY.match(pdfs[0].doc_key):
-        links["pdf"] = f"zotero://open-pdf/library/items/{pdfs[0].doc_key}"
-    return links
 
 
 def candidate_record(candidate: Candidate) -> dict[str, Any]:
@@ -228,35 +128,12 @@ async def fill_examples(app: App, panel: Any) -> None:
         panel.library = {**panel.library, "examples": examples}
 
 
-def _item(app: App | None, key: str) -> Any:
-    if app is None or not key:
-        return None
-    try:
-        return app.item(key)
-    except Exception:  # an index that cannot be read names nothing; the turn still shows
-        return None
-
-
-def _collection_names(app: App | None) -> dict[str, str]:
-    if app is None:
-        return {}
-    try:
-        return app.collections()
-    except Exception:
-        return {}
-
-
 __all__ = [
     "candidate_record",
-    "citation_records",
     "fill_examples",
     "history_turn",
     "library_summary",
     "panel_json",
-    "papers_covered",
     "save_message",
-    "scope_record",
-    "source_records",
     "turn_view",
-    "zotero_links",
 ]

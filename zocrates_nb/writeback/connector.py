@@ -55,7 +55,14 @@ class ConnectorTarget:
         return f"{where}{self.library}"
 
 
-def post(client: httpx.Client, url: str, path: str, body: Any) -> httpx.Response:
+# The other destinations of a save of papers (a note is saved to Zotero only: `web`).
+PAPER_DESTINATIONS = "web, ris or bibtex"
+
+
+def post(client: httpx.Client, url: str, path: str, body: Any,
+         others: str = PAPER_DESTINATIONS) -> httpx.Response:  # fmt: skip
+    """One connector request; Zotero not running is a sentence naming the `others`
+    destinations the save at hand offers."""
     try:
         return client.post(url + path, json=body, headers=HEADERS)
     except httpx.TimeoutException:
@@ -63,12 +70,13 @@ def post(client: httpx.Client, url: str, path: str, body: Any) -> httpx.Response
     except httpx.TransportError:
         raise WriteError(
             f"Zotero is not running (nothing answers at {url}): start Zotero desktop, or "
-            "choose another destination (web, ris or bibtex)"
+            f"choose another destination ({others})"
         ) from None
 
 
-def selected_target(client: httpx.Client, url: str) -> ConnectorTarget:
-    r = post(client, url, "/connector/ping", {})
+def selected_target(client: httpx.Client, url: str,
+                    others: str = PAPER_DESTINATIONS) -> ConnectorTarget:  # fmt: skip
+    r = post(client, url, "/connector/ping", {}, others)
     if r.status_code != 200 or "x-zotero-version" not in r.headers:
         raise WriteError(f"the server at {url} is not Zotero's connector (HTTP {r.status_code})")
     r = post(client, url, "/connector/getSelectedCollection", {})

@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 from markdown_it import MarkdownIt
 
-from zocrates_nb.citelinks import CitedPage, cited_pages, pdf_url, select_url
+from zocrates_nb.citelinks import CitedPage, cited_pages
 from zocrates_nb.config import ZoteroWebSettings
+from zocrates_nb.library.paths import pdf_url, select_url
 from zocrates_nb.turn import TurnResult
 from zocrates_nb.writeback.connector import Session, selected_target
 from zocrates_nb.writeback.ledger import CONNECTOR, BatchItem, Ledger
@@ -125,7 +126,7 @@ def save_note_to_connector(turn: TurnResult, url: str, *, ledger: Ledger,
                           message="This answer was already saved as a note through the Zotero "
                                   "app; it was not saved again.")  # fmt: skip
     with ledger.lease(CONNECTOR), httpx.Client(timeout=timeout, transport=transport) as client:
-        target = selected_target(client, url)
+        target = selected_target(client, url, others="web: your Zotero web library")
         if not target.editable:
             raise WriteError(f"{target.describe()} is read-only: select another one in Zotero")
         session = Session(client, url, ledger, SaveResult(to="connector"), time.time)

@@ -33,7 +33,13 @@ from zocrates_nb.agents.offline.quotes import (
     chunks_of,
 )
 from zocrates_nb.agents.parts import Part, core_goal
-from zocrates_nb.text import STOPWORDS, entities, mentions
+from zocrates_nb.text import (
+    STOPWORDS,
+    entities,
+    markdown_quote,
+    markdown_text,
+    mentions,
+)
 
 NO_LM_NOTE = (
     "_Answered by the embedded offline engine, without a language model: the sentences above "
@@ -248,7 +254,8 @@ class OfflineSynthesizer:
             return [], set()
         quoted = {c.text for run, _ in picked for c in run}
         if part.items and not own:
-            names = " and ".join(f"*{t}*" for t in part.titles) or "The paper it names"
+            names = (" and ".join(f"*{markdown_text(t)}*" for t in part.titles)
+                     or "The paper it names")
             note = (f"_{names} has nothing on this in the evidence gathered; "
                     "from other papers in your library:_")  # fmt: skip
             return [note, "", *quote_groups(picked)], quoted
@@ -354,16 +361,16 @@ def quote_groups(picked: list[Unit]) -> list[str]:
     for title, runs in groups.items():
         ch = runs[0][0][0].chunk
         who = ", ".join(x for x in (ch.authors, ch.year if ch.year != "n.d." else "") if x)
-        lines.append(f"*{title}*" + (f" ({who})" if who else ""))
+        lines.append(f"*{markdown_text(title)}*" + (f" ({markdown_text(who)})" if who else ""))
         lines.append("")
         for run, _ in _order(runs):
             sents = []
             for c in run:
-                # Quoted paper text is text: a stray backtick must not open a code span.
-                t = c.text.rstrip().replace("`", "\\`")
+                # Quoted paper text is text: no stray backtick or tag opens a span or markup.
+                t = markdown_quote(c.text.rstrip())
                 sents.append(t if t[-1:] in ".!?" else t + ".")
             first = run[0].chunk
-            section = f" _(§ {first.section})_" if first.section else ""
+            section = f" _(§ {markdown_text(first.section)})_" if first.section else ""
             lines.append(f"- {' '.join(sents)} [{first.index}]{section}")
         lines.append("")
     return lines
