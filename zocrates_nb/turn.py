@@ -588,32 +588,3 @@ class SessionSummary(_Record):
         None, description="The interrupt id of the checkpoint awaiting a decision, if any."
     )
 
-
-__all__ = [
-    "PASSAGE_FIELDS",
-    "TURN_STATUSES",
-    "AskOptions",
-    "CheckpointInfo",
-    "CheckpointView",
-    "Citation",
-    "CitationView",
-    "CitedPlace",
-    "EvidenceRow",
-    "PassageFields",
-    "PlacedPassage",
-    "QuestionPart",
-    "RoleUsage",
-    "Scope",
-    "ScopeChips",
-    "ScopeCollection",
-    "ScopeItem",
-    "ScopeKind",
-    "SessionSummary",
-    "Source",
-    "SourceView",
-    "TrailStep",
-    "TurnResult",
-    "TurnStatus",
-    "TurnView",
-    "Usage",
-]

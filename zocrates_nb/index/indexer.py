@@ -59,6 +59,7 @@ from zocrates_nb.index.chunking import CHUNKER_VERSION, chunk_bundle
 from zocrates_nb.index.converter import IN_PROCESS_KINDS, Converter, convert_workers, cores
 from zocrates_nb.index.model import Chunk, DocumentRecord, ItemRecord
 from zocrates_nb.index.passages import PASSAGE_VERSION, dense_passages
+from zocrates_nb.index.query_model import export_for_questions
 from zocrates_nb.index.store import RUN_FINISHED, RUN_STARTED
 from zocrates_nb.index.threads import ThreadTuner, embed_sorted
 from zocrates_nb.ingest import bundle as ingest_bundle
@@ -129,24 +130,6 @@ class _Doc:
     skip_reason: str | None = None
     fingerprint: str = ""
     attempt_fingerprint: str = ""
-
-
-def _export_for_questions(index: Index) -> None:
-    """The local model exported for question time, once per machine (query_model.py)."""
-    from zocrates_nb.index.embedder import model_path
-    from zocrates_nb.index.embedding_remote import REMOTE_PREFIX
-    from zocrates_nb.index.query_model import ensure_exported
-
-    name = index.model_name
-    if name.startswith(REMOTE_PREFIX):
-        return
-
-    try:
-        directory = Path(model_path(name))
-    except Exception:
-        return
-    if directory.is_dir():
-        ensure_exported(name, directory)
 
 
 def index_library(
@@ -243,7 +226,9 @@ def index_library(
         report.chunks = catalog.chunk_count()
         healing.record_vectors(index)
         catalog.set_meta(RUN_FINISHED, _now())
-    _export_for_questions(index)
+    from zocrates_nb.index.embedder import model_path
+
+    export_for_questions(index.model_name, model_path)
     report.seconds = time.perf_counter() - t0
     return report
 

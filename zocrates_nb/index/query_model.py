@@ -22,6 +22,7 @@ import os
 import re
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,21 @@ class QueryModel:
 
 _LOADED: dict[str, QueryModel | None] = {}
 _LOCK = threading.Lock()
+
+
+def export_for_questions(name: str, model_path: Callable[[str], str | Path]) -> None:
+    """The index's local model exported for question time, once per machine (a remote
+    embedder or a model not on disk has nothing to export); `model_path` finds its folder."""
+    from zocrates_nb.index.embedding_remote import REMOTE_PREFIX
+
+    if name.startswith(REMOTE_PREFIX):
+        return
+    try:
+        directory = Path(model_path(name))
+    except Exception:
+        return
+    if directory.is_dir():
+        ensure_exported(name, directory)
 
 
 def query_model(name: str, model_dir: Path) -> QueryModel | None:
