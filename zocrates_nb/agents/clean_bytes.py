@@ -11,7 +11,9 @@ turn answers and its warnings say how many were replaced.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -48,10 +50,25 @@ class _CleanStream(httpx2.AsyncByteStream):
 
 
 class CleanTransport(httpx2.AsyncBaseTransport):
-    """An HTTP transport whose response bodies are valid UTF-8 (see the module docstring)."""
+    """An HTTP transport whose response bodies are valid UTF-8 (see the module docstring).
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport | None = None) -> None:
-        self._inner = inner or httpx2.AsyncHTTPTransport()
+    A model is resolved once and used by turns on different event loops (each `asyncio.run`
+    of a script, a resumed turn): pooled connections belong to one loop, so each loop gets
+    its own connection pool."""
+
+    def __init__(self) -> None:
+        self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                               httpx2.AsyncHTTPTransport] = (
+            weakref.WeakKeyDictionary()
+        )  # fmt: skip
+
+    @property
+    def _inner(self) -> httpx2.AsyncHTTPTransport:
+        loop = asyncio.get_running_loop()
+        pool = self._pools.get(loop)
+        if pool is None:
+            pool = self._pools[loop] = httpx2.AsyncHTTPTransport()
+        return pool
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
@@ -60,7 +77,10 @@ class CleanTransport(httpx2.AsyncBaseTransport):
         return response
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        loop = asyncio.get_running_loop()
+        pool = self._pools.pop(loop, None)
+        if pool is not None:
+            await pool.aclose()
 
 
 # pydantic-ai's own client defaults: the deadline itself is each call's `timeout` setting.
