@@ -14,6 +14,7 @@ from agents_helpers import run, terminal
 from scripted_helpers import ANSWER, QUESTION, assert_usage_served, of_role, open_app, roles
 
 from zocrates_nb.devtools.scripted_openai import (
+    Drop,
     Reply,
     Request,
     ScriptedOpenAI,
@@ -132,3 +133,18 @@ def test_a_refusal_that_no_retry_can_mend_says_who_and_offers_no_retry(
         stored = app.history(sid)[-1]
         assert stored.seconds > 0 and waited < 5, (waited, stored.seconds)
         assert_usage_served(stored.usage, scripted_llm)
+
+
+def test_a_stream_cut_short_is_booked_unmetered_never_free(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    scripted_llm.set_script(roles(synthesizer=lambda req: Drop(Reply(text=ANSWER * 8), after=4)))
+    app = open_app(tmp_path, scripted_llm, small_index, model_route)
+    sid = app.new_session()
+    end = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert end.type == "error", end
+    usage = app.history(sid)[-1].usage
+    sent = len(of_role(scripted_llm, "synthesizer"))
+    assert usage.roles["synthesizer"].requests == sent >= 1
+    assert usage.roles["synthesizer"].unmetered == sent  # its prompt was sent, not counted
+    assert_usage_served(usage, scripted_llm)
