@@ -13,12 +13,22 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from zocrates_nb.devtools.scripted_quirks import OPENAI, Quirks
 
-if TYPE_CHECKING:
-    from zocrates_nb.devtools.scripted_openai import Request
+
+class Request(Protocol):
+    """What a reply is built from: the request as the server received it (`scripted_openai`)."""
+
+    number: int
+    body: dict[str, Any]
+
+    @property
+    def stream(self) -> bool: ...
+
+    @property
+    def prompt_tokens(self) -> int: ...
 
 TOKEN_CHARS = 4  # the usual estimate: a token is about four characters of English or JSON
 
