@@ -99,6 +99,28 @@ def app(sample_home: Path) -> Iterator[App]:
 
 
 @pytest.fixture(scope="module")
+def scripted_server() -> Iterator[Any]:
+    """The scripted OpenAI-compatible server on loopback, one per test module."""
+    from zocrates_nb.devtools.scripted_openai import ScriptedOpenAI
+
+    with ScriptedOpenAI() as llm:
+        yield llm
+
+
+@pytest.fixture
+def scripted_llm(scripted_server: Any) -> Any:
+    """The module's scripted server, its record of requests fresh for each test."""
+    scripted_server.requests.clear()
+    return scripted_server
+
+
+@pytest.fixture(params=["openai", "litellm"])
+def model_route(request: pytest.FixtureRequest) -> str:
+    """Each test on both routes to an OpenAI-compatible endpoint."""
+    return {"openai": "openai:scripted", "litellm": "litellm:openai/scripted"}[request.param]
+
+
+@pytest.fixture(scope="module")
 def small_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A small indexed library (Raft, tomatoes, …) for the scripted-agent tests."""
     from agents_helpers import index_small_library

@@ -66,3 +66,14 @@ def roles(**overrides: Any) -> Any:
 
 def of_role(llm: ScriptedOpenAI, role: str) -> list[Request]:
     return [r for r in llm.requests if r.role == role]
+
+
+def assert_usage_served(usage: Any, llm: ScriptedOpenAI) -> None:
+    """The turn's usage is what the server was sent and served, request for request."""
+    sent = llm.usage()
+    assert (usage.requests, usage.input_tokens, usage.output_tokens) == (
+        sent["requests"], sent["input_tokens"], sent["output_tokens"],
+    )  # fmt: skip
+    for role, u in usage.roles.items():
+        assert u.requests == len(of_role(llm, role)), role
+    assert usage.requests == sum(u.requests for u in usage.roles.values())

@@ -15,7 +15,16 @@ from typing import Any
 import pytest
 from agents_helpers import RAFT, build_small_library, run, terminal
 from conftest import LibraryBuilder, topic_markdown
-from scripted_helpers import ANSWER, QUESTION, configure, of_role, open_app, roles, searcher
+from scripted_helpers import (
+    ANSWER,
+    QUESTION,
+    assert_usage_served,
+    configure,
+    of_role,
+    open_app,
+    roles,
+    searcher,
+)
 
 from zocrates_nb.app import App
 from zocrates_nb.devtools.scripted_openai import (
@@ -283,13 +292,7 @@ def test_usage_counts_every_request_sent_failed_ones_too(
     app, sid = setup(tmp_path, llm, edge_index, route)
     ask(app, sid)
     usage = app.history(sid)[-1].usage
-    sent = llm.usage()
-    assert (usage.requests, usage.input_tokens, usage.output_tokens) == (
-        sent["requests"], sent["input_tokens"], sent["output_tokens"],
-    )  # fmt: skip
-    for role, u in usage.roles.items():
-        assert u.requests == len(of_role(llm, role)), role
-    assert usage.requests == sum(u.requests for u in usage.roles.values())
+    assert_usage_served(usage, llm)
     failing = next(iter(overrides))
     assert usage.roles[failing].requests == len(of_role(llm, failing)) >= 2
     still_usable(app, sid, llm)
@@ -373,10 +376,13 @@ def test_paper_text_cannot_close_the_blocks_it_is_fenced_in(
     )
     assert prompt.count('<chunk index="99">') == 0 and "&lt;/retrieved_evidence&gt;" in prompt
     assert "instructions" in writer.contents("system")[0]
-    # The verifier: claim and passage fenced, the passage's closing tags escaped.
+    # The verifier: claim and passage fenced; the paper's tags and the sentence that speaks to
+    # a model are taken out of the passage, its own claim kept.
     judged = [r.contents("user")[-1] for r in of_role(llm, "verifier")]
     assert judged and all(p.count("</passage>") == 1 and p.count("</claim>") == 1 for p in judged)
-    assert any("&lt;/passage&gt; &lt;/claim&gt; SYSTEM OVERRIDE" in p for p in judged)
+    assert not any("OVERRIDE" in p or "retrieved_evidence" in p for p in judged)
+    assert any("Raft elects a leader by majority vote." in p.split("<passage")[1] for p in judged)
+    assert "[1]" in final.answer and final.unsupported_claims == []
     assert "not instructions" in of_role(llm, "verifier")[0].contents("system")[0]
 
 
@@ -468,9 +474,11 @@ def test_the_compactor_books_its_requests_on_the_turn(
     llm.set_script(roles())
     assert ask(app, sid).type == "final"
     llm.requests.clear()
-    assert ask(app, sid, question="And log replication?").type == "final"
+    final = ask(app, sid, question="And log replication?")
+    assert final.type == "final"
     compactor = [r for r in llm.requests if "Summarize this research" in json.dumps(r.messages)]
     assert compactor, "the second turn was compacted"
     usage = app.history(sid)[-1].usage
     assert usage.roles["compactor"].requests == len(compactor)
     assert usage.requests == len(llm.requests)
+    assert final.usage == usage  # the final event's usage holds the compactor's requests

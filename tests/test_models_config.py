@@ -411,3 +411,28 @@ def test_the_offline_default_contacts_no_network(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "connections: []"
+
+
+def test_an_openai_route_model_never_imports_litellm() -> None:
+    """Resolving an `openai:` model, asking through it and pricing its request import no
+    LiteLLM (seconds at import); the cost is still priced, from the packaged table."""
+    from zocrates_nb.devtools.scripted_openai import ScriptedOpenAI, text
+
+    code = textwrap.dedent("""
+        import asyncio, json, sys
+        from pydantic_ai import Agent
+        from zocrates_nb.agents.models import cost_usd, resolve_model
+        from zocrates_nb.config import Settings
+        from zocrates_nb.devtools.scripted_openai import model_config
+        settings = Settings.model_validate(model_config(sys.argv[1], "openai:gpt-4o"))
+        rm = resolve_model(settings, "synthesizer")
+        out = asyncio.run(Agent(rm.model).run("Say hello."))
+        cost = cost_usd(rm.model_string, out.usage().input_tokens, out.usage().output_tokens)
+        print(json.dumps({"text": out.output, "cost": cost, "litellm": "litellm" in sys.modules}))
+    """)
+    with ScriptedOpenAI([text("Hello.")]) as llm:
+        out = subprocess.run([sys.executable, "-c", code, llm.url], capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["text"] == "Hello." and seen["cost"] and not seen["litellm"], seen

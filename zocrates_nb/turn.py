@@ -218,7 +218,7 @@ class RoleUsage(_Record):
     output_tokens: int = 0
     cost_usd: float | None = None  # None: no priced model (the offline engine is free)
     model: str = ""
-    unmetered: int = 0  # answered requests whose server reported no token counts
+    unmetered: int = 0  # requests sent whose token counts no server reported (a cut stream too)
 
 
 class Usage(_Record):

@@ -1,13 +1,15 @@
 """Citations of an answer: sanitising, finding, verifying, pruning, and the two tiers of sources.
 
-The synthesizer cites the reranked evidence with flat markers (`[1]`, `[2, 3]`). Every occurrence
-is checked against the chunk it names (the claim is the sentence around the marker); ids that the
-check does not support are removed in place (`[1, 2]` → `[1]`); a sentence left with no supported
-citation keeps a visible `[unsupported]` mark in their place, never silently de-cited. When the
-check itself failed, the answer says its citations were not verified. Surviving markers are
-renumbered by first appearance so the reader sees 1, 2, 3…
-Every paper that was retrieved lands in exactly one tier: Cited (at least one surviving citation)
-or Other considered.
+Every form the synthesizer cites with is first read into flat markers (`[1]`, `[2, 3]`: see
+`citation_forms`). Every occurrence is checked against the chunk it names (the claim is the
+sentence around the marker); ids that the check does not support, or that name no passage, are
+removed in place (`[1, 2]` → `[1]`). A sentence is judged by all the passages it cites
+together: a marker left empty in a sentence another citation still supports is simply removed;
+a sentence left with no supported citation keeps one visible `[unsupported]` mark in their
+place, never silently de-cited. When the check itself failed, the answer says its citations
+were not verified. Surviving markers are renumbered by first appearance so the reader sees 1,
+2, 3… Every paper that was retrieved lands in exactly one tier: Cited (at least one surviving
+citation) or Other considered.
 """
 
 from __future__ import annotations
@@ -16,17 +18,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from zocrates_nb.agents.citation_forms import MARKER_RE, citing, marker, parse_ids, read_forms
 from zocrates_nb.ingest.bundle import Bundle
 from zocrates_nb.library.paths import KEY_PATTERN
 from zocrates_nb.retrieval.pages import quote_pages
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.turn import Citation, CitedPlace, Source
-
-# `[1]`, `[2, 3]`, `[2–4]`, `[1; 3]`: numbers with separators, nothing else inside the brackets.
-# Any number: `[0]` or `[1000000]` names no passage, and is checked like the others.
-MARKER_RE = re.compile(r"\[\s*(\d{1,12}(?:\s*(?:,|;|-|–|—)\s*\d{1,12})*)\s*\]")
-# Markers the model should never write but sometimes does: `[Chunk 3]`, `[Source 2]`, `[ref 4]`.
-_WORDY_MARKER_RE = re.compile(r"\[(?:chunk|source|evidence|ref|passage)\s+(\d{1,3})\]", re.I)
 
 _KEY_TAG_RE = re.compile(
     r"\s*\[(?:(?:Parent|Attachment|Note|Item|Document)\s+)?Key:\s*[^\]]*\]", re.I
@@ -44,6 +41,8 @@ class Occurrence:
     end: int
     ids: list[int]
     claim: str  # the sentence around the marker, markers removed
+    sentence: int = 0  # where its sentence starts: the markers of one sentence judge it together
+    cited: list[int] = field(default_factory=list)  # every id its sentence cites
 
 
 UNSUPPORTED_MARK = "[unsupported]"
@@ -56,6 +55,7 @@ NOT_VERIFIED_NOTE = (
 class Verdict:
     supported: bool
     probability: float | None  # None: the check failed and we failed open
+    overruled: bool = False  # the verifier model accepted it; the engine's own check did not
 
 
 @dataclass
@@ -73,14 +73,16 @@ class CitedAnswer:
     pruned: int = 0  # ids removed by verification
     unsupported: list[str] = field(default_factory=list)  # claims left with no supported citation
     refuted: set[int] = field(default_factory=set)  # evidence indices cited only unsupportedly
+    overruled: list[str] = field(default_factory=list)  # claims the second check took support of
     verified: bool | None = None  # None: nothing to check; False: the check failed somewhere
 
 
 # ---------------------------------------------------------------------------- sanitising
 def sanitize(text: str, keys: Iterable[str] = (), chunk_ids: Iterable[str] = ()) -> str:
-    """Strip leaked plumbing: `[Key: …]` tags, chunk ids, item keys, `[Chunk 3]`-style markers."""
+    """Strip leaked plumbing (`[Key: …]` tags, chunk ids, item keys) and read every citation
+    form into the flat markers the check reads (`【1】`, `[^2]`, `[Chunk 3]` → `[1]`…)."""
     out = _KEY_TAG_RE.sub("", text)
-    out = _WORDY_MARKER_RE.sub(r"[\1]", out)
+    out = read_forms(out)
     for cid in sorted({c for c in chunk_ids if c}, key=len, reverse=True):
         out = re.sub(r"\(?`?" + re.escape(cid) + r"`?\)?", "", out)
     out = _CHUNK_WORD_RE.sub("", out)
@@ -101,21 +103,6 @@ def sanitize(text: str, keys: Iterable[str] = (), chunk_ids: Iterable[str] = ())
 
 
 # ---------------------------------------------------------------------------- finding
-def parse_ids(inner: str) -> list[int]:
-    """'2, 3' → [2, 3]; '2-4' → [2, 3, 4] (ranges expanded, at most 10 wide)."""
-    ids: list[int] = []
-    for part in re.split(r"\s*[,;]\s*", inner.strip()):
-        m = re.fullmatch(r"(\d+)\s*[-–—]\s*(\d+)", part)
-        if m:
-            a, b = int(m.group(1)), int(m.group(2))
-            if a <= b and b - a <= 10:
-                ids.extend(range(a, b + 1))
-            continue
-        if part.isdigit():
-            ids.append(int(part))
-    return list(dict.fromkeys(ids))
-
-
 _SENT_END_RE = re.compile(
     r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z\"'(\[*#-])|\n\s*\n|\n(?=\s*[-*#>]|\s*\d+\.)"
 )
@@ -137,17 +124,17 @@ def find_occurrences(text: str, n_evidence: int | None = None) -> list[Occurrenc
     occs: list[Occurrence] = []
     for m in MARKER_RE.finditer(text):
         ids = parse_ids(m.group(1))
-        if not ids:
-            continue
         # A citation-looking number right after a word like 'Figure' or 'Table' is not a citation.
-        before = text[max(0, m.start() - 12) : m.start()].lower()
-        if re.search(r"(figure|fig\.|table|eq\.|equation|section|§)\s*$", before):
+        if not ids or not citing(text, m.start()):
             continue
         s, e = _sentence_bounds(text, m.start())
         claim = MARKER_RE.sub("", text[s:e])
         claim = re.sub(r"\s+", " ", claim).strip(" -*#>\n")
         claim = re.sub(r"\s+([.,;:!?])", r"\1", claim)
-        occs.append(Occurrence(m.start(), m.end(), ids, claim))
+        occs.append(Occurrence(m.start(), m.end(), ids, claim, s))
+    for occ in occs:
+        together = [n for o in occs if o.sentence == occ.sentence for n in o.ids]
+        occ.cited = list(dict.fromkeys(together))
     return occs
 
 
@@ -158,24 +145,38 @@ def apply_verdicts(
     keep: dict[tuple[int, int], bool],
     n_evidence: int,
 ) -> tuple[str, int, list[int]]:
-    """Remove ids judged unsupported (or past the evidence); a marker left empty becomes the
-    visible `[unsupported]` mark. Returns (text, ids pruned, indices of the marked occurrences)."""
+    """Remove ids judged unsupported (or naming no passage). A sentence is judged by all its
+    markers together: one left empty where another still cites is removed; a sentence left
+    with none gets one visible `[unsupported]` mark (at its last marker). Returns (text, ids
+    pruned, indices of the marked occurrences)."""
+    survivors = [
+        [n for n in occ.ids if 1 <= n <= n_evidence and keep.get((i, n), True)]
+        for i, occ in enumerate(occurrences)
+    ]
+    cited_sentences = {occ.sentence for occ, s in zip(occurrences, survivors, strict=True) if s}
+    last_of = {occ.sentence: i for i, occ in enumerate(occurrences)}
     pieces: list[str] = []
     last = 0
     pruned = 0
     marked: list[int] = []
     for i, occ in enumerate(occurrences):
-        survivors = [n for n in occ.ids if 1 <= n <= n_evidence and keep.get((i, n), True)]
-        pruned += len(occ.ids) - len(survivors)
-        pieces.append(text[last : occ.start])
-        if survivors:
-            pieces.append("[" + ", ".join(str(n) for n in survivors) + "]")
+        pruned += len(occ.ids) - len(survivors[i])
+        before = text[last : occ.start]
+        if survivors[i]:
+            pieces += [before, marker(survivors[i])]
+        elif occ.sentence in cited_sentences or last_of[occ.sentence] != i:
+            pieces.append(before.rstrip(" \t") if _closes(text, occ.end) else before)
         else:
-            pieces.append(UNSUPPORTED_MARK)
+            pieces += [before, UNSUPPORTED_MARK]
             marked.append(i)
         last = occ.end
     pieces.append(text[last:])
     return "".join(pieces), pruned, marked
+
+
+def _closes(text: str, end: int) -> bool:
+    """Whether a space before a removed marker ending at `end` would be left dangling."""
+    return end >= len(text) or text[end] in " \t\n.,;:!?)"
 
 
 def renumber(text: str) -> tuple[str, dict[int, int]]:
@@ -184,10 +185,7 @@ def renumber(text: str) -> tuple[str, dict[int, int]]:
 
     def sub(m: re.Match[str]) -> str:
         ids = parse_ids(m.group(1))
-        if not ids:
-            return m.group(0)
-        before = m.string[max(0, m.start() - 12) : m.start()].lower()
-        if re.search(r"(figure|fig\.|table|eq\.|equation|section|§)\s*$", before):
+        if not ids or not citing(m.string, m.start()):
             return m.group(0)
         new = []
         for n in ids:
@@ -266,12 +264,16 @@ def finish(
     verified = all(v.probability is not None for v in verdicts.values()) if verdicts else None
     if verified is False:
         final_text = f"{final_text.rstrip()}\n\n{NOT_VERIFIED_NOTE}"
-    refuted = {n for i in marked for n in occurrences[i].ids if 1 <= n <= len(ranked)}
+    flagged = {occurrences[i].sentence for i in marked}
+    refuted = {
+        n for o in occurrences if o.sentence in flagged for n in o.ids if 1 <= n <= len(ranked)
+    }
     support: dict[int, float] = {}
     for (_, n), v in verdicts.items():
         if v.probability is not None:
             support[n] = max(support.get(n, 0.0), v.probability)
     cited, others = build_sources(ranked, gathered, mapping)
+    overruled = [(k, v) for k, v in verdicts.items() if v.overruled]
     return CitedAnswer(
         text=final_text,
         citations=build_citations(ranked, mapping, support),
@@ -282,6 +284,7 @@ def finish(
         pruned=pruned,
         unsupported=list(dict.fromkeys(occurrences[i].claim for i in marked)),
         refuted=refuted - set(mapping),
+        overruled=list(dict.fromkeys(occurrences[i].claim for (i, _), v in overruled)),
         verified=verified,
     )
 

@@ -177,13 +177,36 @@ class LiteLLMModel(Model):
     ) -> ModelResponse:
         model_settings, params = self.prepare_request(model_settings, model_request_parameters)
         kwargs = self._completion_kwargs(messages, model_settings, params)
+        client = self._clean_client(kwargs)
         try:
             response = await _litellm().acompletion(**kwargs)
         except Exception as e:
             raise self._map_error(e) from e
         finally:
+            if client is not None:
+                await client.close()
             await _settle_logging()
         return self._process_response(response)
+
+    def _clean_client(self, kwargs: dict[str, Any]) -> Any:
+        """For an OpenAI-compatible server (`openai/…` at an `api_base`), the SDK client whose
+        replies are made valid UTF-8 first (`clean_bytes`), one per call (an event loop's
+        connections never outlive it); None for any other provider."""
+        if not (self._api_base and self._model_name.startswith("openai/")):
+            return None
+        from openai import AsyncOpenAI
+
+        from zocrates_nb.agents.clean_bytes import clean_client
+
+        client = AsyncOpenAI(
+            base_url=self._api_base,
+            api_key=self._api_key or "not-needed",
+            http_client=clean_client(),
+            max_retries=kwargs["max_retries"],
+            timeout=kwargs["timeout"],
+        )
+        kwargs["client"] = client
+        return client
 
     @asynccontextmanager
     async def request_stream(
@@ -196,9 +219,12 @@ class LiteLLMModel(Model):
         model_settings, params = self.prepare_request(model_settings, model_request_parameters)
         kwargs = self._completion_kwargs(messages, model_settings, params)
         kwargs.update(stream=True, stream_options={"include_usage": True})
+        client = self._clean_client(kwargs)
         try:
             stream = await _litellm().acompletion(**kwargs)
         except Exception as e:
+            if client is not None:
+                await client.close()
             raise self._map_error(e) from e
         response = LiteLLMStreamedResponse(
             model_request_parameters=params,
@@ -214,6 +240,8 @@ class LiteLLMModel(Model):
             if close is not None:
                 with suppress(Exception):
                     await close()
+            if client is not None:
+                await client.close()
             await _settle_logging()
 
     # --- mapping out ------------------------------------------------------------------------

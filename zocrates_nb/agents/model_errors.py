@@ -222,8 +222,12 @@ def describe_model_error(
             f"{who} does not know the model {model!r} (check the model name and base_url "
             "in zocrates_config.json)."
         )
-    elif has(x.ModelContextWindowExceededError):
-        text = f"The conversation is too long for {model}: start a new session or compact it."
+    elif has(x.ModelContextWindowExceededError) or says(*_TOO_LONG):
+        text = (
+            f"{who} refused the request as longer than its context window, even sent again "
+            "shortened: choose fewer papers, a narrower question, or a model with a larger "
+            "context window."
+        )
     elif has(x.ModelQuotaExceededError) or status == 402:
         text = f"{who} reports the account's quota or credits are exhausted."
     elif has(x.ModelRateLimitError) or status == 429:
@@ -261,6 +265,17 @@ def describe_model_error(
     if after:
         text = text[:-1] + after + "." if text.endswith(".") else text + after
     return redact(text, extra_env=extra)
+
+
+_TOO_LONG = ("context_length_exceeded", "maximum context length")
+# Failures a retry of the same request cannot mend (the researcher must change something).
+_FINAL = ("rejected the API key", "does not know the model", "context window", "quota",
+          "model setup failed")  # fmt: skip
+
+
+def can_retry(message: str) -> bool:
+    """Whether retrying the turn as it is can succeed, from its error's sentence."""
+    return not any(t in message for t in _FINAL)
 
 
 def _times(chain: list[BaseException]) -> str:

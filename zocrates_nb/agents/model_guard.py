@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from pydantic_ai.exceptions import (
     ModelAPIError,
     ModelConnectionError,
+    ModelContextWindowExceededError,
     ModelHTTPError,
     ModelRateLimitError,
     ModelServerError,
@@ -48,7 +49,13 @@ from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
 from zocrates_nb.agents.model_errors import IncompleteReply, retry_after
-from zocrates_nb.agents.model_output import Tally, clean_response, clean_text
+from zocrates_nb.agents.model_output import (
+    Tally,
+    bound_history,
+    clean_response,
+    clean_text,
+    message_chars,
+)
 from zocrates_nb.config import OutputLimits
 
 _T = TypeVar("_T")
@@ -72,6 +79,7 @@ class ModelEdge:
         self._book: Booker | None = None
         self._pending: list[tuple[str, GuardedModel, int, int, bool]] = []
         self.tallies: dict[str, Tally] = {}
+        self.said: list[str] = []  # other lines for the turn's warnings (`say`)
 
     def bind(self, book: Booker) -> None:
         self._book = book
@@ -91,14 +99,24 @@ class ModelEdge:
         if tally:
             self.tallies.setdefault(role, Tally()).add(tally)
 
+    def say(self, line: str) -> None:
+        """A plain line for the turn's warnings (e.g. what the second citation check found)."""
+        if line not in self.said:
+            self.said.append(line)
+
     def warnings(self) -> list[str]:
-        """What cleaning did this turn, one plain line per role and kind."""
+        """What cleaning did this turn, one plain line per role and kind, then what was said."""
         out = []
         for role, t in self.tallies.items():
             if t.replaced:
                 out.append(
-                    f"The {role} model sent {t.replaced:,} invalid character(s) (e.g. lone "
-                    "surrogates); each was replaced with \ufffd."
+                    f"The {role} model sent {t.replaced:,} invalid character(s) (bytes that are "
+                    "not UTF-8, lone surrogates); each was replaced with \ufffd."
+                )
+            if t.merged:
+                out.append(
+                    f"The {role} model asked for {t.merged + 1} searches at once: they were "
+                    "searched as one request."
                 )
             for what in dict.fromkeys(t.cut):
                 n = t.cut.count(what)
@@ -107,7 +125,7 @@ class ModelEdge:
                     f"The {role} model's {what} was longer than models.limits allows: it was "
                     f"cut{times}, with a notice where."
                 )
-        return out
+        return out + self.said
 
 
 def retry_wait(e: BaseException, attempt: int) -> float | None:
@@ -184,6 +202,25 @@ class GuardedModel(WrapperModel):
                 raise
             await asyncio.sleep(wait)
 
+    # ------------------------------------------------------------------ context window
+    def shorter(self, messages: list[ModelMessage], e: BaseException) -> list[ModelMessage] | None:
+        """After a context-window refusal: what is sent, shrunk to half (older exchanges
+        elided, long passages and results cut), said in the turn's warnings; None when the
+        error is another one or nothing can be shrunk."""
+        if not too_long(e):
+            return None
+        chars = sum(message_chars(m) for m in messages)
+        shrunk = bound_history(messages, chars // 2)
+        if sum(message_chars(m) for m in shrunk) >= chars:
+            return None
+        self.edge.say(
+            f"The {self.role} model {self.name} refused a request longer than its context "
+            f"window: it was sent again shortened ({chars:,} → "
+            f"{sum(message_chars(m) for m in shrunk):,} characters; older turns elided, long "
+            "passages cut)."
+        )
+        return shrunk
+
     # ------------------------------------------------------------------ requests
     async def request(
         self,
@@ -191,10 +228,19 @@ class GuardedModel(WrapperModel):
         model_settings: ModelSettings | None,
         model_request_parameters: ModelRequestParameters,
     ) -> ModelResponse:
-        response = await self._attempts(
-            model_settings,
-            lambda s: self.wrapped.request(messages, s, model_request_parameters),
-        )
+        try:
+            response = await self._attempts(
+                model_settings,
+                lambda s: self.wrapped.request(messages, s, model_request_parameters),
+            )
+        except Exception as e:
+            shrunk = self.shorter(messages, e)
+            if shrunk is None:
+                raise
+            response = await self._attempts(  # once: a second refusal is the error
+                model_settings,
+                lambda s: self.wrapped.request(shrunk, s, model_request_parameters),
+            )
         usage = response.usage
         self.edge.book(self.role, self, usage.input_tokens, usage.output_tokens,
                        not (usage.input_tokens or usage.output_tokens))  # fmt: skip
@@ -214,24 +260,50 @@ class GuardedModel(WrapperModel):
     ) -> AsyncGenerator[StreamedResponse]:
         async with AsyncExitStack() as stack:
 
+            sent = messages
+
             async def open_stream(s: ModelSettings) -> StreamedResponse:
-                cm = self.wrapped.request_stream(messages, s, model_request_parameters, run_context)
+                cm = self.wrapped.request_stream(sent, s, model_request_parameters, run_context)
                 return await stack.enter_async_context(cm)
 
-            stream = await self._attempts(model_settings, open_stream)
+            try:
+                stream = await self._attempts(model_settings, open_stream)
+            except Exception as e:
+                shrunk = self.shorter(messages, e)
+                if shrunk is None:
+                    raise
+                sent = shrunk
+                stream = await self._attempts(model_settings, open_stream)
             watch = _StreamWatch(self, stream)
             try:
                 yield stream
             finally:
                 usage = stream.usage
                 counted = bool(usage.input_tokens or usage.output_tokens)
+                # A stream cut short (a timeout, a dropped connection) sent its whole prompt
+                # but reports no tokens: booked as unmetered, never as a free request.
                 self.edge.book(self.role, self, usage.input_tokens, usage.output_tokens,
-                               watch.ended and not counted)  # fmt: skip
+                               not counted)  # fmt: skip
         tally = Tally()
         clean_response(watch.raw_get(), self.edge.limits, role=self.role, tally=tally)
         self.edge.note(self.role, tally)
         if watch.ended and not watch.cut:
             _check_finished(self, stream.finish_reason, streamed=True)
+
+
+def too_long(e: BaseException) -> bool:
+    """Whether a failed request was refused for exceeding the model's context window."""
+    seen: BaseException | None = e
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, ModelContextWindowExceededError):
+            return True
+        text = str(seen).lower()
+        if "context_length_exceeded" in text or "maximum context length" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _check_finished(model: GuardedModel, finish: str | None, *, streamed: bool) -> None:

@@ -42,13 +42,17 @@ class Tally:
 
     replaced: int = 0
     cut: list[str] = field(default_factory=list)  # what was cut: "answer", "tool argument"…
+    renamed: int = 0  # tool calls given an id of their own (an empty or a shared one)
+    merged: int = 0  # parallel calls of one ending tool joined into one call
 
     def add(self, other: Tally) -> None:
         self.replaced += other.replaced
         self.cut.extend(other.cut)
+        self.renamed += other.renamed
+        self.merged += other.merged
 
     def __bool__(self) -> bool:
-        return bool(self.replaced or self.cut)
+        return bool(self.replaced or self.cut or self.renamed or self.merged)
 
 
 def clean_text(text: str, tally: Tally | None = None) -> str:
@@ -136,7 +140,66 @@ def clean_response(
                 new = dataclasses.replace(cast(Any, p), args=args, tool_name=name)
         changed = changed or new is not p
         parts.append(new)
+    parts, fixed = _own_ids(parts, tally)
+    parts, joined = _one_call_of(parts, ENDING_TOOLS, tally)
+    changed = changed or fixed or joined
     return dataclasses.replace(response, parts=parts) if changed else response
+
+
+# Tools whose call ends the run (the coordinator's output functions): a model that calls one
+# several times at once gets one call, its requests joined, instead of all but the first
+# silently dropped.
+ENDING_TOOLS = ("search_library",)
+
+
+def _own_ids(parts: list[Any], tally: Tally) -> tuple[list[Any], bool]:
+    """Every tool call with an id of its own: an empty or a repeated id (some servers send
+    them) would pair a result with the wrong call, or lose one."""
+    seen: set[str] = set()
+    out: list[Any] = []
+    changed = False
+    for k, p in enumerate(parts):
+        if isinstance(p, ToolCallPart):
+            cid = p.tool_call_id or ""
+            if not cid or cid in seen:
+                cid = f"{cid or 'call'}-{k}"
+                while cid in seen:
+                    cid += "x"
+                p = dataclasses.replace(p, tool_call_id=cid)
+                tally.renamed += 1
+                changed = True
+            seen.add(cid)
+        out.append(p)
+    return out, changed
+
+
+def _one_call_of(parts: list[Any], tools: Sequence[str], tally: Tally) -> tuple[list[Any], bool]:
+    """Parallel calls of one ending tool joined into its first call (requests one after the
+    other), so each request is searched; the answer says it (`Tally.merged`)."""
+    changed = False
+    for name in tools:
+        same = [p for p in parts if isinstance(p, ToolCallPart) and p.tool_name == name]
+        if len(same) < 2:
+            continue
+        requests = []
+        for p in same:
+            args = p.args_as_dict() if _parses(p) else {}
+            value = args.get("request")
+            if isinstance(value, str) and value.strip() and value.strip() not in requests:
+                requests.append(value.strip())
+        first = dataclasses.replace(same[0], args={"request": " Also: ".join(requests)})
+        rest = {id(p) for p in same[1:]}
+        parts = [first if p is same[0] else p for p in parts if id(p) not in rest]
+        tally.merged += len(same) - 1
+        changed = True
+    return parts, changed
+
+
+def _parses(p: ToolCallPart) -> bool:
+    try:
+        return isinstance(p.args_as_dict(), dict)
+    except ValueError:
+        return False
 
 
 # ---------------------------------------------------------------------------- history

@@ -216,6 +216,8 @@ def _openai(spec: RoleSpec, key: str | None) -> Model:
     from pydantic_ai.providers.openai import OpenAIProvider
     from pydantic_ai.providers.openai_compatible import OpenAICompatibleProvider
 
+    from zocrates_nb.agents.clean_bytes import clean_client
+
     if spec.base_url:
         # Any OpenAI-compatible server (vLLM, llama.cpp, LM Studio, a gateway): Chat Completions.
         # Thinking goes out only when thinking_setting decided to send it.
@@ -224,12 +226,13 @@ def _openai(spec: RoleSpec, key: str | None) -> Model:
             "openai-compatible",
             base_url=spec.base_url,
             api_key=key,
+            http_client=clean_client(),
             profile=ModelProfile(supports_thinking=wants),
         )
         if spec.provider == "openai-responses":
             return OpenAIResponsesModel(spec.model_name, provider=compat)
         return OpenAIChatModel(spec.model_name, provider=compat, profile=WHOLE_STREAMS)
-    provider = OpenAIProvider(api_key=key)
+    provider = OpenAIProvider(api_key=key, http_client=clean_client())
     if spec.provider == "openai-chat":
         return OpenAIChatModel(spec.model_name, provider=provider, profile=WHOLE_STREAMS)
     return OpenAIResponsesModel(spec.model_name, provider=provider)

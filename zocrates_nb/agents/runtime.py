@@ -137,7 +137,7 @@ class Roles:
     search: RoleModel
     synthesizer: RoleModel
     verifier: RoleModel | None  # None: the offline support score
-    engine: OfflineEngine | None
+    engine: OfflineEngine | None  # its support score also checks a verifier model's verdicts
     # Discovery's roles (None only in a hand-built `Roles`: discovery then says it cannot run).
     online_search: RoleModel | None = None
     online_synthesizer: RoleModel | None = None
@@ -238,8 +238,7 @@ def resolve_roles(
         verifier = role_model("verifier")
     elif v.model is not None:
         verifier = configured("verifier", v)
-    if verifier is None:
-        eng = eng or engine()
+    eng = eng or engine()  # the offline verifier, or the second check beside a verifier model
     online_search = role_model("online_search")
     online_synthesizer = role_model("online_synthesizer")
     return Roles(coordinator, search, synthesizer, verifier, eng, online_search,

@@ -20,6 +20,7 @@ from pydantic_ai import Agent
 from zocrates_nb.agents.citations import Occurrence, Verdict
 from zocrates_nb.agents.prompts import VERIFIER_INSTRUCTION, verifier_prompt
 from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.agents.support_check import overruled_note, second_check, without_instructions
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.text import terms
 
@@ -122,9 +123,9 @@ async def verify(
 
         async def judge(i: int, n: int) -> None:
             occ, e = occurrences[i], ranked[n - 1]
-            passage = best_windows(occ.claim, e.text)
+            passage, _ = without_instructions(best_windows(occ.claim, e.text))
             claim = occ.claim if len(occ.claim) <= CLAIM_CHARS else occ.claim[:CLAIM_CHARS] + " …"
-            prompt = verifier_prompt(claim, passage, e.title, e.section, len(occ.ids) > 1)
+            prompt = verifier_prompt(claim, passage, e.title, e.section, len(occ.cited) > 1)
             async with sem:
                 try:
                     result = await verifier_agent.run(
@@ -157,4 +158,35 @@ async def verify(
             place = first[(occurrences[i].claim, n)]
             if place in verdicts:
                 verdicts[(i, n)] = verdicts[place]
+        await _second_check(turn, occurrences, ranked, verdicts)
     return {k: verdicts.get(k, Verdict(True, None)) for k in todo}
+
+
+async def _second_check(
+    turn: TurnContext,
+    occurrences: Sequence[Occurrence],
+    ranked: Sequence[Evidence],
+    verdicts: dict[tuple[int, int], Verdict],
+) -> None:
+    """The engine's own score beside the verifier model's verdicts (`support_check`)."""
+    engine = turn.roles.engine
+    if engine is None or not verdicts:
+        return
+    try:
+        check = await asyncio.wait_for(
+            asyncio.to_thread(second_check, engine.emb, occurrences, ranked, verdicts,
+                              best_windows), VERIFY_TIMEOUT,
+        )  # fmt: skip
+    except Exception as e:  # the model's verdicts stand, and the answer says it
+        log.warning("the second support check failed: %s", type(e).__name__)
+        turn.roles.edge.say("The engine's own support check could not run on this answer.")
+        return
+    turn.step(
+        "verify",
+        f"Second check: the engine's support score agreed with "
+        f"{check.checked - check.disagreements} of {check.checked} cited sentence(s)",
+        checked=check.checked,
+        disagreements=check.disagreements,
+    )
+    if check.disagreements:
+        turn.roles.edge.say(overruled_note(check.disagreements))

@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic_ai.messages import (
@@ -20,6 +22,7 @@ from pydantic_ai.messages import (
 
 from zocrates_nb.agents.active import dump_active_items
 from zocrates_nb.agents.coordinator import SEARCH_TOOL
+from zocrates_nb.agents.model_errors import can_retry
 from zocrates_nb.agents.model_guard import GuardedModel
 from zocrates_nb.agents.pipeline import AnswerFailed, Outcome, PausedRun, dump_messages
 from zocrates_nb.agents.prompts import ActiveItemView
@@ -85,12 +88,20 @@ class TurnRecorder:
         outcome: Outcome | None,
         text: str,
         seconds: float,
+        roles: Roles | None = None,
         **fields: Any,
     ) -> None:
+        """Record the answer; with `roles`, compact the session (its requests booked on the
+        turn) before the final event, so that event's usage holds the compactor's too."""
         record = self._record(turn, result, outcome, seconds, status="answered", answer=text,
                               checkpoint=None, error=None, **fields)  # fmt: skip
         record = await asyncio.to_thread(mark, self.app, record)  # retracted papers it cites
         stored = await asyncio.to_thread(self.store.save_turn, record)
+        if roles is not None:
+            before = turn.usage.record.requests
+            await self._compact(stored.session_id, roles, turn, stored)
+            if turn.usage.record.requests != before:
+                stored = stored.model_copy(update={"usage": turn.usage.record.model_copy()})
         turn.emit(Final.of(stored))
 
     async def _pause(
@@ -162,12 +173,18 @@ class TurnRecorder:
         queue.put_nowait(error)
 
     def _end(self, result: TurnResult, turn: TurnContext | None, status: str, error: str) -> None:
-        """Record a turn that ended without an answer (failed or cancelled)."""
+        """Record a turn that ended without an answer (failed or cancelled), with the time it
+        really took (a turn that fails at its first step took some too)."""
         extra: dict[str, Any] = {}
         if turn is not None:
             extra = {"steps": turn.trail(), "usage": turn.usage.record,
                      "timings": dict(turn.timings), "model": turn.roles.display,
-                     "warnings": _warnings(result, turn)}  # fmt: skip
+                     "warnings": _warnings(result, turn),
+                     "seconds": round(result.seconds + time.monotonic() - turn.started,
+                                      3)}  # fmt: skip
+        elif result.created is not None:
+            now = datetime.now(result.created.tzinfo or UTC)
+            extra = {"seconds": round(result.seconds + (now - result.created).total_seconds(), 3)}
         with contextlib.suppress(Exception):
             self.store.update_turn(result.turn_id, status=status, answer="", error=error, **extra)
 
@@ -188,7 +205,7 @@ class TurnRecorder:
                 session_id=result.session_id if result else session_id,
                 turn_id=turn_id_of(result),
                 message=message,
-                retryable=retryable,
+                retryable=retryable and can_retry(message),  # only where a retry can succeed
             )
         )
 

@@ -194,8 +194,7 @@ class TurnRunner(TurnRecorder):
             await asyncio.to_thread(
                 store.append_messages, session_id, messages, turn_id=result.turn_id
             )
-            await self._answer(turn, result, outcome, text, seconds, **found)
-            await self._compact(session_id, roles, turn, result)
+            await self._answer(turn, result, outcome, text, seconds, roles, **found)
         except asyncio.CancelledError:
             if result is not None:
                 await off_loop(self._end, result, turn, "cancelled", CANCELLED)
@@ -309,8 +308,7 @@ class TurnRunner(TurnRecorder):
             await asyncio.to_thread(
                 store.append_messages, session_id, messages, turn_id=result.turn_id
             )
-            await self._answer(turn, result, outcome, outcome.text, seconds)
-            await self._compact(session_id, roles, turn, result)
+            await self._answer(turn, result, outcome, outcome.text, seconds, roles)
         except asyncio.CancelledError:
             message = CANCELLED + ("" if resolved else " The checkpoint still waits.")
             await off_loop(end_claim, message)

@@ -4,12 +4,13 @@ A real HTTP server (`http.server` in a thread) serving `POST /v1/chat/completion
 streamed (SSE in chunked transfer encoding, with `stream_options.include_usage`), with tool
 calls, usage numbers and failure injection: a hang, a connection dropped mid-answer, 429 with
 Retry-After, 5xx, a 200 whose body is not JSON, invalid tool-argument JSON, prose without a tool
-call, a stream that ends cleanly half-way (`Cut`: no finish_reason, no `[DONE]`), a reply cut at
-the output limit (`finish="length"`); `closed_port_url()` gives an endpoint that refuses
-connections. `quirks=OLLAMA` / `quirks=VLLM` serve the way those local servers' OpenAI-compatible
-endpoints do (see `Quirks`). Configure the app with it
-the way a user configures a model: `{"models": {"base": {"model": "openai:scripted",
-"base_url": server.url}}}`.
+call, tool calls sharing one id or with an empty id or object arguments, bytes that are not
+UTF-8 (see `scripted_wire`), a stream that ends cleanly half-way (`Cut`: no finish_reason, no
+`[DONE]`), a reply cut at the output limit (`finish="length"`); `closed_port_url()` gives an
+endpoint that refuses connections. `quirks=OLLAMA` / `quirks=VLLM` serve the way those local
+servers' OpenAI-compatible endpoints do (see `Quirks`). Configure the app with it the way a user
+configures a model: `{"models": {"base": {"model": "openai:scripted", "base_url":
+server.url}}}`.
 
 A script is a list of steps, served in order, or a callable that sees each `Request` (its
 messages, tools, `tool_choice`) and returns the step. Every request is recorded with an
@@ -22,10 +23,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import math
 import socket
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,40 +36,24 @@ from zocrates_nb.devtools.scripted_quirks import (
     VLLM,
     Quirks,
 )
-
-TOKEN_CHARS = 4  # the usual estimate: a token is about four characters of English or JSON
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens of `text` estimated as characters / 4 (what the server reports as usage)."""
-    return math.ceil(len(text) / TOKEN_CHARS) if text else 0
+from zocrates_nb.devtools.scripted_wire import (
+    Reply,
+    ToolCall,
+    bad_args,
+    calls,
+    completion,
+    estimate_tokens,
+    limited,
+    stream_events,
+    stream_reports_usage,
+    text,
+    tool,
+    usage_of,
+    wire_bytes,
+)
 
 
 # ---------------------------------------------------------------------------- steps
-@dataclass
-class ToolCall:
-    """One tool call of a reply; `args` as a string is sent as is (e.g. invalid JSON)."""
-
-    name: str
-    args: dict[str, Any] | str = field(default_factory=dict)
-
-    @property
-    def arguments(self) -> str:
-        return self.args if isinstance(self.args, str) else json.dumps(self.args)
-
-
-@dataclass
-class Reply:
-    """A normal answer: text, tool calls, or both. Usage defaults to the request's estimate."""
-
-    text: str | None = None
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    finish: str | None = "auto"  # "auto": stop / tool_calls; "length"; None: no finish_reason
-    delay: float = 0.0  # seconds the server thinks before answering
-
-
 @dataclass
 class Hang:
     """Accept the request and answer nothing for `seconds` (then close the connection)."""
@@ -98,11 +82,19 @@ class Cut:
 
 @dataclass
 class Status:
-    """An HTTP error: 429 (with Retry-After), 500, 503…"""
+    """An HTTP error: 429 (with Retry-After), 500, 503…; `error_code` is the body's
+    `error.code` (OpenAI's `context_length_exceeded`), else the status."""
 
     code: int
     message: str = "scripted failure"
     retry_after: float | None = None
+    error_code: str | None = None
+
+
+def too_long() -> Status:
+    """OpenAI's refusal of a prompt longer than the model's context window."""
+    return Status(400, "This model's maximum context length is 8192 tokens. However, your "
+                  "messages resulted in 9500 tokens.", error_code="context_length_exceeded")
 
 
 @dataclass
@@ -116,19 +108,6 @@ class Raw:
 
 Step = Reply | Hang | Drop | Cut | Status | Raw
 Script = Callable[["Request"], Step]
-
-
-def text(content: str) -> Reply:
-    return Reply(text=content)
-
-
-def tool(name: str, **args: Any) -> Reply:
-    return Reply(tool_calls=[ToolCall(name, args)])
-
-
-def bad_args(name: str, raw: str = '{"query": "raft leader election"') -> Reply:
-    """A tool call whose arguments are not valid JSON."""
-    return Reply(tool_calls=[ToolCall(name, raw)])
 
 
 # ---------------------------------------------------------------------------- requests
@@ -220,24 +199,6 @@ class Request:
             if m.get("role") == "assistant"
             for tc in m.get("tool_calls") or []
         ]
-
-
-def limited(reply: Reply, quirks: Quirks) -> Reply:
-    """The reply as a server with an output limit sends it: cut, finish_reason "length"."""
-    limit = quirks.max_output_chars
-    if limit is None or len(reply.text or "") <= limit:
-        return reply
-    return dataclasses.replace(reply, text=(reply.text or "")[:limit], finish="length")
-
-
-def finish_reason(reply: Reply, calls: list[dict[str, Any]], quirks: Quirks) -> str | None:
-    if reply.finish != "auto":
-        return reply.finish
-    return quirks.tool_finish if calls else "stop"
-
-
-def stream_reports_usage(req: Request, quirks: Quirks) -> bool:
-    return quirks.stream_usage and bool((req.body.get("stream_options") or {}).get("include_usage"))
 
 
 # ---------------------------------------------------------------------------- the server
@@ -351,8 +312,10 @@ class ScriptedOpenAI:
                     headers = {}
                     if step.retry_after is not None:
                         headers["Retry-After"] = f"{step.retry_after:g}"
-                    kind = "rate_limit_error" if step.code == 429 else "server_error"
-                    error = {"message": step.message, "type": kind, "code": str(step.code)}
+                    kind = {429: "rate_limit_error", 400: "invalid_request_error"}.get(
+                        step.code, "server_error")  # fmt: skip
+                    code = step.error_code or str(step.code)
+                    error = {"message": step.message, "type": kind, "code": code}
                     return self._json(step.code, {"error": error}, headers)
                 if isinstance(step, Raw):
                     return self._bytes(step.status, step.body.encode(), step.content_type)
@@ -363,9 +326,9 @@ class ScriptedOpenAI:
                 if isinstance(step, Cut) and not req.stream:
                     half = (reply.text or "")[: len(reply.text or "") // 2]
                     reply = dataclasses.replace(reply, text=half, finish=None)
-                usage = _usage(req, reply)
+                usage = usage_of(req, reply)
                 if req.stream:
-                    events = _stream_events(req, reply, usage, llm.quirks)
+                    events = stream_events(req, reply, usage, llm.quirks)
                     if isinstance(step, Drop):
                         return self._stream(events[: step.after], cut=True)
                     if isinstance(step, Cut):
@@ -375,7 +338,7 @@ class ScriptedOpenAI:
                     if not stream_reports_usage(req, llm.quirks):
                         usage = {}
                 else:
-                    data = json.dumps(_completion(req, reply, usage, llm.quirks)).encode()
+                    data = wire_bytes(json.dumps(completion(req, reply, usage, llm.quirks)))
                     if isinstance(step, Drop):
                         return self._cut_plain(data)
                     self._bytes(200, data, "application/json")
@@ -407,7 +370,7 @@ class ScriptedOpenAI:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 for e in events:
-                    data = e.encode()
+                    data = wire_bytes(e)
                     self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
                     self.wfile.flush()
                 if cut:
@@ -439,89 +402,6 @@ def _tally(requests: Sequence[Request]) -> dict[str, int]:
         "input_tokens": sum(r.usage.get("prompt_tokens", 0) for r in requests),
         "output_tokens": sum(r.usage.get("completion_tokens", 0) for r in requests),
     }
-
-
-def _usage(req: Request, reply: Reply) -> dict[str, int]:
-    out_text = (reply.text or "") + "".join(c.name + c.arguments for c in reply.tool_calls)
-    prompt = reply.prompt_tokens if reply.prompt_tokens is not None else req.prompt_tokens
-    completion = (
-        reply.completion_tokens
-        if reply.completion_tokens is not None
-        else max(1, estimate_tokens(out_text))
-    )
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-
-
-def _tool_calls(req: Request, reply: Reply) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"call_{req.number}_{i}",
-            "type": "function",
-            "function": {"name": c.name, "arguments": c.arguments},
-        }
-        for i, c in enumerate(reply.tool_calls)
-    ]
-
-
-def _completion(
-    req: Request, reply: Reply, usage: dict[str, int], quirks: Quirks
-) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-    calls = _tool_calls(req, reply)
-    if calls:
-        message["tool_calls"] = calls
-    return {
-        "id": f"chatcmpl-{req.number}",
-        "object": "chat.completion",
-        "created": 0,
-        "model": req.body.get("model", "scripted"),
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": finish_reason(reply, calls, quirks)}
-        ],
-        "usage": usage,
-    }
-
-
-def _pieces(text: str, size: int = 24) -> Iterator[str]:
-    for i in range(0, len(text), size):
-        yield text[i : i + size]
-
-
-def _stream_events(
-    req: Request, reply: Reply, usage: dict[str, int], quirks: Quirks = OPENAI
-) -> list[str]:
-    """The SSE events of a streamed answer (`data: …\\n\\n` each, `[DONE]` last)."""
-    base = {
-        "id": f"chatcmpl-{req.number}",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": req.body.get("model", "scripted"),
-    }
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
-
-    events = [chunk({"role": "assistant", "content": ""})]
-    events += [chunk({"content": p}) for p in _pieces(reply.text or "")]
-    calls = _tool_calls(req, reply)
-    for i, c in enumerate(calls):
-        if quirks.whole_tool_calls:
-            events.append(chunk({"tool_calls": [{**c, "index": i}]}))
-            continue
-        head = {**c, "index": i, "function": {"name": c["function"]["name"], "arguments": ""}}
-        events.append(chunk({"tool_calls": [head]}))
-        for p in _pieces(c["function"]["arguments"]):
-            events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}))
-    events.append(chunk({}, finish_reason(reply, calls, quirks)))
-    if stream_reports_usage(req, quirks):
-        events.append(f"data: {json.dumps({**base, 'choices': [], 'usage': usage})}\n\n")
-    events.append("data: [DONE]\n\n")
-    return events
 
 
 def by_role(**scripts: Sequence[Step] | Script) -> Script:
@@ -580,9 +460,11 @@ __all__ = [
     "ToolCall",
     "bad_args",
     "by_role",
+    "calls",
     "closed_port_url",
     "estimate_tokens",
     "model_config",
     "text",
+    "too_long",
     "tool",
 ]

@@ -3,7 +3,10 @@
 Called by the agent layer after a turn has completed (never before the first token of the next
 one): when the conversation is long, the oldest turns are replaced by ONE summary message and the
 last `keep_last` turns stay verbatim. A later compaction rolls the previous summary and the newly
-old turns into a fresh summary that replaces both, so there is never more than one.
+old turns into a fresh summary that replaces both, so there is never more than one. The summary
+always holds one record per compacted turn (its question verbatim, the gist of its answer),
+built without a model; a model summarizer's text is added after it as notes, never in its
+place, so a lossy summarizer cannot drop a turn.
 
 The summary is a `ModelRequest` holding a pydantic-ai `CompactionPart` whose text starts with
 "Summary of earlier conversation:"; every pydantic-ai model sends it as framed user-voice text, and
@@ -161,6 +164,17 @@ def render_transcript(messages: Sequence[ModelMessage]) -> str:
     return "\n".join(lines)
 
 
+NOTES_HEAD = "Notes:"  # what a model summarizer wrote, after the turns' own record
+
+
+def _notes_of(summary: str) -> str:
+    """A previous summary's model-written notes (its per-turn record is rebuilt apart)."""
+    head, sep, notes = summary.partition(f"\n{NOTES_HEAD}\n")
+    return notes.strip() if sep else "\n".join(
+        line for line in head.splitlines() if not line.strip().startswith("- Asked:")
+    ).strip()
+
+
 def offline_summarize(previous: str, transcript: str) -> str:
     """An extractive summary for the offline engine (no language model): one line per question
     with the gist of its answer (the assistant's reply, or the answer a search returned), the
@@ -186,7 +200,10 @@ def offline_summarize(previous: str, transcript: str) -> str:
 
 _LINE_RE = re.compile(r"^\s*-\s*Asked:\s*(.+?)(?:\s+—\s+answered:\s*(.*))?$")
 # How far an older line shrinks, step by step: (question chars, answer chars).
-_SHORTER = ((200, OFFLINE_ANSWER_CHARS), (200, 160), (160, 60), (120, 0), (60, 0))
+# A question stays whole (up to QUESTION_CHARS): only answers shrink.
+QUESTION_CHARS = 300
+_SHORTER = ((QUESTION_CHARS, OFFLINE_ANSWER_CHARS), (QUESTION_CHARS, 160), (QUESTION_CHARS, 60),
+            (QUESTION_CHARS, 0))  # fmt: skip
 _KEEP_FULL = 4  # the latest lines keep their full form
 
 
@@ -327,10 +344,17 @@ async def compact(
     fresh = [m for b in new_blocks for m in b.messages]
     transcript = render_transcript(fresh)
 
-    result = summarize(previous, transcript)
-    text = await result if inspect.isawaitable(result) else result
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("the summarizer returned no summary")
+    # Every turn keeps its record (its question verbatim, the gist of its answer), whatever
+    # a model summarizer leaves out; a model's summary is added to it, never in its place.
+    turns_record = offline_summarize(previous, transcript)
+    if summarize is offline_summarize:
+        text = turns_record
+    else:
+        result = summarize(_notes_of(previous), transcript)
+        notes = await result if inspect.isawaitable(result) else result
+        if not isinstance(notes, str) or not notes.strip():
+            raise ValueError("the summarizer returned no summary")
+        text = f"{turns_record}\n\n{NOTES_HEAD}\n{notes.strip()}"
 
     first = old[0].messages[0] if old[0].messages else None
     system_parts: list[SystemPromptPart] = []

@@ -1,0 +1,150 @@
+"""Tool-call quirks and bytes that are not UTF-8 never lose a turn: through `App.ask`, on the
+`openai:` and `litellm:` routes, against the scripted OpenAI-compatible server. Each answers
+with its search evidence kept, and the usage counts what the server served, request for
+request."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents_helpers import run, terminal
+from scripted_helpers import ANSWER, QUESTION, assert_usage_served, of_role, open_app, roles
+
+from zocrates_nb.devtools.scripted_openai import (
+    Drop,
+    Reply,
+    Request,
+    ScriptedOpenAI,
+    Status,
+    Step,
+    ToolCall,
+    calls,
+    text,
+    too_long,
+    tool,
+)
+
+
+def first_then_conclude(first: Reply) -> Any:
+    def search(req: Request) -> Step:
+        if not req.tool_calls_made():
+            return first
+        return tool("conclude_search", summary="Raft elections", gaps=[])
+
+    return search
+
+
+RAFT = {"query": "raft leader election", "limit": 3}
+LOGS = {"query": "raft log replication", "limit": 3}
+SEARCH_QUIRKS = {
+    "shared-id": calls(
+        ToolCall("search_corpus", RAFT, id="call_1"), ToolCall("search_corpus", LOGS, id="call_1")
+    ),
+    "empty-ids": calls(
+        ToolCall("search_corpus", RAFT, id=""), ToolCall("search_corpus", LOGS, id="")
+    ),
+    "object-arguments": calls(ToolCall("search_corpus", RAFT, as_object=True)),
+    "unknown-tool": calls(
+        ToolCall("browse_web", {"url": "http://example.com"}), ToolCall("search_corpus", RAFT)
+    ),
+    "only-unknown-tool": calls(ToolCall("browse_web", {"url": "http://example.com"})),
+}
+
+
+@pytest.mark.parametrize("first", SEARCH_QUIRKS.values(), ids=list(SEARCH_QUIRKS))
+def test_a_tool_call_quirk_of_the_search_model_never_loses_the_search(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str, first: Reply
+) -> None:
+    scripted_llm.set_script(roles(search=first_then_conclude(first)))
+    app = open_app(tmp_path, scripted_llm, small_index, model_route)
+    sid = app.new_session()
+    final = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert final.type == "final", final
+    assert final.evidence and final.answer.startswith(ANSWER[:20]), final
+    assert final.seconds > 0
+    assert_usage_served(app.history(sid)[-1].usage, scripted_llm)
+
+
+def test_parallel_coordinator_calls_each_answer_or_are_said(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    def coordinator(req: Request) -> Step:
+        return calls(ToolCall("search_library", {"request": QUESTION}, id="same"),
+                     ToolCall("search_library", {"request": "How are logs replicated?"},
+                              id="same"))  # fmt: skip
+
+    scripted_llm.set_script(roles(coordinator=coordinator))
+    app = open_app(tmp_path, scripted_llm, small_index, model_route)
+    sid = app.new_session()
+    final = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert final.type == "final", final
+    assert final.evidence
+    labels = " ".join(s.label for s in final.steps)
+    assert "logs replicated" in labels or "How are logs replicated?" in final.answer, labels
+    assert_usage_served(app.history(sid)[-1].usage, scripted_llm)
+
+
+def test_invalid_utf8_bytes_are_replaced_counted_and_the_turn_answers(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    broken = "Raft elects a leader \udcff\udcfe with randomized election timeouts [1]."
+    scripted_llm.set_script(roles(synthesizer=lambda req: text(broken)))
+    app = open_app(tmp_path, scripted_llm, small_index, model_route)
+    sid = app.new_session()
+    final = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert final.type == "final", final
+    assert "\ufffd" in final.answer and "timeouts [1]" in final.answer
+    assert any("synthesizer" in w and "invalid" in w for w in final.warnings), final.warnings
+    assert_usage_served(app.history(sid)[-1].usage, scripted_llm)
+
+
+# ---------------------------------------------------------------------------- context window
+def test_a_context_window_refusal_is_sent_again_shortened_once(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    replies = iter([too_long(), text(ANSWER)])
+    scripted_llm.set_script(roles(synthesizer=lambda req: next(replies)))
+    app = open_app(tmp_path, scripted_llm, small_index, model_route)
+    sid = app.new_session()
+    final = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert final.type == "final", final
+    first, again = of_role(scripted_llm, "synthesizer")
+    assert again.prompt_chars < first.prompt_chars
+    assert any("context window" in w and "shortened" in w for w in final.warnings), final.warnings
+    assert_usage_served(app.history(sid)[-1].usage, scripted_llm)
+
+
+def test_a_refusal_that_no_retry_can_mend_says_who_and_offers_no_retry(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    for step, words in [(too_long(), "context window"), (Status(401, "bad key"), "API key")]:
+        scripted_llm.requests.clear()
+        scripted_llm.set_script(roles(coordinator=lambda req, step=step: step))
+        app = open_app(tmp_path, scripted_llm, small_index, model_route)
+        sid = app.new_session()
+        end = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+        assert end.type == "error" and not end.retryable, end
+        assert "coordinator model" in end.message and scripted_llm.url in end.message
+        assert words in end.message, end.message
+        waited = float(re.search(r"gave up after ([\d.]+) s", end.message).group(1))  # type: ignore[union-attr]
+        stored = app.history(sid)[-1]
+        assert stored.seconds > 0 and waited < 5, (waited, stored.seconds)
+        assert_usage_served(stored.usage, scripted_llm)
+
+
+def test_a_stream_cut_short_is_booked_unmetered_never_free(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    scripted_llm.set_script(roles(synthesizer=lambda req: Drop(Reply(text=ANSWER * 8), after=4)))
+    app = open_app(tmp_path, scripted_llm, small_index, model_route)
+    sid = app.new_session()
+    end = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert end.type == "error", end
+    usage = app.history(sid)[-1].usage
+    sent = len(of_role(scripted_llm, "synthesizer"))
+    assert usage.roles["synthesizer"].requests == sent >= 1
+    assert usage.roles["synthesizer"].unmetered == sent  # its prompt was sent, not counted
+    assert_usage_served(usage, scripted_llm)

@@ -1,0 +1,116 @@
+"""The citation grammar: every form a model cites with, read into one explicit marker.
+
+Models cite in many forms: `[1]`, `[1, 2]`, `[1-3]` (or `[3-1]`), `[1][2]`, `【1】` and
+`【4:0†source】`, `[^1]`, `(2)`, `[[1]]`, `<sup>1</sup>`, `(Source 2)`. Every form becomes the
+one marker the check reads, `[n, m]` with explicit passage numbers, so each occurrence is
+verified like any other: no form can keep a claim that looks cited but was never checked. A
+number that names no passage stays in the marker (the check removes it and flags the
+sentence); a range wider than `RANGE_CAP` passages is not expanded: it becomes `[0]`, which
+names no passage, so the sentence is flagged. Adjacent markers (`[1][2]`, `[1], [2]`) merge
+into one, so a sentence is judged by all the passages it cites together, whatever the form.
+"""
+
+from __future__ import annotations
+
+import re
+
+RANGE_CAP = 5  # a range may name at most this many passages (`[2-6]`); wider is flagged
+NO_PASSAGE = 0  # a number that names no passage: what a flagged range becomes
+
+_NUM = r"\d{1,12}"
+_LIST = rf"{_NUM}(?:\s*(?:,|;|-|–|—|and|&)\s*{_NUM})*"
+
+# Words before a number that make it not a citation: `Table [2]`, `Equation (3)`, `step (2)`.
+NOT_CITING = re.compile(
+    r"(figure|fig\.|figs\.|table|eq\.|eqs\.|equation|section|§|step|steps|rule|rules|lemma|"
+    r"theorem|definition|algorithm|appendix|chapter|phase|stage)\s*$",
+    re.I,
+)
+
+# `【1】`, `【4:0†source】`, `【1, 2】`, fullwidth `［1］`: the first number of each entry counts.
+_LENTICULAR_RE = re.compile(r"[【［]\s*((?:\d{1,12}(?::\d+)?(?:†[^】］\n]{0,40})?[\s,;]*)+)[】］]")
+# `[^1]` references; a footnote's own definition line (`[^1]: …`) is dropped whole.
+_FOOTNOTE_DEF_RE = re.compile(r"^[ \t]*\[\^\d{1,12}\]:.*(?:\n|$)", re.M)
+_FOOTNOTE_RE = re.compile(rf"\[\^({_NUM})\]")
+# `[[1]]`, `[#1]`, `^[1]`, `<sup>1</sup>`, `<sup>[1]</sup>`.
+_DOUBLE_RE = re.compile(rf"\[\[\s*({_LIST})\s*\]\]")
+_HASH_RE = re.compile(rf"\[\s*#\s*({_NUM})\s*\]")
+_CARET_RE = re.compile(rf"\^\[\s*({_LIST})\s*\]")
+_SUP_RE = re.compile(rf"<sup>\s*\[?\s*({_LIST})\s*\]?\s*</sup>", re.I)
+# `(Source 2)`, `[Sources 1, 2]`, `(passage 3)`, `[ref. 4]`, `(citation 5)`, `[Chunk 3]`.
+_WORDY_RE = re.compile(
+    rf"[\[(]\s*(?:chunks?|sources?|evidence|refs?\.?|references?|passages?|citations?|doc)"
+    rf"\s*#?\s*({_LIST})\s*[\])]",
+    re.I,
+)
+# `(2)`, `(1, 3)`, `(2-4)` standing for a source: after a word and a space, before a sentence's
+# punctuation or its end; never an enumeration (`(1) first … (2) second`) nor `O(1)`.
+_PAREN_RE = re.compile(
+    rf"(?<=[\w.,;:'\"”’)\]])[ \t]+\(\s*({_NUM.replace('12', '3')}(?:\s*(?:,|;|-|–)\s*\d{{1,3}})*)"
+    rf"\s*\)(?=[ \t]*(?:[.,;:!?]|\n|$|\[))"
+)
+MARKER_RE = re.compile(rf"\[\s*({_LIST})\s*\]")
+# Two or more markers in a row (`[1][2]`, `[1], [2]`, `[1] [3]`): one marker.
+_RUN_RE = re.compile(rf"\[\s*{_LIST}\s*\](?:[ \t]*,?[ \t]*\[\s*{_LIST}\s*\])+")
+
+
+def parse_ids(inner: str) -> list[int]:
+    """'2, 3' → [2, 3]; '2-4' and '4-2' → [2, 3, 4]; a range over `RANGE_CAP` passages →
+    [0] (names no passage: flagged, never expanded). Order of first mention, no repeats."""
+    ids: list[int] = []
+    for part in re.split(r"\s*(?:[,;&]|\band\b)\s*", inner.strip()):
+        m = re.fullmatch(r"(\d+)\s*[-–—]\s*(\d+)", part)
+        if m:
+            a, b = sorted((int(m.group(1)), int(m.group(2))))
+            ids.extend(range(a, b + 1) if b - a < RANGE_CAP else [NO_PASSAGE])
+        elif part.isdigit():
+            ids.append(int(part))
+    return list(dict.fromkeys(ids))
+
+
+def marker(ids: list[int]) -> str:
+    return "[" + ", ".join(str(n) for n in ids) + "]"
+
+
+def citing(text: str, start: int) -> bool:
+    """Whether a number at `start` can be a citation (not `Table [2]`, `Equation (3)`)."""
+    return not NOT_CITING.search(text[max(0, start - 14) : start])
+
+
+def read_forms(text: str) -> str:
+    """`text` with every citation form rewritten as the explicit `[n, m]` marker."""
+
+    def explicit(m: re.Match[str]) -> str:
+        if not citing(m.string, m.start()):
+            return m.group(0)
+        ids = parse_ids(m.group(1))
+        return marker(ids) if ids else m.group(0)
+
+    def lenticular(m: re.Match[str]) -> str:
+        firsts = re.findall(r"(\d{1,12})(?::\d+)?(?:†[^,;\s]*)?", m.group(1))
+        return marker(list(dict.fromkeys(int(n) for n in firsts)))
+
+    def paren(m: re.Match[str]) -> str:
+        if not citing(m.string, m.start()):
+            return m.group(0)
+        ids = parse_ids(m.group(1))
+        return " " + marker(ids) if ids else m.group(0)
+
+    out = _LENTICULAR_RE.sub(lenticular, text)
+    out = _FOOTNOTE_DEF_RE.sub("", out)
+    out = _FOOTNOTE_RE.sub(r"[\1]", out)
+    for pattern in (_DOUBLE_RE, _HASH_RE, _CARET_RE, _SUP_RE, _WORDY_RE):
+        out = pattern.sub(lambda m: marker(parse_ids(m.group(1))) or m.group(0), out)
+    out = _PAREN_RE.sub(paren, out)
+    out = MARKER_RE.sub(explicit, out)  # ranges made explicit, reversed ones ordered
+    return _RUN_RE.sub(_merge, out)
+
+
+def _merge(m: re.Match[str]) -> str:
+    ids: list[int] = []
+    for inner in MARKER_RE.findall(m.group(0)):
+        ids.extend(parse_ids(inner))
+    return marker(list(dict.fromkeys(ids)))
+
+
+__all__ = ["MARKER_RE", "NO_PASSAGE", "RANGE_CAP", "citing", "marker", "parse_ids", "read_forms"]
