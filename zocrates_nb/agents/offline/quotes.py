@@ -38,6 +38,8 @@ PER_PAPER = 3  # quotes from one paper, unless a further one scores with the bes
 ADDS = 0.95
 NUMBER_SHARE = 0.7  # a sentence giving the number asked for leads from this share of the best
 FOLLOW_SHARE = 0.55  # the next sentence is quoted along from this share of the chosen one
+CONTEXT = 0.3  # the share of a sentence's closeness that its neighbourhood's makes
+FOLLOW_MAX = 3  # sentences in one quote, the chosen one included
 # Words of sentences embedded per question (≈ 60 sentences), and per part of a compound one.
 FOCUS_WORDS = 900
 PART_FOCUS_WORDS = 450
@@ -329,7 +331,9 @@ class QuoteScorer:
         n_chunks = max(c.chunk.index for c in cands)
         wants_number = asks_quantity(question)
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
-        for c, d, t in zip(cands, dense, doc_terms, strict=True):
+        context = _context(cands, q)
+        for c, d, t, ctx in zip(cands, dense, doc_terms, context, strict=True):
+            d = (1 - CONTEXT) * float(d) + CONTEXT * ctx
             lex = stats.overlap(q_terms, t)
             prior = 0.03 * (1 - (c.chunk.index - 1) / max(n_chunks, 1))
             states = 0.08 if wants_number and gives_quantity(question, c.text) else 0.0
@@ -396,12 +400,14 @@ class QuoteScorer:
         picked: list[Unit] = []
         for c in chosen:
             run = with_context(c)
-            nxt = after.get((c.chunk.index, c.paragraph, c.order + 1))
-            # The sentence after it often says how or how much ("… a candidate must contact
-            # a majority …"): quoted with it when it bears on the question too.
-            if (nxt is not None and id(nxt) not in used and not is_roadmap(nxt.text)
-                    and nxt.score >= max(HARD_FLOOR, FOLLOW_SHARE * c.score)
-                    and sum(len(x.text.split()) for x in run) + len(nxt.text.split()) <= 75):
+            # The sentences after it often say how or how much ("… a candidate must contact
+            # a majority …"): quoted with it while they bear on the question too.
+            while len(run) < FOLLOW_MAX:
+                nxt = after.get((c.chunk.index, c.paragraph, run[-1].order + 1))
+                if (nxt is None or id(nxt) in used or is_roadmap(nxt.text)
+                        or nxt.score < max(HARD_FLOOR, FOLLOW_SHARE * c.score)
+                        or sum(len(x.text.split()) for x in run) + len(nxt.text.split()) > 90):
+                    break
                 run.append(nxt)
                 used.add(id(nxt))
             picked.append((run, c.score))
@@ -414,6 +420,21 @@ class QuoteScorer:
         mine = [dataclasses.replace(c) for c in self.focus(question, cands, words)]
         self.score(question, mine)
         return self.select(question, mine, **limits)
+
+
+def _context(cands: Sequence[Candidate], q: np.ndarray) -> list[float]:
+    """Each sentence's neighbourhood's closeness to the question: the mean vector of it and
+    the sentences beside it in its paragraph. A long question is answered by a paragraph; its
+    answering sentence alone may share few of its words."""
+    at = {(c.chunk.index, c.paragraph, c.order): c.vec for c in cands}
+    out = []
+    for c in cands:
+        near = [at.get((c.chunk.index, c.paragraph, c.order + k)) for k in (-1, 0, 1)]
+        vs = [v for v in near if v is not None]
+        m = np.mean(vs, axis=0)
+        n = float(np.linalg.norm(m))
+        out.append(float(m @ q) / n if n > 0 else 0.0)
+    return out
 
 
 def _cos(a: np.ndarray | None, b: np.ndarray | None) -> float:

@@ -24,6 +24,9 @@ from zocrates_nb.agents.offline.quotes import (
 STATES = 0.45
 # Between STATES and CLEAR the best sentences come near the question without settling it.
 CLEAR = 0.55
+# A question asking for a number that no sentence near the best gives is not answered unless
+# its best sentence comes this close.
+NUMBER_CLEAR = 0.6
 
 
 class Verdict(Enum):
@@ -37,10 +40,16 @@ def verdict(question: str, cands: Sequence[Candidate]) -> Verdict:
     top = max((c.score for c in cands), default=0.0)
     if top < STATES:
         return Verdict.NOT_GIVEN
-    if asks_quantity(question) and not any(
-        c.score >= NUMBER_SHARE * top and gives_quantity(question, c.text) for c in cands
+    if (
+        top < NUMBER_CLEAR
+        and asks_quantity(question)
+        and not any(
+            c.score >= NUMBER_SHARE * top and gives_quantity(question, c.text) for c in cands
+        )
     ):
-        return Verdict.NOT_GIVEN  # a number was asked for and none near the best gives one
+        return Verdict.NOT_GIVEN  # a number was asked for, none near the best gives one, and
+        # the best only shares the topic (a question that also asks whether or how may be
+        # answered by a sentence that states no number)
     return Verdict.STATED if top >= CLEAR else Verdict.APPROACHED
 
 
