@@ -3,9 +3,12 @@
 Every prose sentence of the evidence is a candidate. The ones worth embedding are found first
 without the model: they lie in the windows of their passage whose stored vectors (the index's
 own, `retrieval.vectors`) come closest to the question, or share its rarer words. Only those
-are embedded (once per process: the vector cache), scored (meaning, words, the heading of their
-section, numbers when a quantity is asked for), grouped into runs of consecutive sentences
-(a run's vector is its sentences' mean: never embedded again) and chosen by MMR.
+are embedded (once per process: the vector cache) and scored: meaning (the sentence's own and
+its paragraph neighbourhood's), words, the heading of their section, a number when one is asked
+for, less for a roadmap, front matter or an abstract. Whole sentences only: captions, figure
+labels and sentences cut at a passage's edge are never candidates. The one that answers is
+chosen first (MMR over single sentences, at most three per paper), quoted with the sentence it
+leans on and the ones after it that bear on the question too.
 """
 
 from __future__ import annotations
@@ -43,8 +46,6 @@ FOLLOW_MAX = 3  # sentences in one quote, the chosen one included
 # Words of sentences embedded per question (≈ 60 sentences), and per part of a compound one.
 FOCUS_WORDS = 900
 PART_FOCUS_WORDS = 450
-# A section whose heading comes this close to the question's aspect is where it is answered.
-NAMES_ASPECT = 0.55
 
 
 @dataclass

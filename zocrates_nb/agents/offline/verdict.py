@@ -23,7 +23,7 @@ from zocrates_nb.agents.offline.quotes import (
 # question scores above STATES; a plausible question the papers do not answer stays below).
 STATES = 0.45
 # Between STATES and CLEAR the best sentences come near the question without settling it.
-CLEAR = 0.55
+CLEAR = 0.5
 # A question asking for a number that no sentence near the best gives is not answered unless
 # its best sentence comes this close.
 NUMBER_CLEAR = 0.6
