@@ -41,7 +41,7 @@ PER_PAPER = 3  # quotes from one paper, unless a further one scores with the bes
 ADDS = 0.95
 NUMBER_SHARE = 0.7  # a sentence giving the number asked for leads from this share of the best
 FOLLOW_SHARE = 0.55  # the next sentence is quoted along from this share of the chosen one
-CONTEXT = 0.3  # the share of a sentence's closeness that its neighbourhood's makes
+CONTEXT = 0.45  # the share of a sentence's closeness that its neighbourhood's makes
 FOLLOW_MAX = 3  # sentences in one quote, the chosen one included
 # Words of sentences embedded per question (≈ 60 sentences), and per part of a compound one.
 FOCUS_WORDS = 900
