@@ -11,7 +11,16 @@ from html import escape as html_escape
 import pytest
 
 from zocrates_nb.retrieval.rerank import pool_bm25, sentence_pieces
-from zocrates_nb.text import STOPWORDS, entities, split_sentences, stem, terms, words
+from zocrates_nb.text import (
+    STOPWORDS,
+    clean_passage,
+    entities,
+    is_caption,
+    split_sentences,
+    stem,
+    terms,
+    words,
+)
 
 # The lexical index's tokenizer (zocrates_nb/index/lexical.py).
 FTS5_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -138,3 +147,46 @@ def test_library_and_quoted_text_stays_text_in_markdown(hostile: str) -> None:
         assert not re.search(r"<(img|script|iframe|svg)", html), (hostile, html)
     shown = re.sub(r"<[^>]+>", "", render(markdown_text(hostile)))
     assert shown.strip() == html_escape(hostile), "the title reads as written"
+
+
+def test_a_sentence_cut_by_an_interleaved_caption_is_joined_and_the_caption_kept_aside() -> None:
+    # Velvet's text as converted: a page puts Figure 2's caption inside "pro-…gressively".
+    text = (
+        "To merge two paths, Tour Bus creates a chain of markers. The paths are merged pro-\n\n"
+        "**Figure 2:** Example of Tour Bus error correction. (A) Original graph.\n\n"
+        "gressively from one end to the next. At each step, a node is compared."
+    )
+    assert split_sentences(text)[:3] == [
+        "To merge two paths, Tour Bus creates a chain of markers.",
+        "The paths are merged progressively from one end to the next.",
+        "At each step, a node is compared.",
+    ]
+    paragraphs = clean_passage(text).split("\n\n")
+    assert paragraphs[1].startswith("**Figure 2:**") and is_caption(paragraphs[1])
+
+
+def test_a_sentence_cut_at_a_page_break_joins_and_a_list_opener_keeps_its_first_item() -> None:
+    text = (
+        "A candidate must contact a majority of the cluster, which means that every committed\n\n"
+        "entry must be present in at least one of those servers.\n\n"
+        "A newly elected master proceeds: 1. It first picks a new client epoch number, which\n\n"
+        "clients are required to present on every call. These tools paved the way (see refs. "
+        "21,22 for a comparison)."
+    )
+    assert split_sentences(text) == [
+        "A candidate must contact a majority of the cluster, which means that every committed "
+        "entry must be present in at least one of those servers.",
+        "A newly elected master proceeds: 1. It first picks a new client epoch number, which "
+        "clients are required to present on every call.",
+        "These tools paved the way (see refs. 21,22 for a comparison).",
+    ]
+
+
+def test_paragraphs_that_end_their_sentence_stay_apart_and_numbered_items_are_their_own() -> None:
+    text = "Raft elects a leader.\n\nSplit votes are rare.\n\n1. FLP (1985)\n2. Paxos Made Simple"
+    assert split_sentences(text) == [
+        "Raft elects a leader.",
+        "Split votes are rare.",
+        "1. FLP (1985)",
+        "2. Paxos Made Simple",
+    ]

@@ -76,6 +76,11 @@ _ABBREV = (
     "ca.",
     "Ref.",
     "Refs.",
+    "ref.",
+    "refs.",
+    "Eqn.",
+    "eqn.",
+    "viz.",
     "Ch.",
     "Vol.",
     "pp.",
@@ -86,6 +91,9 @@ _ABBREV_RE = re.compile(
     + ")"
 )
 _PLACEHOLDER = "\u2063"  # invisible separator: stands in for abbreviation dots while splitting
+_NUMBERED_RE = re.compile(r"\d{1,2}[.)]\s")  # a numbered list item's line
+# A list's number after a colon or alone ("The master proceeds: 1.", "2."): the item follows.
+_LIST_MARK_RE = re.compile(r"(?:^|[:;]\s*)\(?\d{1,2}[.)]$")
 _SPLIT_RE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“(\[]?[A-Z0-9])")
 
 # Snowball's stemmers keep their working string on the object: one per process, behind a lock,
@@ -175,22 +183,82 @@ def shorten(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
+# A paragraph that is not running prose: a figure or table caption (as the converter writes it,
+# "**Figure 2:** …", or plain "Table 3: …"), an image, a table row, an HTML block.
+_CAPTION_RE = re.compile(
+    r"^(?:\*\*\s*)?(?:figure|fig\.|table|tab\.)\s*[A-Z]?\d+[a-z]?\s*[:.|]", re.I
+)
+_INTERLEAVED = ("![", "|", "<")
+# A paragraph ends its sentence: terminal punctuation, possibly inside quotes or brackets.
+_CLOSED_RE = re.compile(r"[.!?:][\"'”’)\]]*$")
+_FUNCTION_WORDS_TEXT = """a an the this that these those of to in on for with by and or but as at
+from its their our which whose is are was were be been has have than into via every each"""
+_FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
+
+
+def is_caption(paragraph: str) -> bool:
+    """A figure or table caption, an image, a table or an HTML block: text set beside the
+    prose, which a page of the PDF may drop into the middle of a sentence."""
+    p = paragraph.lstrip()
+    return p.startswith(_INTERLEAVED) or bool(_CAPTION_RE.match(p))
+
+
+def _open_prose(paragraph: str) -> bool:
+    """A prose paragraph cut mid-sentence (at a page or column break, or by a caption)."""
+    p = paragraph.rstrip()
+    if not p or p.startswith(("#", "- ", "* ")) or is_caption(p):
+        return False
+    return not _CLOSED_RE.search(p)
+
+
+def _continues(prev: str, nxt: str) -> bool:
+    """Whether `nxt` carries on the sentence `prev` breaks off: it starts in lower case, or
+    `prev` stops on a word no sentence ends with ("… the", "… of every")."""
+    n = nxt.lstrip()
+    if not n or n.startswith(("#", "- ", "* ")) or is_caption(n):
+        return False
+    if n[0].islower() or prev.rstrip().endswith("-"):
+        return True
+    last = re.sub(r"[^\w]", "", prev.split()[-1]).lower() if prev.split() else ""
+    return last in _FUNCTION_WORDS
+
+
+def _join(prev: str, nxt: str) -> str:
+    prev, nxt = prev.rstrip(), nxt.lstrip()
+    if re.search(r"[A-Za-z]-$", prev) and nxt[:1].islower():
+        return prev[:-1] + nxt  # "pro-" + "gressively": a word the page break hyphenated
+    return f"{prev} {nxt}"
+
+
 def clean_passage(text: str) -> str:
-    """Undo PDF line wrapping: join hyphenated breaks, unwrap lines inside paragraphs."""
+    """Undo PDF line wrapping: join hyphenated breaks, unwrap lines inside paragraphs, and join
+    a sentence that a page break or an interleaved caption cut in two (the caption is kept,
+    after the joined paragraph)."""
     t = text.replace("\r", "")
     t = re.sub(r"(\w)-\n\s*(\w)", r"\1\2", t)
     t = re.sub(r"[ \t]+", " ", t)
     paras = re.split(r"\n\s*\n", t)
-    out = []
+    out: list[str] = []
+    prose = -1  # index in `out` of the last prose paragraph, while it is still open
     for p in paras:
         lines = [ln.strip() for ln in p.split("\n") if ln.strip()]
         if not lines:
             continue
         # Keep list items, table rows and headings on their own lines.
-        if any(ln.startswith(("|", "#", "- ", "* ")) for ln in lines):
-            out.append("\n".join(lines))
+        if any(ln.startswith(("|", "#", "- ", "* ")) or _NUMBERED_RE.match(ln) for ln in lines):
+            para = "\n".join(lines)
         else:
-            out.append(" ".join(lines))
+            para = " ".join(lines)
+        if prose >= 0 and _continues(out[prose], para):
+            out[prose] = _join(out[prose], para)
+        elif is_caption(para) and prose >= 0:
+            out.append(para)  # set aside: the sentence it interrupts may go on after it
+            continue
+        else:
+            out.append(para)
+            prose = len(out) - 1
+        if not _open_prose(out[prose]):
+            prose = -1
     return "\n\n".join(out)
 
 
@@ -203,7 +271,7 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of a passage (PDF-aware, abbreviation-aware), without Markdown headings, table
     rows or images."""
     out: list[str] = []
-    for para in re.split(r"\n\s*\n|\n(?=[#|*-] )", clean_passage(text)):
+    for para in re.split(r"\n\s*\n|\n(?=[#|*-] |\d{1,2}[.)] )", clean_passage(text)):
         para = para.strip()
         if not para or para.startswith(("|", "#", "![", "<")):
             continue
@@ -212,10 +280,16 @@ def split_sentences(text: str) -> list[str]:
         protected = _ABBREV_RE.sub(lambda m: m.group(0).replace(".", _PLACEHOLDER), para)
         # Initials like 'J. Smith' and decimal numbers are not sentence ends.
         protected = re.sub(r"\b([A-Z])\.(?=\s+[A-Z])", "\\1" + _PLACEHOLDER, protected)
+        pieces: list[str] = []
         for s in _SPLIT_RE.split(protected):
             s = s.replace(_PLACEHOLDER, ".").strip().lstrip("-*•· ").strip()
-            if s:
-                out.append(s)
+            if not s:
+                continue
+            if pieces and _LIST_MARK_RE.search(pieces[-1]):
+                pieces[-1] = f"{pieces[-1]} {s}"  # "… proceeds: 1." opens a list, not a sentence
+            else:
+                pieces.append(s)
+        out += pieces
     return out
 
 

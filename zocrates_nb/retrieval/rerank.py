@@ -56,7 +56,11 @@ class TextEmbedder(Protocol):
 
 def is_substantive(e: Evidence) -> bool:
     """False for passages with nothing to ground a claim on (frontmatter, s0, a TOC, YAML)."""
-    if e.chunk_type == "frontmatter" or e.section_id == "s0" or e.chunk_id.endswith(":s0"):
+    if e.chunk_type == "frontmatter":
+        return False
+    # A paper's s0 is what stands before its first heading (title, authors); a note's is the
+    # note itself (a note without headings is all s0), and the user's notes are evidence.
+    if e.chunk_type != "note" and (e.section_id == "s0" or e.chunk_id.endswith(":s0")):
         return False
     heading = e.section.strip().lower().strip(" .:#")
     heading = re.sub(r"^[\divxlc.]+\s+", "", heading)  # "0 Contents" → "contents"

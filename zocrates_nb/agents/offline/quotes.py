@@ -3,9 +3,12 @@
 Every prose sentence of the evidence is a candidate. The ones worth embedding are found first
 without the model: they lie in the windows of their passage whose stored vectors (the index's
 own, `retrieval.vectors`) come closest to the question, or share its rarer words. Only those
-are embedded (once per process: the vector cache), scored (meaning, words, the heading of their
-section, numbers when a quantity is asked for), grouped into runs of consecutive sentences
-(a run's vector is its sentences' mean: never embedded again) and chosen by MMR.
+are embedded (once per process: the vector cache) and scored: meaning (the sentence's own and
+its paragraph neighbourhood's), words, the heading of their section, a number when one is asked
+for, less for a roadmap, front matter or an abstract. Whole sentences only: captions, figure
+labels and sentences cut at a passage's edge are never candidates. The one that answers is
+chosen first (MMR over single sentences, at most three per paper), quoted with the sentence it
+leans on and the ones after it that bear on the question too.
 """
 
 from __future__ import annotations
@@ -25,19 +28,25 @@ from zocrates_nb.text import (
     TermStats,
     clean_passage,
     entities,
+    is_caption,
+    markdown_text,
     mentions,
+    shorten,
     split_sentences,
     strip_reference_markers,
     terms,
 )
 
 HARD_FLOOR = 0.30
+PER_PAPER = 3  # quotes from one paper, unless a further one scores with the best (ADDS)
+ADDS = 0.95
+NUMBER_SHARE = 0.7  # a sentence giving the number asked for leads from this share of the best
+FOLLOW_SHARE = 0.55  # the next sentence is quoted along from this share of the chosen one
+CONTEXT = 0.45  # the share of a sentence's closeness that its neighbourhood's makes
+FOLLOW_MAX = 3  # sentences in one quote, the chosen one included
 # Words of sentences embedded per question (≈ 60 sentences), and per part of a compound one.
 FOCUS_WORDS = 900
 PART_FOCUS_WORDS = 450
-# A section whose heading comes this close to the question's aspect is where it is answered.
-NAMES_ASPECT = 0.55
-LEAD_SHARE = 0.7  # its best passage leads the quotes when it scores this share of the best
 
 
 @dataclass
@@ -50,12 +59,30 @@ class EvidenceChunk:
     text: str
     item_key: str = ""
     evidence: Evidence | None = None
+    parent: str = ""  # a child note's: the title of the paper it is a note on
+
+    @property
+    def is_note(self) -> bool:
+        return self.evidence is not None and self.evidence.chunk_type == "note"
+
+    def source_line(self) -> str:
+        """How the quotes' source is named above them: a paper by its title, authors and
+        year; a note as the user's own, with the paper it is on."""
+        if self.is_note:
+            on = f" on *{markdown_text(self.parent)}*" if self.parent else ""
+            # A note without a title of its own is named by its first words: quoted below.
+            untitled = _loose(self.text).startswith(_loose(self.title)[:40])
+            name = "" if untitled else f" “{markdown_text(shorten(self.title, 80))}”"
+            return f"Your note{name}{on}"
+        who = ", ".join(x for x in (self.authors, self.year if self.year != "n.d." else "") if x)
+        return f"*{markdown_text(self.title)}*" + (f" ({markdown_text(who)})" if who else "")
 
 
 def chunks_of(evidence: Sequence[Evidence]) -> list[EvidenceChunk]:
     """The evidence as the writer quotes it, numbered from 1 in the order given."""
     from zocrates_nb.retrieval.evidence import format_authors
 
+    papers = {e.item_key: e.title for e in evidence if e.chunk_type != "note" and e.title}
     out = []
     for i, e in enumerate(evidence, 1):
         text = e.text.strip()
@@ -63,7 +90,8 @@ def chunks_of(evidence: Sequence[Evidence]) -> list[EvidenceChunk]:
             text = f"{e.caption.strip()}\n{text}".strip()
         out.append(
             EvidenceChunk(i, e.title or "Untitled", format_authors(e.authors),
-                          str(e.year) if e.year else "n.d.", e.section, text, e.item_key, e)
+                          str(e.year) if e.year else "n.d.", e.section, text, e.item_key, e,
+                          papers.get(e.item_key, "") if e.chunk_type == "note" else "")
         )  # fmt: skip
     return out
 
@@ -78,18 +106,49 @@ class Candidate:
     heading: float = 0.0  # how well its section's heading names the question's aspect
     prior: float = 0.0  # its passage window's stored cosine to the question
     vec: np.ndarray | None = None
+    before: str = ""  # the sentence just before it in its paragraph (context for "It …")
 
 
 _QUANTITY_RE = re.compile(
-    r"\bhow (many|much|long|large|big|small|often|fast|deep|wide)\b|"
-    r"\b(rate|percentage|percent|proportion|fraction|ratio|size|number|amount|count|value|"
-    r"dimension(ality)?|threshold|length|duration|depth|width|gain)s?\b",
+    r"\bhow (many|much|long|large|big|small|often|fast|slow|deep|wide|high|low)\b|"
+    r"\b(rate|percentage|percent|proportion|fraction|share|ratio|size|number|amount|count|"
+    r"value|coefficient|dimension(ality)?|threshold|length|duration|depth|width|gain|price|"
+    r"cost|budget|speed|latency|throughput)s?\b",
     re.I,
 )
 # A number that states something: not a year, nor a pointer to a section, figure or table.
-_QUANTITY_IN_TEXT_RE = re.compile(r"(?<![\w.])(?!(?:1[89]|20)\d\d[a-z]?\b)\d[\d,.]*(\s?%|\b)", re.I)
+_QUANTITY_IN_TEXT_RE = re.compile(
+    r"(?<![\w.])(?!(?:1[89]|20)\d\d[a-z]?\b)\d[\d,.]*(\s?%|\b)|"
+    r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|fifty|a hundred|"
+    r"one hundred|half|twice|double|triple)\b",
+    re.I,
+)
+# Sentences about the paper rather than its subject: a roadmap ("In Section 3 we explain …",
+# "The rest of the paper …"), a pointer to where something is said. Not evidence.
+_ROADMAP_RE = re.compile(
+    r"\b(?:in|see) (?:section|sec\.|§|chapter|appendix)\s*[A-Z]?\d|"
+    r"\b(?:this|next|following|previous|preceding|last) (?:section|subsection|chapter)\b|"
+    r"\b(?:section|sections|chapter|appendix) [A-Z]?\d[\d.]* (?:describes?|presents?|gives?|"
+    r"discusses|shows?|covers?|explains?|reviews?|introduces?|concludes?|summari[sz]es?)\b|"
+    r"\b(?:rest|remainder) of (?:this|the) (?:paper|article|section)\b|"
+    r"\bas (?:previously |already |briefly )?(?:mentioned|noted|described|discussed|explained)"
+    r" (?:above|earlier|before|in|\()|\(§\s*\d|"
+    r"^(?:we|this paper|here we|in this paper,? we) (?:first |then |next |now |briefly )?"
+    r"(?:describe|present|discuss|review|introduce|outline|explain|summari[sz]e|turn to)\b",
+    re.I,
+)
+ROADMAP_PENALTY = 0.15
+# Where a passage sits says how likely its sentences are to be what is asked: front matter
+# (affiliations, keywords) and an abstract's summary fill in only when the body is silent.
+_KIND_PENALTY = {"frontmatter": 0.06, "abstract": 0.03}
+_CLOSED_RE = re.compile(r"[.!?][\"'”’)\]]*$")
+_REPEAT_RE = re.compile(r"\b(\w+)\s+\1\b", re.I)
+_ANAPHOR_RE = re.compile(
+    r"^(?:it|this|these|they|such|its|their|thus|hence|therefore|then|here|that|instead|"
+    r"however|in contrast|nevertheless|otherwise|consequently|as a result)\b", re.I
+)
 _POINTER_RE = re.compile(
-    r"\b(section|sec\.|table|figure|fig\.|eq\.|equation|appendix|§)\s*[A-Z]?\d[\d.]*", re.I
+    r"(?:\b(?:section|sec\.|table|figure|fig\.|eq\.|equation|appendix)|§)\s*[A-Z]?\d[\d.]*", re.I
 )
 _FILLER_RE = re.compile(
     r"(as follows[.:]?$|^(in|the) (this|next|following|remainder of this) (section|paper)|"
@@ -104,14 +163,45 @@ _DANGLING = frozenset(_DANGLING_TEXT.split())
 _BACK_MATTER_RE = re.compile(r"\b(references|bibliography|acknowledge?ments?)\b", re.I)
 
 
+_MONEY_RE = re.compile(
+    r"\b(price[sd]?|cost[s]?|paid|pay|bill|budget|spend|spent|dollars?|salary|expenses?|"
+    r"money)\b", re.I
+)
+_AMOUNT_RE = re.compile(r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(dollars|cents|usd|eur|euros)\b|\bdollars?\b",
+                        re.I)  # fmt: skip
+
+
 def states_quantity(sentence: str) -> bool:
     return bool(_QUANTITY_IN_TEXT_RE.search(_POINTER_RE.sub(" ", sentence)))
 
 
+def asks_quantity(question: str) -> bool:
+    """The question asks for a number ("how many", "what share", "the price of")."""
+    return bool(_QUANTITY_RE.search(question) or _MONEY_RE.search(question))
+
+
+def gives_quantity(question: str, sentence: str) -> bool:
+    """The sentence states the kind of number asked for: an amount of money for a price,
+    else any number that is not a year or a pointer."""
+    if _MONEY_RE.search(question):
+        return bool(_AMOUNT_RE.search(sentence))
+    return states_quantity(sentence)
+
+
+def is_roadmap(sentence: str) -> bool:
+    """A sentence about where the paper says things ("In Section 3 we explain …")."""
+    return bool(_ROADMAP_RE.search(sentence))
+
+
 def is_prose(sentence: str) -> bool:
-    """A sentence worth quoting: enough words, mostly letters, not a caption stub, a formula,
-    a rhetorical question or a signpost ("The paper is organized as follows.")."""
-    if sentence.rstrip().endswith(("?", ":")) or _FILLER_RE.search(sentence.strip()):
+    """A whole sentence worth quoting: it ends as a sentence ends (not cut at a page break or
+    a passage's edge), has enough words, mostly letters; not a caption stub, the text of a
+    figure's labels ("encoder encoder encoder"), a formula, a rhetorical question or a
+    signpost ("The paper is organized as follows.")."""
+    s = sentence.strip()
+    if s.endswith(("?", ":")) or _FILLER_RE.search(s) or not _CLOSED_RE.search(s):
+        return False
+    if _REPEAT_RE.search(re.sub(r"\d[\d.,]*", " ", s)):
         return False
     ws = sentence.split()
     if len(ws) < 6 or len(ws) > 90:
@@ -165,14 +255,18 @@ class QuoteScorer:
             order = 0
             text = clean_passage(strip_reference_markers(ch.text))
             for para_no, para in enumerate(re.split(r"\n\s*\n", text)):
+                if is_caption(para):
+                    continue  # a caption, a table, the labels of a figure: not evidence
+                before = ""
                 for sent in _attach_short(split_sentences(para)):
                     sent = re.sub(r"\s+", " ", sent).strip()
                     order += 1
                     key = sent.lower()
+                    prev, before = before, sent
                     if key in seen or not is_prose(sent):
                         continue
                     seen.add(key)
-                    out.append(Candidate(ch, order, sent, paragraph=para_no))
+                    out.append(Candidate(ch, order, sent, paragraph=para_no, before=prev))
         return out
 
     # ------------------------------------------------------------------ focus
@@ -237,15 +331,17 @@ class QuoteScorer:
         stats = TermStats(doc_terms)
         q_terms = terms(question)
         n_chunks = max(c.chunk.index for c in cands)
-        wants_number = bool(_QUANTITY_RE.search(question))
+        wants_number = asks_quantity(question)
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
-        for c, d, t in zip(cands, dense, doc_terms, strict=True):
+        context = _context(cands, q)
+        for c, d, t, ctx in zip(cands, dense, doc_terms, context, strict=True):
+            d = (1 - CONTEXT) * float(d) + CONTEXT * ctx
             lex = stats.overlap(q_terms, t)
             prior = 0.03 * (1 - (c.chunk.index - 1) / max(n_chunks, 1))
-            states = 0.05 if wants_number and states_quantity(c.text) else 0.0
+            states = 0.08 if wants_number and gives_quantity(question, c.text) else 0.0
             c.heading = fit.get(c.chunk.section, 0.0)
             bonus = 0.4 * max(c.heading - 0.45, 0.0)
-            c.score = 0.72 * float(d) + 0.28 * lex + prior + states + bonus
+            c.score = 0.72 * float(d) + 0.28 * lex + prior + states + bonus - filler(c)
 
     def heading_fit(self, question: str, sections: Sequence[str]) -> dict[str, float]:
         heads = sorted({s for s in sections if s})
@@ -254,109 +350,70 @@ class QuoteScorer:
         sims = self.emb.similarity(aspect(question), [bare_heading(h) for h in heads])
         return {h: float(s) for h, s in zip(heads, sims, strict=True)}
 
-    # ------------------------------------------------------------------ units and choice
-    def units(self, question: str, cands: list[Candidate]) -> list[Unit]:
-        """Answer units: single sentences, and runs of up to four consecutive sentences of one
-        paragraph (an answer often spans a few: "… is deleted. However, it is only renamed …")."""
+    # ------------------------------------------------------------------ choice
+    def select(self, question: str, cands: list[Candidate], max_sentences: int = 8,
+               max_words: int = 230, per_paper: int = PER_PAPER) -> list[Unit]:  # fmt: skip
+        """The sentences that answer, best first: greedy MMR over single sentences (the one
+        that states the answer leads, not a run around it), at most `per_paper` from one paper
+        unless a further one scores with the best, a paper nearly as relevant given a turn.
+        A sentence that leans on the one before ("It first picks …") is quoted with it."""
         if not cands:
             return []
         top = max(c.score for c in cands)
-        units: list[Unit] = [([c], c.score) for c in cands]
-        groups: dict[tuple[int, int], list[Candidate]] = {}
-        for c in cands:
-            groups.setdefault((c.chunk.index, c.paragraph), []).append(c)
-        stats = TermStats([terms(c.text) for c in cands])
-        q_terms = terms(question)
-        q = self.emb.embed([question])[0]
-        for seq in groups.values():
-            seq.sort(key=lambda c: c.order)
-            if max(c.score for c in seq) < 0.55 * top:
-                continue
-            start = 0
-            while start < len(seq):
-                run: list[Candidate] = []
-                words = 0
-                for c in seq[start:]:
-                    n = len(c.text.split())
-                    if run and (len(run) >= 4 or words + n > 110 or c.order - run[-1].order > 1):
-                        break
-                    run.append(c)
-                    words += n
-                if len(run) > 1:
-                    d = float(_mean([c.vec for c in run]) @ q)
-                    lex = stats.overlap(q_terms, terms(" ".join(c.text for c in run)))
-                    best = max(c.score for c in run)
-                    score = 0.55 * d + 0.2 * lex + 0.25 * best - 0.015 * (len(run) - 1)
-                    score += 0.75 * 0.4 * max(run[0].heading - 0.45, 0.0)
-                    units.append((run, score))
-                start += max(len(run) - 1, 1)  # overlap by one sentence
-        return units
-
-    def select(self, question: str, cands: list[Candidate], max_sentences: int = 8,
-               max_words: int = 230) -> list[Unit]:  # fmt: skip
-        """Greedy MMR over answer units (no sentence twice), at most `max_sentences`
-        sentences, making room for a second paper when it is nearly as relevant."""
-        units = self.units(question, cands)
-        if not units:
-            return []
-        top = max(u[1] for u in units)
-        pool = [u for u in units if u[1] >= max(HARD_FLOOR, 0.62 * top)]
-        pool.sort(key=lambda u: u[1], reverse=True)
+        pool = [c for c in cands if c.score >= max(HARD_FLOOR, 0.62 * top)]
+        pool.sort(key=lambda c: c.score, reverse=True)
         pool = pool[:60]
-        vecs = [_mean([c.vec for c in u[0]]) for u in pool]
-        chosen: list[int] = []
-        used: set[int] = set()
-        n_sent = words = 0
-        # The section whose heading names what is asked states the answer: its best passage
-        # leads, when it is anywhere near the best ("§ 2.9 Fail-overs" for a fail-over).
-        named = max((u[0][0].heading for u in pool), default=0.0)
-        lead = [i for i, u in enumerate(pool)
-                if named >= NAMES_ASPECT and u[0][0].heading >= named - 0.02
-                and u[1] >= LEAD_SHARE * top]  # fmt: skip
-        if lead:
-            first = max(lead, key=lambda i: pool[i][1])
-            chosen.append(first)
-            used.update(id(c) for c in pool[first][0])
-            n_sent = len(pool[first][0])
-            words = sum(len(c.text.split()) for c in pool[first][0])
-        while n_sent < max_sentences and words < max_words:
-            best_i, best_v = -1, -1e9
-            titles = {pool[j][0][0].chunk.title for j in chosen}
-            for i, (run, score) in enumerate(pool):
-                if i in chosen or any(id(c) in used for c in run):
+        chosen: list[Candidate] = []
+        words = 0
+        per: dict[str, int] = {}
+        # A question asking for a number is answered by the sentence that gives one, when
+        # it is anywhere near the best: it leads, before sentences that only name the topic.
+        number = next((c for c in pool if asks_quantity(question) and c.score >= NUMBER_SHARE * top
+                       and gives_quantity(question, c.text)), None)  # fmt: skip
+        if number is not None:
+            chosen.append(number)
+            per[number.chunk.title] = 1
+            words = len(number.text.split())
+        while len(chosen) < max_sentences and words < max_words:
+            best, best_v = None, -1e9
+            titles = {c.chunk.title for c in chosen}
+            for c in pool:
+                if c in chosen:
                     continue
-                if n_sent + len(run) > max_sentences + 1:
-                    continue
-                red = max((float(vecs[i] @ vecs[j]) for j in chosen), default=0.0)
+                if per.get(c.chunk.title, 0) >= per_paper and c.score < ADDS * top:
+                    continue  # enough from this paper, unless it answers as well as the best
+                red = max((_cos(c.vec, o.vec) for o in chosen), default=0.0)
                 if red > 0.9:  # near-duplicate content adds nothing
                     continue
-                v = 0.75 * score - 0.25 * red
-                if chosen and score >= 0.85 * top and run[0].chunk.title not in titles:
+                v = 0.75 * c.score - 0.25 * red
+                if chosen and c.score >= 0.85 * top and c.chunk.title not in titles:
                     v += 0.03  # cross-paper questions: the other paper gets a turn
                 if v > best_v:
-                    best_i, best_v = i, v
-            if best_i < 0:
+                    best, best_v = c, v
+            if best is None:
                 break
-            if len(chosen) >= 2 and pool[best_i][1] < 0.75 * top:
+            if len(chosen) >= 2 and best.score < 0.75 * top:
                 break  # beyond the core of the answer, only strong material
-            run = pool[best_i][0]
-            if len(run) == 1:
-                # The sentence's own run, when nearly as relevant, says it with its context.
-                wider = [
-                    j
-                    for j, (r, sc) in enumerate(pool)
-                    if len(r) > 1 and run[0] in r and sc >= 0.85 * pool[best_i][1]
-                    and j not in chosen and not any(id(c) in used for c in r)
-                    and n_sent + len(r) <= max_sentences + 1
-                ]  # fmt: skip
-                if wider:
-                    best_i = max(wider, key=lambda j: pool[j][1])
-            chosen.append(best_i)
-            used.update(id(c) for c in pool[best_i][0])
-            n_sent += len(pool[best_i][0])
-            words += sum(len(c.text.split()) for c in pool[best_i][0])
-        picked = [pool[i] for i in chosen]
-        floor = [u for u in units if u[1] >= HARD_FLOOR]
+            chosen.append(best)
+            per[best.chunk.title] = per.get(best.chunk.title, 0) + 1
+            words += len(best.text.split())
+        after = {(c.chunk.index, c.paragraph, c.order): c for c in cands}
+        used = {id(c) for c in chosen}
+        picked: list[Unit] = []
+        for c in chosen:
+            run = with_context(c)
+            # The sentences after it often say how or how much ("… a candidate must contact
+            # a majority …"): quoted with it while they bear on the question too.
+            while len(run) < FOLLOW_MAX:
+                nxt = after.get((c.chunk.index, c.paragraph, run[-1].order + 1))
+                if (nxt is None or id(nxt) in used or is_roadmap(nxt.text)
+                        or nxt.score < max(HARD_FLOOR, FOLLOW_SHARE * c.score)
+                        or sum(len(x.text.split()) for x in run) + len(nxt.text.split()) > 90):
+                    break
+                run.append(nxt)
+                used.add(id(nxt))
+            picked.append((run, c.score))
+        floor = [([c], c.score) for c in cands if c.score >= HARD_FLOOR]
         return picked + cover_entities(question, floor, picked, used)
 
     def quotes(self, question: str, cands: list[Candidate], words: int, **limits: int
@@ -367,13 +424,39 @@ class QuoteScorer:
         return self.select(question, mine, **limits)
 
 
-def _mean(vs: Sequence[np.ndarray | None]) -> np.ndarray:
-    arr = np.asarray([v for v in vs if v is not None], dtype=np.float32)
-    if not len(arr):
-        return np.zeros(1, dtype=np.float32)
-    m = arr.mean(axis=0)
-    n = float(np.linalg.norm(m))
-    return m / n if n > 0 else m
+def _context(cands: Sequence[Candidate], q: np.ndarray) -> list[float]:
+    """Each sentence's neighbourhood's closeness to the question: the mean vector of it and
+    the sentences beside it in its paragraph. A long question is answered by a paragraph; its
+    answering sentence alone may share few of its words."""
+    at = {(c.chunk.index, c.paragraph, c.order): c.vec for c in cands}
+    out = []
+    for c in cands:
+        near = [at.get((c.chunk.index, c.paragraph, c.order + k)) for k in (-1, 0, 1)]
+        vs = [v for v in near if v is not None]
+        m = np.mean(vs, axis=0)
+        n = float(np.linalg.norm(m))
+        out.append(float(m @ q) / n if n > 0 else 0.0)
+    return out
+
+
+def _cos(a: np.ndarray | None, b: np.ndarray | None) -> float:
+    return float(a @ b) if a is not None and b is not None else 0.0
+
+
+def filler(c: Candidate) -> float:
+    """How much less a sentence is evidence for where it stands and what it does: a roadmap
+    or pointer, front matter, an abstract's summary."""
+    kind = c.chunk.evidence.chunk_type if c.chunk.evidence is not None else ""
+    return (ROADMAP_PENALTY if is_roadmap(c.text) else 0.0) + _KIND_PENALTY.get(kind, 0.0)
+
+
+def with_context(c: Candidate) -> list[Candidate]:
+    """The sentence as quoted: with the sentence before it when it leans on it ("It first
+    picks a new epoch …", "This ensures …") and that one is itself a whole sentence."""
+    if c.before and _ANAPHOR_RE.match(c.text) and is_prose(c.before) and not is_roadmap(c.before):
+        lead = dataclasses.replace(c, text=c.before, order=c.order - 1, before="", score=c.score)
+        return [lead, c]
+    return [c]
 
 
 def cover_entities(question: str, pool: list[Unit], picked: list[Unit], used: set[int]
@@ -411,7 +494,12 @@ __all__ = [
     "EvidenceChunk",
     "QuoteScorer",
     "Unit",
+    "asks_quantity",
     "chunks_of",
+    "filler",
+    "gives_quantity",
     "is_prose",
+    "is_roadmap",
     "states_quantity",
+    "with_context",
 ]

@@ -24,7 +24,6 @@ from zocrates_nb.agents.offline.messages import text_response
 from zocrates_nb.agents.offline.quotes import (
     FOCUS_WORDS,
     HARD_FLOOR,
-    NAMES_ASPECT,
     PART_FOCUS_WORDS,
     Candidate,
     EvidenceChunk,
@@ -32,6 +31,7 @@ from zocrates_nb.agents.offline.quotes import (
     Unit,
     chunks_of,
 )
+from zocrates_nb.agents.offline.verdict import APPROACHED_LEAD, Verdict, not_given, verdict
 from zocrates_nb.agents.parts import Part, core_goal
 from zocrates_nb.text import (
     STOPWORDS,
@@ -159,13 +159,16 @@ class OfflineSynthesizer:
             brief.elsewhere and top < SCOPE_ANSWERS
         ):
             return self.no_evidence(brief, missing)
+        judged = verdict(question, mine)
+        if judged is Verdict.NOT_GIVEN:
+            closest = sorted(mine, key=lambda c: -c.score)[:2]
+            body = not_given(brief.question or question, closest, brief.scope_label)
+            return "\n".join([*body, NO_LM_NOTE])
         named = self.named_items(brief, chunks)
-        lines = [
-            *follow_up_lines(brief),
-            "What the papers in your library say, in their own words:",
-            "",
-        ]
-        lines += self.attributed(scorer, question, mine, named, max_sentences=8, max_words=230)
+        lead = ("What the papers in your library say, in their own words:"
+                if judged is Verdict.STATED else APPROACHED_LEAD)  # fmt: skip
+        lines = [*follow_up_lines(brief), lead, ""]
+        lines += self.attributed(scorer, question, mine, named, max_sentences=5, max_words=200)
         if missing:
             lines += [f"The evidence does not mention: {', '.join(missing)}.", ""]
         real_gaps = [g for g in brief.gaps if not g.startswith("passages not yet")]
@@ -341,36 +344,22 @@ def follow_up_lines(brief: WriterBrief) -> list[str]:
     return []
 
 
-def _order(runs: list[Unit]) -> list[Unit]:
-    """Within a paper: the passage from the section whose heading names what is asked first,
-    then the rest best first."""
-    best_heading = max((u[0][0].heading for u in runs), default=0.0)
-    if best_heading < NAMES_ASPECT:
-        return sorted(runs, key=lambda u: -u[1])
-    return sorted(runs, key=lambda u: (0 if u[0][0].heading >= best_heading - 0.02 else 1,
-                                       -u[1]))  # fmt: skip
-
-
 def quote_groups(picked: list[Unit]) -> list[str]:
-    """Quotes grouped by paper (papers in order of their best passage), each a bullet with its
+    """Quotes grouped by paper, in the order chosen (the answer first), each a bullet with its
     citation; the paper's line and its bullets are separate Markdown blocks."""
     lines: list[str] = []
     groups: dict[str, list[Unit]] = {}
-    for run, score in sorted(picked, key=lambda u: u[1], reverse=True):
+    for run, score in picked:
         groups.setdefault(run[0].chunk.title, []).append((run, score))
-    for title, runs in groups.items():
-        ch = runs[0][0][0].chunk
-        who = ", ".join(x for x in (ch.authors, ch.year if ch.year != "n.d." else "") if x)
-        lines.append(f"*{markdown_text(title)}*" + (f" ({markdown_text(who)})" if who else ""))
-        lines.append("")
-        for run, _ in _order(runs):
-            sents = []
-            for c in run:
-                # Quoted paper text is text: no stray backtick or tag opens a span or markup.
-                t = markdown_quote(c.text.rstrip())
-                sents.append(t if t[-1:] in ".!?" else t + ".")
+    for runs in groups.values():
+        lines += [runs[0][0][0].chunk.source_line(), ""]
+        for run, _ in runs:
+            # Whole sentences, as the paper has them. Quoted paper text is text: no stray
+            # backtick or tag opens a span or markup.
+            sents = [markdown_quote(c.text.strip()) for c in run]
             first = run[0].chunk
-            section = f" _(§ {markdown_text(first.section)})_" if first.section else ""
+            section = (f" _(§ {markdown_text(first.section)})_"
+                       if first.section and not first.is_note else "")  # fmt: skip
             lines.append(f"- {' '.join(sents)} [{first.index}]{section}")
         lines.append("")
     return lines

@@ -1,0 +1,151 @@
+"""The offline writer's quotes on synthetic passages, with the real local embedder: whole
+sentences only, captions, figure labels and roadmaps are not evidence, the sentence that gives
+the number asked for leads, at most three quotes from one paper, a sentence that leans on the
+one before is quoted with it, a question nothing states is said so uncited, and the user's
+notes are named as theirs (issue 27)."""
+
+from __future__ import annotations
+
+import pytest
+
+from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+from zocrates_nb.agents.offline.quotes import (
+    Candidate,
+    EvidenceChunk,
+    QuoteScorer,
+    chunks_of,
+    is_prose,
+    is_roadmap,
+)
+from zocrates_nb.agents.offline.verdict import Verdict, not_given, verdict
+from zocrates_nb.retrieval.state import Evidence
+
+
+@pytest.fixture(scope="module")
+def scorer() -> QuoteScorer:
+    return QuoteScorer(SentenceEmbeddings(), None)
+
+
+def chunk(text: str, index: int = 1, title: str = "The Google File System",
+          section: str = "2.5 Chunk Size") -> EvidenceChunk:  # fmt: skip
+    return EvidenceChunk(index, title, "Ghemawat et al.", "2003", section, text)
+
+
+def quoted(scorer: QuoteScorer, question: str, chunks: list[EvidenceChunk]) -> list[str]:
+    cands = scorer.candidates(chunks)
+    scorer.score(question, cands)
+    return [" ".join(c.text for c in run) for run, _ in scorer.select(question, cands)]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "prose"),
+    [
+        ("A candidate must contact a majority of the cluster, which means that every committed",
+         False),  # cut at a page break: never shown as if complete
+        ("An efqueue momentum encoder encoder encoder encoder gradient.", False),  # figure labels
+        ("Raft uses randomized election timeouts to ensure that split votes are rare.", True),
+        ("The big models were trained for 300,000 steps (3.5 days).", True),
+    ],
+)  # fmt: skip
+def test_only_whole_sentences_of_prose_are_quotable(sentence: str, prose: bool) -> None:
+    assert is_prose(sentence) is prose
+
+
+def test_roadmaps_and_pointers_are_not_evidence() -> None:
+    assert is_roadmap("In Section 3.1, we mention that BERT uses a mixed strategy for masking.")
+    assert is_roadmap("Section 2 gives a mathematical description of PageRank.")
+    assert is_roadmap("First, as previously mentioned (§4.5), we review how teams use Chubby.")
+    assert not is_roadmap("In this paper, we show that no asynchronous consensus protocol "
+                          "can tolerate even a single unannounced process death.")  # fmt: skip
+
+
+def test_captions_are_skipped_and_the_interrupted_sentence_is_one_candidate(
+    scorer: QuoteScorer,
+) -> None:
+    text = (
+        "Chunk size is one of the key design parameters. We have chosen 64 MB, which is much "
+        "larger than typical file system block\n\n"
+        "**Figure 1:** GFS Architecture. The master holds chunk handles and locations.\n\n"
+        "sizes. Each chunk replica is stored as a plain Linux file on a chunkserver."
+    )
+    texts = [c.text for c in scorer.candidates([chunk(text)])]
+    whole = "We have chosen 64 MB, which is much larger than typical file system block sizes."
+    assert whole in texts
+    assert not [t for t in texts if "master holds chunk handles" in t]
+
+
+def test_the_sentence_giving_the_number_asked_for_leads(scorer: QuoteScorer) -> None:
+    text = (
+        "Chunk size is one of the key design parameters of the Google File System. "
+        "A large chunk size offers several important advantages for the chunk design. "
+        "We have chosen 64 MB, which is much larger than typical file system block sizes."
+    )
+    quotes = quoted(scorer, "What chunk size does the Google File System use?", [chunk(text)])
+    assert quotes[0].startswith("We have chosen 64 MB")
+
+
+def test_at_most_three_quotes_from_one_paper_unless_a_further_one_answers_as_well(
+    scorer: QuoteScorer,
+) -> None:
+    text = "\n\n".join([
+        "The master stores the file and chunk namespaces in its memory.",
+        "The master keeps the mapping from files to chunks in memory as well.",
+        "Chunk locations are polled from the chunkservers at master startup.",
+        "An operation log records the critical metadata changes durably.",
+        "Checkpoints of the master state are kept in a compact B-tree form.",
+        "Namespace locks serialise snapshots against concurrent file creation.",
+    ])  # fmt: skip
+    question = "What metadata does the GFS master keep?"
+    paper = scorer.candidates([chunk(text)])
+    scorer.score(question, paper)
+    for c, s in zip(paper, (0.9, 0.8, 0.79, 0.78, 0.77, 0.76), strict=True):
+        c.score = s  # all near the best, none answering as well as it
+    picked = scorer.select(question, paper, max_words=1000)
+    assert len(picked) == 3
+    paper[1].score, paper[2].score, paper[3].score = 0.88, 0.87, 0.86  # each adds an answer
+    assert len(scorer.select(question, paper, max_words=1000)) == 4
+
+
+def test_a_sentence_that_leans_on_the_one_before_is_quoted_with_it(scorer: QuoteScorer) -> None:
+    text = (
+        "Sinusoidal embeddings based on the absolute position of pixels can be used, but "
+        "relative positional embeddings result in significantly better accuracies. Instead, "
+        "attention with 2D relative position embeddings, relative attention, is used."
+    )
+    cands = scorer.candidates([chunk(text, title="Stand-Alone Self-Attention", section="2.2")])
+    lean = next(c for c in cands if c.text.startswith("Instead"))
+    from zocrates_nb.agents.offline.quotes import with_context
+
+    assert [c.text[:11] for c in with_context(lean)] == ["Sinusoidal ", "Instead, at"]
+
+
+def test_a_number_nothing_gives_is_said_plainly_and_uncited(scorer: QuoteScorer) -> None:
+    text = (
+        "Building Chubby was an engineering effort required to fill the needs mentioned above; "
+        "it was not research. Google's project teams are free to set up their own Chubby cells."
+    )
+    question = "How many engineers were on the team that built Chubby?"
+    cands = scorer.candidates([chunk(text, title="The Chubby lock service", section="1")])
+    scorer.score(question, cands)
+    assert verdict(question, cands) is Verdict.NOT_GIVEN
+    lines = not_given(question, cands[:1])
+    body = "\n".join(lines)
+    assert body.startswith("Your papers do not give this") and question in body
+    assert "[1]" not in body and "Building Chubby was an engineering effort" in body
+    answered = "Chubby is run by a team of 12 engineers, who built it in a year."
+    ok = scorer.candidates([chunk(answered, title="The Chubby lock service", section="1")])
+    scorer.score(question, ok)
+    assert verdict(question, ok) is not Verdict.NOT_GIVEN
+
+
+def test_a_child_note_is_named_as_the_users_note_on_its_paper() -> None:
+    common = {"item_key": "PAPER1", "authors": ["Daniel R. Zerbino"], "year": 2008}
+    paper = Evidence(chunk_id="A:1", attachment_key="A", title="Velvet", chunk_type="body",
+                     text="Velvet removes tips.", section="Tips", **common)  # fmt: skip
+    note = Evidence(chunk_id="N:0", attachment_key="N", title="Velvet builds a de Bruijn graph",
+                    chunk_type="note", text="Velvet builds a de Bruijn graph of k-mers.",
+                    **common)  # fmt: skip
+    chunks = chunks_of([note, paper])
+    assert chunks[0].source_line() == "Your note on *Velvet*"
+    assert chunks[1].source_line() == "*Velvet* (Zerbino, 2008)"
+    assert isinstance(QuoteScorer.candidates(chunks)[0], Candidate)

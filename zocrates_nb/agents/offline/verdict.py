@@ -1,0 +1,77 @@
+"""Whether the evidence states what was asked, by meaning: the offline writer's negatives.
+
+A question whose every name the library knows may still ask for something no paper gives (a
+figure the papers never report, a cost, a head count). Its best sentences then only share its
+topic: they score low against the question, or, when a number is asked for, none near the best
+gives one. The answer then says plainly that the papers do not give it, and shows the closest
+passages as what they are: near the question, not an answer, and not cited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import Enum
+
+from zocrates_nb.agents.offline.quotes import (
+    NUMBER_SHARE,
+    Candidate,
+    asks_quantity,
+    gives_quantity,
+)
+
+# Calibrated on the development questions and our own (the best sentence of an answerable
+# question scores above STATES; a plausible question the papers do not answer stays below).
+STATES = 0.40
+# Between STATES and CLEAR the best sentences come near the question without settling it.
+CLEAR = 0.5
+# A question asking for a number that no sentence near the best gives is not answered unless
+# its best sentence comes this close.
+NUMBER_CLEAR = 0.6
+
+
+class Verdict(Enum):
+    STATED = "stated"  # a sentence states the answer
+    APPROACHED = "approached"  # the best sentences come near it: said so above the quotes
+    NOT_GIVEN = "not given"  # nothing states it: said plainly, closest passages uncited
+
+
+def verdict(question: str, cands: Sequence[Candidate]) -> Verdict:
+    """How well the scored candidates answer `question`."""
+    top = max((c.score for c in cands), default=0.0)
+    if top < STATES:
+        return Verdict.NOT_GIVEN
+    if (
+        top < NUMBER_CLEAR
+        and asks_quantity(question)
+        and not any(
+            c.score >= NUMBER_SHARE * top and gives_quantity(question, c.text) for c in cands
+        )
+    ):
+        return Verdict.NOT_GIVEN  # a number was asked for, none near the best gives one, and
+        # the best only shares the topic (a question that also asks whether or how may be
+        # answered by a sentence that states no number)
+    return Verdict.STATED if top >= CLEAR else Verdict.APPROACHED
+
+
+def not_given(question: str, closest: Sequence[Candidate], where: str = "") -> list[str]:
+    """The plain negative and the closest passages, labelled, with no citation marker: they
+    are shown for orientation, not as support."""
+    asked = " ".join(question.split())
+    scope = f" ({where})" if where else ""
+    lines = [f"Your papers do not give this{scope}: none of the passages found states an "
+             f"answer to “{asked}”", ""]  # fmt: skip
+    if closest:
+        lines += ["The closest passages, which do not answer it:", ""]
+        for c in closest:
+            section = f", § {c.chunk.section}" if c.chunk.section else ""
+            text = c.text.strip().replace("`", "\\`")
+            lines.append(f"- “{text}” (*{c.chunk.title}*{section})")
+        lines.append("")
+    return lines
+
+
+APPROACHED_LEAD = (
+    "Nothing in your papers states this directly; the closest they come, in their own words:"
+)
+
+__all__ = ["APPROACHED_LEAD", "CLEAR", "STATES", "Verdict", "not_given", "verdict"]
