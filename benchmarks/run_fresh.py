@@ -177,7 +177,7 @@ def ask_batch(args: argparse.Namespace, qs: list[dict]) -> tuple[dict[str, dict]
             row.update({k: q[k] for k in ("items", "collections") if q.get(k)})
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     t0 = time.perf_counter()
-    p = subprocess.run([*base, "ask", "--questions", f.name, "--no-hitl", "--json"],
+    p = subprocess.run([*base, "ask", "--questions", f.name, "--no-hitl", "--json"], cwd=args.tree,
                        capture_output=True, text=True, env=env, check=False)
     wall = time.perf_counter() - t0
     os.unlink(f.name)
@@ -199,7 +199,7 @@ def ask_turn(args: argparse.Namespace, question: str, session: str | None) -> di
     if session:
         cmd += ["--session", session]
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, cwd=args.tree)
     wall = round(time.perf_counter() - t0, 2)
     try:
         result: dict = json.loads(p.stdout)

@@ -254,7 +254,8 @@ def test_cli_ask_json_offline(small: tuple[Path, Any], capsys: pytest.CaptureFix
     assert out["status"] == "answered" and out["checkpoint"] is None
     assert "without a language model" in out["answer"]
     assert out["cited_sources"][0]["item_key"] == RAFT
-    assert set(out["cited_sources"][0]) == {"n", "item_key", "title", "authors", "year"}
+    assert set(out["cited_sources"][0]) == {"n", "item_key", "title", "authors", "year",
+                                               "retracted", "notice"}
     cited = [e for e in out["evidence"] if e["cited"]]
     assert cited and all(e["item_key"] == RAFT and e["text"] and e["support"] for e in cited)
     assert main(["--home", str(home), "sessions", "--json"]) == 0

@@ -37,6 +37,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_an_empty_home_says_how_to_index(
     tmp_path: Path, no_zotero: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    (tmp_path / "empty").mkdir()  # made, never indexed (a missing home is refused: a typo)
     home = str(tmp_path / "empty")
     code, out, _ = run(capsys, "--home", home, "status")
     assert code == 0 and re.search(r"items: 0$", out, re.MULTILINE)

@@ -86,7 +86,7 @@ def test_repeated_values_as_the_docs_write_them() -> None:
         (["discover", "raft", "--limit", "-1"], "argument --limit: -1 is too small"),
         (["search", "--type", "bogus", "x"], "argument --type: invalid choice: 'bogus'"),
         (["ask", "--budget", "0", "why?"], "budget: Input should be greater than or equal to 1"),
-        (["ask", "--model", "nonsense", "why?"], "--model: 'nonsense' is not a model string"),
+        (["ask", "--model", "nonsense", "why?"], "'nonsense' is not a model string"),
         (["ask", "--model", "openai:gpt-5.2", "why?"], "needs an API key: set the environment "
                                                      "variable OPENAI_API_KEY"),
         (["frobnicate"], "argument command: invalid choice: 'frobnicate'"),
@@ -97,6 +97,7 @@ def test_every_mistake_is_one_plain_line_and_exit_status_2(
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / "home").mkdir()  # a home that exists: the mistake is the argument's
     with pytest.raises(SystemExit) as ended:
         raise SystemExit(main(["--home", str(tmp_path / "home"), *argv]))
     out, err = capsys.readouterr()

@@ -198,16 +198,16 @@ def test_a_text_embedded_once_is_served_from_the_process_cache(
     """The reranker, the offline writer and the support score embed the same windows and
     sentences in one answer: a second Embedder in the process encodes only what is new."""
     encoded: list[str] = []
-    real = Embedder._encode
+    real = Embedder._embed_new  # the exported model at question time, else torch
 
-    def counting(self: Embedder, texts: list[str]) -> list[list[float]]:
+    def counting(self: Embedder, texts: list[str], threads: int | None) -> list[list[float]]:
         encoded.extend(texts)
-        return real(self, texts)
+        return real(self, texts, threads)
 
-    monkeypatch.setattr(Embedder, "_encode", counting)
+    monkeypatch.setattr(Embedder, "_embed_new", counting)
     first = Embedder().embed(["cache probe alpha", "cache probe beta"])
     second = Embedder().embed(["cache probe beta", "cache probe gamma", "cache probe beta"])
     assert encoded == ["cache probe alpha", "cache probe beta", "cache probe gamma"]
     assert second[0] == second[2] == first[1]
-    fresh = real(Embedder(), ["cache probe gamma"])[0]
+    fresh = Embedder()._encode(["cache probe gamma"])[0]
     np.testing.assert_allclose(second[1], fresh, atol=1e-5)

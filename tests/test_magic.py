@@ -66,7 +66,7 @@ def test_a_cell_asks_within_its_scope_in_the_panel(shell, home: Path) -> None:  
 @pytest.mark.parametrize(
     ("line", "says"),
     [
-        ("--model nonsense why?", "--model: 'nonsense' is not a model string"),
+        ("--model nonsense why?", "'nonsense' is not a model string"),
         ("--items NOSUCHK1 why?", "NOSUCHK1"),
         ("--budget 0 why?", "budget: Input should be greater than or equal to 1"),
         ("--bogus why?", "unrecognized arguments: --bogus"),

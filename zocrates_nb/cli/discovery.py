@@ -296,7 +296,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                     help="your Zotero library through the Web API (zotero.web)")
     an.add_argument("--dry-run", action="store_true", help="show the highlights, write nothing")
     an.add_argument("--yes", action="store_true", help="do not ask before writing")
-    an.add_argument("--json", action="store_true")
+    an.add_argument("--json", action="store_true", help=JSON_HELP)
     an.set_defaults(func=annotate_command)
 
 

@@ -100,7 +100,8 @@ class TurnPrinter:
         if r is None:
             r = TurnResult(session_id=self.session_id, turn_id=self.turn_id,
                            seconds=round(time.monotonic() - self.t0, 3))  # fmt: skip
-        view = self.client.view(r)  # the one view every surface receives
+        # The one view every surface receives (a printer without a client: the record's own).
+        view = self.client.view(r) if self.client is not None else TurnView.of(r)
         paused = None
         if self.checkpoint is not None:  # the stored card, else the event's own
             paused = view.checkpoint or CheckpointView(**self.checkpoint.model_dump())
