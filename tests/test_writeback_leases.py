@@ -57,7 +57,9 @@ def test_two_processes_saving_at_once_with_a_slow_zotero_create_each_paper_once(
 ) -> None:
     fake = FakeWebAPI() if to == "web" else FakeConnector()
     with fake as zotero:
-        zotero.post_delay = 2.0 if to == "web" else 0.7  # a Zotero busy saving
+        # A Zotero busy saving: long enough for the second process to start (slowly, on a
+        # loaded machine) and be at work while the batch is in flight.
+        zotero.post_delay = 6.0 if to == "web" else 0.7
         config = ({"web": {"library_id": "475425", "base_url": zotero.url}} if to == "web"
                   else {"connector_url": zotero.url})  # fmt: skip
         home = staged_home(tmp_path, config)
