@@ -1,7 +1,8 @@
 """End to end in a real browser: JupyterLab on loopback, Debian's Chromium driven by Playwright.
 
 A notebook opens the panel on the indexed sample library; the test types a question, sees the
-steps stream and a checkpoint card (budget 1), runs another cell while the turn is busy, clicks
+steps stream (the stop button showing) and a checkpoint card (budget 1), runs another cell
+while the turn is busy (when the turn outlives a cell's round trip), clicks
 "Synthesize with current evidence", gets a streamed answer with citations, opens a citation
 popover, opens a second view of the output, reloads the page (the pending card comes back and
 "Grant" resumes it), asks a library whose paper carries script payloads (nothing runs), and
