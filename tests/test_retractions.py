@@ -25,14 +25,19 @@ from zocrates_nb.online.retractions import CACHE, load
 from zocrates_nb.online.sources import crossref_item, openalex_work
 
 pytestmark = pytest.mark.corpus
-FIXTURES = corpus_path("online-fixtures")
+
+
+def fixtures() -> Path:
+    """The recorded OpenAlex and Crossref answers (the test skips without the corpus)."""
+    return corpus_path("online-fixtures")
+
 DYNAMO = "10.1145/1294261.1294281"  # flagged here (a made-up retraction, for the test)
 ZAB = "10.1109/dsn.2011.5958223"  # an expression of concern, made up too
 GFS = "10.1145/945445.945450"  # OpenAlex says retracted, Crossref has no notice
 
 
 def _recorded(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((FIXTURES / name).read_text("utf-8"))
+    data: dict[str, Any] = json.loads((fixtures() / name).read_text("utf-8"))
     return data
 
 
@@ -72,7 +77,7 @@ class ScholarlyRecord(FixtureServer):
 
 @pytest.fixture
 def server() -> Iterator[ScholarlyRecord]:
-    with ScholarlyRecord(FIXTURES) as srv:
+    with ScholarlyRecord(fixtures()) as srv:
         yield srv
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,6 +50,21 @@ MAX_DOC_FRACTION = 0.5
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def set_wal(db: sqlite3.Connection, wait: float = 10.0) -> None:
+    """Put the catalogue in WAL mode. Two processes opening a new catalogue at once race for
+    the change of journal mode, and SQLite answers the loser "database is locked" at once,
+    without its busy handler, so the loser tries again for a while."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 class IndexVersionError(ConfigError):
@@ -93,7 +109,7 @@ class Catalog:
         self._db.row_factory = sqlite3.Row
         try:
             with catalog_guard(path):  # a damaged file says so, in one sentence
-                self._db.execute("PRAGMA journal_mode=WAL")
+                set_wal(self._db)
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute("PRAGMA foreign_keys=OFF")
                 self._db.execute("PRAGMA busy_timeout=10000")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from zocrates_nb.index.lexical import set_wal
 from zocrates_nb.sessions.errors import SessionNotFound
 from zocrates_nb.sessions.migrations import migrate, result_json
 from zocrates_nb.sessions.records import SessionRecord, TurnStatus, to_datetime
@@ -37,7 +38,7 @@ class Database:
         self._timeout = timeout
         self._local = threading.local()
         conn = self._conn()
-        conn.execute("PRAGMA journal_mode=WAL")
+        set_wal(conn)  # two processes making a new home race for it
         self.schema_version = migrate(self._tx, self.path)
 
     def _conn(self) -> sqlite3.Connection:
