@@ -9,6 +9,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -245,6 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("zocrates-nb: interrupted", file=sys.stderr)
+        # A second Ctrl-C while the workers and stores close would end the process by the
+        # signal instead (status -2, a traceback): the one line above has said it all.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         return 130
     except Exception as e:  # not ours to explain: one plain line, details at debug level
         from zocrates_nb.app import describe_error, disk_full
