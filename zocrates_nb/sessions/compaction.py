@@ -179,8 +179,8 @@ def offline_summarize(previous: str, transcript: str) -> str:
     """An extractive summary for the offline engine (no language model): one line per question
     with the gist of its answer (the assistant's reply, or the answer a search returned), the
     previous summary's lines first. Every question keeps its line: beyond
-    OFFLINE_SUMMARY_CHARS the older lines grow shorter (their answers first), none is dropped,
-    so "what was my first question?" is answered right however long the conversation."""
+    OFFLINE_SUMMARY_CHARS the older lines' answers grow shorter, none is dropped, so "what was
+    my first question?" and what it found are answered right however long the conversation."""
     turns = [_parse_line(b) for b in previous.splitlines() if b.strip().startswith("- Asked:")]
     question: str | None = None
     for kind, body in _transcript_blocks(transcript):
@@ -199,11 +199,12 @@ def offline_summarize(previous: str, transcript: str) -> str:
 
 
 _LINE_RE = re.compile(r"^\s*-\s*Asked:\s*(.+?)(?:\s+—\s+answered:\s*(.*))?$")
-# How far an older line shrinks, step by step: (question chars, answer chars).
-# A question stays whole (up to QUESTION_CHARS): only answers shrink.
+# How far an older line shrinks: (question chars, answer chars). A question stays whole (up to
+# QUESTION_CHARS); an answer shrinks to its first sentence (up to FIRST_SENTENCE_CHARS), never
+# less: that is the fact a later turn refers to. Past that the summary grows instead.
 QUESTION_CHARS = 300
-_SHORTER = ((QUESTION_CHARS, OFFLINE_ANSWER_CHARS), (QUESTION_CHARS, 160), (QUESTION_CHARS, 60),
-            (QUESTION_CHARS, 0))  # fmt: skip
+FIRST_SENTENCE_CHARS = 300
+_SHORTER = ((QUESTION_CHARS, OFFLINE_ANSWER_CHARS), (QUESTION_CHARS, 0))
 _KEEP_FULL = 4  # the latest lines keep their full form
 
 
@@ -213,8 +214,9 @@ def _parse_line(line: str) -> tuple[str, str]:
 
 
 def _line(question: str, answer: str, q_chars: int, a_chars: int) -> str:
+    """One turn's record; `a_chars` 0: its answer's first sentence alone."""
     out = f"- Asked: {_clip(question, q_chars)}"
-    gist = _first_sentences(answer, a_chars) if answer and a_chars else ""
+    gist = _first_sentences(answer, a_chars or 1, limit=FIRST_SENTENCE_CHARS) if answer else ""
     return out + (f" — answered: {gist}" if gist else "")
 
 
@@ -291,14 +293,16 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
-def _first_sentences(text: str, n: int) -> str:
+def _first_sentences(text: str, n: int, limit: int | None = None) -> str:
+    """The sentences of `text` that fit in `n` characters; the first one always (clipped at
+    `limit`, else at `n`)."""
     text = " ".join(text.split())
     out = ""
     for sentence in re.split(r"(?<=[.!?])\s+", text):
         if out and len(out) + len(sentence) + 1 > n:
             break
         out = f"{out} {sentence}".strip()
-    return _clip(out, n)
+    return _clip(out, max(n, limit or n))
 
 
 # --- compaction -----------------------------------------------------------------------------
