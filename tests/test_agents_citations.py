@@ -130,3 +130,29 @@ def test_offline_support_score_separates_quotes_from_unrelated_claims() -> None:
     unrelated = engine.support("Tomato plants need warm soil and deep watering.", passage)
     assert quote == 1.0
     assert paraphrase > 0.5 > unrelated
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("timeouts¹.", "timeouts [1]."),
+        ("timeouts.² Then", "timeouts. [2] Then"),
+        ("timeouts¹⁻³.", "timeouts [1, 2, 3]."),
+        ("votes [1, 2, and 3].", "votes [1, 2, 3]."),
+        ("votes [S1, S2].", "votes [1, 2]."),
+        ("votes [citation:4].", "votes [4]."),
+        ("votes (Sources: 1, 2).", "votes [1, 2]."),
+        ("votes [2](https://example.com/a).", "votes [2]."),
+        ("votes [^3^].", "votes [3]."),
+        # Numbers that are not citations stay as they are.
+        ("an area of 10² m and 5 km² only", "an area of 10² m and 5 km² only"),
+        ("where x^{2} grows", "where x^{2} grows"),
+        ("in step (2) and Table [3]", "in step (2) and Table [3]"),
+    ],
+)
+def test_citation_forms_read_and_numbers_that_are_not_citations_kept(
+    written: str, read: str
+) -> None:
+    from zocrates_nb.agents.citation_forms import read_forms
+
+    assert read_forms(written) == read

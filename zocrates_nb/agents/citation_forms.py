@@ -1,7 +1,8 @@
 """The citation grammar: every form a model cites with, read into one explicit marker.
 
 Models cite in many forms: `[1]`, `[1, 2]`, `[1-3]` (or `[3-1]`), `[1][2]`, `【1】` and
-`【4:0†source】`, `[^1]`, `(2)`, `[[1]]`, `<sup>1</sup>`, `(Source 2)`. Every form becomes the
+`【4:0†source】`, `[1†L10-L15]`, `[^1]`, `(2)`, `[[1]]`, `<sup>1</sup>`, `<cite>1</cite>`,
+`timeouts¹`, `{1}`, `[S1]`, `(Source 2)`, `[citation:3]`, `[1](#source-1)`. Every form becomes the
 one marker the check reads, `[n, m]` with explicit passage numbers, so each occurrence is
 verified like any other: no form can keep a claim that looks cited but was never checked. A
 number that names no passage stays in the marker (the check removes it and flags the
@@ -18,7 +19,7 @@ RANGE_CAP = 5  # a range may name at most this many passages (`[2-6]`); wider is
 NO_PASSAGE = 0  # a number that names no passage: what a flagged range becomes
 
 _NUM = r"\d{1,12}"
-_LIST = rf"{_NUM}(?:\s*(?:,|;|-|–|—|and|&)\s*{_NUM})*"
+_LIST = rf"{_NUM}(?:\s*(?:,\s*(?:and|&)|,|;|-|–|—|and|&)\s*{_NUM})*"
 
 # Words before a number that make it not a citation: `Table [2]`, `Equation (3)`, `step (2)`.
 NOT_CITING = re.compile(
@@ -29,19 +30,33 @@ NOT_CITING = re.compile(
 
 # `【1】`, `【4:0†source】`, `【1, 2】`, fullwidth `［1］`: the first number of each entry counts.
 _LENTICULAR_RE = re.compile(r"[【［]\s*((?:\d{1,12}(?::\d+)?(?:†[^】］\n]{0,40})?[\s,;]*)+)[】］]")
-# `[^1]` references; a footnote's own definition line (`[^1]: …`) is dropped whole.
-_FOOTNOTE_DEF_RE = re.compile(r"^[ \t]*\[\^\d{1,12}\]:.*(?:\n|$)", re.M)
-_FOOTNOTE_RE = re.compile(rf"\[\^({_NUM})\]")
-# `[[1]]`, `[#1]`, `^[1]`, `<sup>1</sup>`, `<sup>[1]</sup>`.
+# `[1†L10-L15]`, `[2†source]` (a browsing model's marks): the number counts.
+_DAGGER_RE = re.compile(r"\[\s*(\d{1,12})\s*†[^\]\n]{0,40}\]")
+# `[^1]` (and `[^1^]`) references; a footnote's own definition line (`[^1]: …`) is dropped.
+_FOOTNOTE_DEF_RE = re.compile(r"^[ \t]*\[\^\d{1,12}\^?\]:.*(?:\n|$)", re.M)
+_FOOTNOTE_RE = re.compile(rf"\[\^({_NUM})\^?\]")
+# `[[1]]`, `[#1]`, `^[1]`, `<sup>1</sup>`, `<sup>[1]</sup>`, `<cite>1</cite>`, `<ref>2</ref>`,
+# `{1}` (never `x^{2}` nor `\cite{3}`), `[S1]` and `[P2]`.
 _DOUBLE_RE = re.compile(rf"\[\[\s*({_LIST})\s*\]\]")
 _HASH_RE = re.compile(rf"\[\s*#\s*({_NUM})\s*\]")
 _CARET_RE = re.compile(rf"\^\[\s*({_LIST})\s*\]")
-_SUP_RE = re.compile(rf"<sup>\s*\[?\s*({_LIST})\s*\]?\s*</sup>", re.I)
-# `(Source 2)`, `[Sources 1, 2]`, `(passage 3)`, `[ref. 4]`, `(citation 5)`, `[Chunk 3]`.
+_SUP_RE = re.compile(rf"<(sup|cite|ref)>\s*\[?\s*({_LIST})\s*\]?\s*</\1>", re.I)
+_CURLY_RE = re.compile(rf"(?<![\w^_\\$}}]){{\s*({_LIST})\s*}}")
+_LETTER_RE = re.compile(rf"\[\s*[SsPp]({_NUM}(?:\s*,\s*[SsPp]?{_NUM})*)\s*\]")
+# `(Source 2)`, `[Sources: 1, 2]`, `(passage 3)`, `[ref. 4]`, `[citation:5]`, `[Chunk 3]`.
 _WORDY_RE = re.compile(
-    rf"[\[(]\s*(?:chunks?|sources?|evidence|refs?\.?|references?|passages?|citations?|doc)"
-    rf"\s*#?\s*({_LIST})\s*[\])]",
+    rf"[\[(]\s*(?:chunks?|sources?|evidence|refs?\.?|references?|passages?|citations?|cite|"
+    rf"docs?|documents?|excerpts?|src)\s*[#:]?\s*({_LIST})\s*[\])]",
     re.I,
+)
+# A marker made a link (`[1](#source-1)`, `[2](https://…)`): the marker alone.
+_LINKED_RE = re.compile(rf"\[\s*({_LIST})\s*\]\((?:#|https?://)[^()\s]{{0,300}}\)")
+# Superscript digits after a word or a sentence's punctuation (`timeouts¹`, `elected.²`,
+# `¹⁻³`), never after a number or a short unit (`10²`, `m²`, `km²`).
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_SUPERSCRIPT_RE = re.compile(
+    r"(?:(?<=[A-Za-z]{3})|(?<=[.,;:!?)\]”\"'’]))[ \t]?([⁰¹²³⁴⁵⁶⁷⁸⁹]+(?:[,⁻][⁰¹²³⁴⁵⁶⁷⁸⁹]+)*)"
+    r"(?![\w⁰¹²³⁴⁵⁶⁷⁸⁹])"
 )
 # `(2)`, `(1, 3)`, `(2-4)` standing for a source: after a word and a space, before a sentence's
 # punctuation or its end; never an enumeration (`(1) first … (2) second`) nor `O(1)`.
@@ -96,11 +111,18 @@ def read_forms(text: str) -> str:
         ids = parse_ids(m.group(1))
         return " " + marker(ids) if ids else m.group(0)
 
+    def superscript(m: re.Match[str]) -> str:
+        return " " + marker(parse_ids(m.group(1).translate(_SUPERSCRIPTS)))
+
     out = _LENTICULAR_RE.sub(lenticular, text)
+    out = _DAGGER_RE.sub(r"[\1]", out)
     out = _FOOTNOTE_DEF_RE.sub("", out)
     out = _FOOTNOTE_RE.sub(r"[\1]", out)
-    for pattern in (_DOUBLE_RE, _HASH_RE, _CARET_RE, _SUP_RE, _WORDY_RE):
+    out = _SUP_RE.sub(lambda m: marker(parse_ids(m.group(2))) or m.group(0), out)
+    out = _SUPERSCRIPT_RE.sub(superscript, out)
+    for pattern in (_DOUBLE_RE, _HASH_RE, _CARET_RE, _CURLY_RE, _WORDY_RE, _LINKED_RE):
         out = pattern.sub(lambda m: marker(parse_ids(m.group(1))) or m.group(0), out)
+    out = _LETTER_RE.sub(lambda m: marker(parse_ids(re.sub(r"[SsPp]", "", m.group(1)))), out)
     out = _PAREN_RE.sub(paren, out)
     out = MARKER_RE.sub(explicit, out)  # ranges made explicit, reversed ones ordered
     return _RUN_RE.sub(_merge, out)

@@ -23,7 +23,7 @@ from pydantic_ai import Agent, ToolOutput
 from zocrates_nb.agents import answerability
 from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.parts import Part, core_goal, heading, short_title
-from zocrates_nb.agents.prompts import fenced
+from zocrates_nb.agents.prompts import fenced, neutral
 from zocrates_nb.agents.runtime import RoleModel, TurnContext, role_call
 from zocrates_nb.index.names import Catalogue
 from zocrates_nb.text import safe_text, shorten
@@ -117,6 +117,9 @@ def accepted(split: QuestionSplit, said: list[str], catalogue: Catalogue | None)
         name = subject[:1].upper() + subject[1:]
         if len(titles) == 1 and any(m.author for m in mentions) and not subject.isupper():
             name = f"{short_title(titles[0])} ({subject})"  # "Lamport": the paper is the subject
+        # Model text that goes into later prompts and the record: it cannot open or close a
+        # prompt's block.
+        text, subject, name = neutral(text), neutral(subject), neutral(name)
         text = text if text.endswith(("?", ".")) else text + "?"
         part = Part(text=text, subject=subject, items=keys, titles=titles, name=name)
         part.heading = heading(text, subject, name)
