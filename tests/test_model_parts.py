@@ -13,6 +13,7 @@ from agents_helpers import run, terminal
 from scripted_helpers import assert_usage_served, of_role, open_app, roles
 
 from zocrates_nb.devtools.scripted_openai import (
+    Hang,
     Request,
     ScriptedOpenAI,
     Status,
@@ -35,10 +36,10 @@ NAMED = "How does Raft elect a leader, and how does BM25 weigh a query term?"
 
 
 def ask(tmp_path: Path, llm: ScriptedOpenAI, index: Any, route: str, question: str,
-        parts: Any) -> tuple[Any, Any]:  # fmt: skip
+        parts: Any, **models: Any) -> tuple[Any, Any]:  # fmt: skip
     llm.set_script(roles(coordinator=lambda req: tool("search_library", request=question),
                          parts=parts))  # fmt: skip
-    app = open_app(tmp_path, llm, index, route)
+    app = open_app(tmp_path, llm, index, route, **models)
     sid = app.new_session()
     events = run(app.ask(question, session_id=sid, hitl=False))
     final = terminal(events)
@@ -100,6 +101,7 @@ BAD = {
     "too-many-parts": (too_many, "9 parts"),
     "invalid-arguments": (lambda req: bad_args(req.tools[0]), "sent unusable output twice"),
     "server-error": (lambda req: Status(500), "failed with a server error (HTTP 500)"),
+    "hang": (lambda req: Hang(30), "did not finish answering within models.timeout = 3 s"),
 }
 
 
@@ -108,7 +110,8 @@ def test_a_split_the_model_gets_wrong_falls_back_to_the_engines_and_says_so(
     tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str,
     script: Any, said: str,
 ) -> None:  # fmt: skip
-    final, events = ask(tmp_path, scripted_llm, small_index, model_route, NAMED, script)
+    final, events = ask(tmp_path, scripted_llm, small_index, model_route, NAMED, script,
+                        timeout=3)  # fmt: skip
     assert [p.subject for p in final.parts] == ["Raft", "BM25"]  # the engine's rules
     assert split_step(events).detail["split_by"] == "engine"
     note = [w for w in final.warnings if w.startswith("The question was split into parts by "
