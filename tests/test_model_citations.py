@@ -104,6 +104,7 @@ FORMS = {
     "curly": ("{1}", "{2}"),
     "lettered": ("[S1]", "[S2]"),
     "linked": ("[1](#source-1)", "[2](https://example.com/2)"),
+    "author-year": ("(Raft et al., 2020)", "(Smith and Jones, 2019)"),
 }
 
 
@@ -118,7 +119,7 @@ def test_every_citation_form_is_checked_and_an_invented_claim_never_shown_cited(
     assert f"{INVENTED} [unsupported]" in final.answer
     assert f"{INVENTED}." in final.unsupported_claims
     for leftover in ("【", "[^", "<sup>", "^[", "Source", "Passage", "(1", "citation", "†",
-                     "cite>", "ref>", "{", "¹", "²", "[S", "]("):  # fmt: skip
+                     "cite>", "ref>", "{", "¹", "²", "[S", "](", "et al", "Smith"):  # fmt: skip
         assert leftover not in final.answer, final.answer
     judged = {claim_and_passage(r)[0].strip() for r in of_role(scripted_llm, "verifier")}
     if true_form == "[1-30]":  # too wide to check: flagged, never expanded into 30 checks

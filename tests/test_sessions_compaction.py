@@ -312,3 +312,18 @@ def test_a_lossy_model_summarizer_loses_no_turn_through_app_ask(
     summary = app.history(sid)  # the stored record of the session is whole too
     assert [t.prompt for t in summary] == [_question(k) for k in range(turns)]
     assert seen.count(lossy) == 1  # the model's notes replace its earlier notes, never pile up
+
+
+def test_a_long_question_and_its_answers_first_sentence_are_never_cut() -> None:
+    """However many turns, an older record shrinks to its question as asked and the first
+    sentence of its answer (a pasted paragraph of a question included), never less."""
+    long_q = "Given that " + "the replicated log grows with every command, " * 18 + "why?"
+    first = "The log is compacted by snapshots taken on each server " + "independently, " * 12
+    first = first.rstrip(", ") + "."
+    transcript = "\n".join(
+        f"User: {long_q if i == 0 else f'question {i}?'}\nAssistant: {first} " + "More. " * 80
+        for i in range(30)
+    )
+    summary = offline_summarize("", transcript)
+    assert len(long_q) > 800 and long_q in summary
+    assert summary.count(first) == 30

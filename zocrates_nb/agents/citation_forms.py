@@ -14,6 +14,7 @@ into one, so a sentence is judged by all the passages it cites together, whateve
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 RANGE_CAP = 5  # a range may name at most this many passages (`[2-6]`); wider is flagged
 NO_PASSAGE = 0  # a number that names no passage: what a flagged range becomes
@@ -128,6 +129,63 @@ def read_forms(text: str) -> str:
     return _RUN_RE.sub(_merge, out)
 
 
+# ---------------------------------------------------------------------------- author and year
+# `(Ongaro and Ousterhout, 2014)`, `(Lamport et al. 1998; Liskov 2012)`, `[Ongaro 2014]`, and
+# the narrative `Ongaro et al. (2014) show`: a paper named by its authors and year, not by a
+# number. Each is read into the numbers of the passages from that paper (at most `RANGE_CAP`,
+# in the order they were given), so the sentence is judged by them; one that names no paper
+# the answer was given becomes `[0]` (flagged), never a citation left unchecked.
+_NAME = r"[A-Z][\w'’\-]+(?:\s+(?:van|von|de|der|da|di|du|le|la)\s+[A-Z][\w'’\-]+)?"
+_AUTHORS = rf"(?P<first>{_NAME})(?P<more>\s+et\s+al\.?|\s+(?:and|&)\s+{_NAME})?"
+_YEAR = r"(?P<year>(?:1[89]|20)\d{2})[a-z]?"
+_ENTRY_RE = re.compile(
+    rf"^\s*(?:(?:see|e\.g\.,?|cf\.|i\.e\.,?)\s+)?{_AUTHORS}(?P<comma>\s*,)?\s*{_YEAR}"
+    r"(?:\s*,\s*pp?\.\s*\d+(?:\s*[-–]\s*\d+)?)?\s*$"
+)
+_GROUP_RE = re.compile(r"[ \t]*[(\[]([^()\[\]\n]{6,240})[)\]]")
+_NARRATIVE_RE = re.compile(rf"\b{_AUTHORS}\s+\({_YEAR}\)")
+
+Paper = tuple[Sequence[str], int | None]  # a passage's paper: its authors and year
+
+
+def _passages_of(m: re.Match[str], papers: Sequence[Paper]) -> list[int] | None:
+    """The passage numbers of the paper an author-year entry names; None when it names none
+    and does not read as a citation (`(March 2019)`), [0] when it reads as one."""
+    surname = m.group("first").split()[-1].casefold()
+    year = int(m.group("year"))
+    found = [
+        n for n, (authors, y) in enumerate(papers, 1)
+        if y == year and any(surname in re.split(r"[\s,]+", a.casefold()) for a in authors)
+    ][:RANGE_CAP]  # fmt: skip
+    if found:
+        return found
+    cited_look = m.group("more") or ("comma" in m.groupdict() and m.group("comma"))
+    return [NO_PASSAGE] if cited_look else None
+
+
+def read_author_year(text: str, papers: Sequence[Paper]) -> str:
+    """`text` with author-year citations read into `[n, m]` markers (see above); `papers[i]`
+    is passage i+1's paper."""
+
+    def group(m: re.Match[str]) -> str:
+        ids: list[int] = []
+        for entry in re.split(r"\s*;\s*", m.group(1)):
+            e = _ENTRY_RE.match(entry)
+            found = _passages_of(e, papers) if e else None
+            if found is None:
+                return m.group(0)  # not (wholly) a citation: left as written
+            ids.extend(found)
+        return " " + marker(list(dict.fromkeys(ids)))
+
+    def narrative(m: re.Match[str]) -> str:
+        found = _passages_of(m, papers)
+        if found is None:
+            return m.group(0)
+        return m.group(0)[: m.start("year") - m.start() - 1].rstrip() + " " + marker(found)
+
+    return _NARRATIVE_RE.sub(narrative, _GROUP_RE.sub(group, text))
+
+
 def _merge(m: re.Match[str]) -> str:
     ids: list[int] = []
     for inner in MARKER_RE.findall(m.group(0)):
@@ -135,4 +193,14 @@ def _merge(m: re.Match[str]) -> str:
     return marker(list(dict.fromkeys(ids)))
 
 
-__all__ = ["MARKER_RE", "NO_PASSAGE", "RANGE_CAP", "citing", "marker", "parse_ids", "read_forms"]
+__all__ = [
+    "MARKER_RE",
+    "NO_PASSAGE",
+    "RANGE_CAP",
+    "Paper",
+    "citing",
+    "marker",
+    "parse_ids",
+    "read_author_year",
+    "read_forms",
+]

@@ -202,7 +202,7 @@ _LINE_RE = re.compile(r"^\s*-\s*Asked:\s*(.+?)(?:\s+—\s+answered:\s*(.*))?$")
 # How far an older line shrinks: (question chars, answer chars). A question stays whole (up to
 # QUESTION_CHARS); an answer shrinks to its first sentence (up to FIRST_SENTENCE_CHARS), never
 # less: that is the fact a later turn refers to. Past that the summary grows instead.
-QUESTION_CHARS = 300
+QUESTION_CHARS = 1000  # a question as asked (a pasted paragraph is clipped here)
 FIRST_SENTENCE_CHARS = 300
 _SHORTER = ((QUESTION_CHARS, OFFLINE_ANSWER_CHARS), (QUESTION_CHARS, 0))
 _KEEP_FULL = 4  # the latest lines keep their full form
