@@ -165,3 +165,21 @@ def test_a_stream_cut_short_is_booked_unmetered_never_free(
     assert usage.roles["synthesizer"].requests == sent >= 1
     assert usage.roles["synthesizer"].unmetered == sent  # its prompt was sent, not counted
     assert_usage_served(usage, scripted_llm)
+
+
+def test_a_verifier_that_refuses_the_key_is_asked_once_and_the_turn_says_why(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    answer = ("Raft elects a leader with randomized election timeouts [1]. A follower that "
+              "hears no heartbeat becomes a candidate [1]. The candidate wins the election "
+              "with a majority [1].")  # fmt: skip
+    scripted_llm.set_script(roles(synthesizer=lambda req: text(answer),
+                                  verifier=lambda req: bad_key()))  # fmt: skip
+    app = open_app(tmp_path, scripted_llm, small_index, model_route)
+    sid = app.new_session()
+    final = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert final.type == "final" and final.citations_verified is False, final
+    assert len(of_role(scripted_llm, "verifier")) == 1  # not once per citation
+    assert any("verifier model" in w and "rejected the API key" in w for w in final.warnings)
+    assert "Citations not verified" in final.answer
+    assert_usage_served(app.history(sid)[-1].usage, scripted_llm)
