@@ -120,3 +120,26 @@ def test_a_split_the_model_gets_wrong_falls_back_to_the_engines_and_says_so(
     assert "Kubernetes" not in final.answer and final.evidence
     assert final.usage.roles["parts"].requests == len(of_role(scripted_llm, "parts")) >= 1
 
+
+
+@pytest.mark.parametrize(
+    ("subjects", "said"),
+    [
+        (["the", "Python"], "names nothing"),  # a span of the question, but no name
+        (["thon", "R"], "neither in the question"),  # inside a word is not a span
+        (["Python", "python"], "twice"),
+        (["R", "x" * 101], "longer than"),
+    ],
+)
+def test_the_models_parts_are_bounded(subjects: list[str], said: str) -> None:
+    from zocrates_nb.agents.model_parts import QuestionSplit, UnusableSplit, accepted
+
+    question = "How do R and Python handle missing values in the consensus paper?"
+    split = QuestionSplit(parts=[{"question": f"How does {s} do it?", "subject": s}
+                                 for s in subjects])  # fmt: skip
+    with pytest.raises(UnusableSplit, match=said):
+        accepted(split, [question], None)
+    fine = QuestionSplit(parts=[{"question": "How does R handle missing values", "subject": "R"},
+                                {"question": "How does Python handle them?", "subject": "Python"}])
+    assert [(p.subject, p.text) for p in accepted(fine, [question], None)] == [
+        ("R", "How does R handle missing values?"), ("Python", "How does Python handle them?")]

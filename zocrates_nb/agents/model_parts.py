@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import re
 
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, ToolOutput
@@ -26,7 +27,7 @@ from zocrates_nb.agents.parts import Part, core_goal, heading, short_title
 from zocrates_nb.agents.prompts import fenced, neutral
 from zocrates_nb.agents.runtime import RoleModel, TurnContext, role_call
 from zocrates_nb.index.names import Catalogue
-from zocrates_nb.text import safe_text, shorten
+from zocrates_nb.text import STOPWORDS, safe_text, shorten, terms
 
 log = logging.getLogger("zocrates_nb.agents.parts")
 
@@ -103,9 +104,12 @@ def accepted(split: QuestionSplit, said: list[str], catalogue: Catalogue | None)
             raise UnusableSplit("a part had no question or no subject")
         if len(text) > PART_CHARS or len(subject) > SUBJECT_CHARS:
             raise UnusableSplit(f"a part was longer than {PART_CHARS} characters")
+        if not terms(subject) and not (subject.isalnum() and subject.lower() not in STOPWORDS):
+            raise UnusableSplit(f"it named “{shorten(subject, 60)}”, which names nothing")
         mentions = cat.mentions(subject, " ".join(said))
         keys = list(dict.fromkeys(k for m in mentions for k in m.keys))
-        if subject.casefold() not in words and not keys:
+        spoken = re.search(rf"(?<!\w){re.escape(subject.casefold())}(?!\w)", words)
+        if not spoken and not keys:
             raise UnusableSplit(
                 f"it named “{shorten(subject, 60)}”, which is neither in the question nor a "
                 "name your library knows"
