@@ -257,6 +257,11 @@ def test_a_lossy_summarizer_loses_no_turn(tmp_path: Path) -> None:
     for q in questions[:-2]:  # the compacted ones: their answers' facts too
         assert f"Answer to: {q}" in summary, q
     assert summary.count("The user asked some questions.") == 1
+    # Kept as one typed record per turn, which the summary's text is rendered from.
+    info = store.get_state(sid).compaction
+    assert info is not None
+    assert [t.question for t in info.turns] == questions[:-2]
+    assert all(t.answer.startswith(f"Answer to: {t.question}") for t in info.turns)
 
 
 SYSTEMS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

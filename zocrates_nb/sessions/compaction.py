@@ -40,7 +40,7 @@ from pydantic_ai.messages import (
 )
 
 from zocrates_nb.sessions.records import COMPLETED_STATUSES
-from zocrates_nb.sessions.state import CompactionInfo, SessionState
+from zocrates_nb.sessions.state import CompactedTurn, CompactionInfo, SessionState
 from zocrates_nb.sessions.store import SessionStore
 
 SUMMARY_PREFIX = "Summary of earlier conversation: "
@@ -181,21 +181,37 @@ def offline_summarize(previous: str, transcript: str) -> str:
     previous summary's lines first. Every question keeps its line: beyond
     OFFLINE_SUMMARY_CHARS the older lines' answers grow shorter, none is dropped, so "what was
     my first question?" and what it found are answered right however long the conversation."""
-    turns = [_parse_line(b) for b in previous.splitlines() if b.strip().startswith("- Asked:")]
+    return render_turns([*parse_turns(previous), *turns_of(transcript)])
+
+
+def parse_turns(summary: str) -> list[CompactedTurn]:
+    """The per-turn records of a summary's text (a session compacted before they were kept)."""
+    lines = [b for b in summary.splitlines() if b.strip().startswith("- Asked:")]
+    return [CompactedTurn(question=q, answer=a) for q, a in map(_parse_line, lines)]
+
+
+def turns_of(transcript: str) -> list[CompactedTurn]:
+    """One record per question of a transcript: the question as asked, its answer's gist."""
+    turns: list[CompactedTurn] = []
     question: str | None = None
     for kind, body in _transcript_blocks(transcript):
         if kind == "user":
             if question is not None:
-                turns.append((question, ""))
+                turns.append(CompactedTurn(question=question))
             question = " ".join(body.split())
         elif kind in ("assistant", "answer") and question is not None:
             gist = answer_gist(body, OFFLINE_ANSWER_CHARS)
             if gist:
-                turns.append((question, gist))
+                turns.append(CompactedTurn(question=question, answer=gist))
                 question = None
     if question is not None:
-        turns.append((question, ""))
-    return _fit(turns, OFFLINE_SUMMARY_CHARS)
+        turns.append(CompactedTurn(question=question))
+    return turns
+
+
+def render_turns(turns: Sequence[CompactedTurn]) -> str:
+    """The records as the summary's lines, the older ones shortened to fit."""
+    return _fit([(t.question, t.answer) for t in turns], OFFLINE_SUMMARY_CHARS)
 
 
 _LINE_RE = re.compile(r"^\s*-\s*Asked:\s*(.+?)(?:\s+—\s+answered:\s*(.*))?$")
@@ -350,7 +366,10 @@ async def compact(
 
     # Every turn keeps its record (its question verbatim, the gist of its answer), whatever
     # a model summarizer leaves out; a model's summary is added to it, never in its place.
-    turns_record = offline_summarize(previous, transcript)
+    prior_info = (await asyncio.to_thread(store.get_state, session_id)).compaction
+    kept = list(prior_info.turns) if prior_info and prior_info.turns and previous else []
+    records = [*(kept or parse_turns(previous)), *turns_of(transcript)]
+    turns_record = render_turns(records)
     if summarize is offline_summarize:
         text = turns_record
     else:
@@ -377,6 +396,7 @@ async def compact(
         prior = state.compaction
         state.compaction = CompactionInfo(
             summary=text.strip(),
+            turns=records,
             compacted_turns=(prior.compacted_turns if prior and previous else 0) + newly,
             through_turn_index=max(through, prior.through_turn_index if prior else 0),
             times=(prior.times + 1) if prior and previous else 1,
