@@ -143,3 +143,17 @@ def test_the_models_parts_are_bounded(subjects: list[str], said: str) -> None:
                                 {"question": "How does Python handle them?", "subject": "Python"}])
     assert [(p.subject, p.text) for p in accepted(fine, [question], None)] == [
         ("R", "How does R handle missing values?"), ("Python", "How does Python handle them?")]
+
+
+def test_a_split_that_outlasts_its_own_bound_falls_back_without_waiting_for_the_model(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    from zocrates_nb.agents import model_parts
+
+    monkeypatch.setattr(model_parts, "TIMEOUT", 1.5)  # models.timeout stays 30 s
+    final, _ = ask(tmp_path, scripted_llm, small_index, model_route, NAMED,
+                   lambda req: Hang(30), timeout=30)  # fmt: skip
+    assert [p.subject for p in final.parts] == ["Raft", "BM25"]
+    assert any("did not split it within 1.5 s" in w for w in final.warnings), final.warnings
+    assert final.timings["parts"] < 5

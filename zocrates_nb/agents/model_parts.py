@@ -36,7 +36,7 @@ OUTPUT_TOOL = "question_parts"  # the structured output's tool, as the wire name
 MAX_PARTS = 6  # more than this is not a compound question but a reading list
 PART_CHARS = 400  # one part's standalone question
 SUBJECT_CHARS = 100  # the name a part is about
-TIMEOUT = 30.0  # seconds at most (or models.timeout, if shorter) before the engine splits it
+TIMEOUT = 30.0  # seconds at most (models.timeout, if shorter) before the engine splits it
 SAID = "The question was split into parts by the engine's own rules"  # a fallback's warning
 
 INSTRUCTION = """\
@@ -148,20 +148,26 @@ async def question_parts(turn: TurnContext, goal: str) -> tuple[list[Part], str]
     question = core_goal(goal)
     prm = _parts_model(rm)
     limit = rm.settings.get("request_timeout") if rm.settings else None
-    timeout = min(TIMEOUT, float(limit)) if isinstance(limit, int | float) else TIMEOUT
-    try:
-        with turn.phase("parts", role="search"), role_call(prm, turn) as call:
-            result = await asyncio.wait_for(
-                parts_agent.run(fenced("question", question), model=prm.model,
-                                model_settings=rm.settings or None, run_id=call.run_id),
-                timeout,
-            )  # fmt: skip
+    # Our own bound only where it is shorter than the model's own deadline (which says itself).
+    timeout = TIMEOUT if not isinstance(limit, int | float) or limit > TIMEOUT else None
+
+    async def split() -> QuestionSplit:
+        with role_call(prm, turn) as call:
+            result = await parts_agent.run(fenced("question", question), model=prm.model,
+                                           model_settings=rm.settings or None, run_id=call.run_id)
         turn.usage.add_run(prm, result.usage)
-        return accepted(result.output, [question, turn.user_query], catalogue), "model"
+        return result.output
+
+    try:
+        with turn.phase("parts", role="search"):
+            answer = await asyncio.wait_for(split(), timeout)
+        return accepted(answer, [question, turn.user_query], catalogue), "model"
     except UnusableSplit as e:
         why = f"the search model's split could not be used ({e})."
     except ModelCallError as e:
         why = str(e)[:1].lower() + str(e)[1:]
+    except TimeoutError:  # our bound, shorter than models.timeout
+        why = f"the search model did not split it within {timeout:g} s."
     except Exception as e:  # a model's answer must never lose the turn
         log.warning("the model's split of the question failed: %s", type(e).__name__)
         why = "the search model's split could not be used."
