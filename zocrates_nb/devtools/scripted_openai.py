@@ -13,9 +13,13 @@ configures a model: `{"models": {"base": {"model": "openai:scripted", "base_url"
 server.url}}}`.
 
 A script is a list of steps, served in order, or a callable that sees each `Request` (its
-messages, tools, `tool_choice`) and returns the step. Every request is recorded with an
-estimate of its prompt tokens, and the usage a served answer reports is that estimate, so a
-test can compare what the app counted with what the server served, exactly.
+messages, tools, `tool_choice`, and which zocrates role sent it: coordinator, parts, search,
+synthesizer, verifier, compactor…) and returns the step; `by_role` keeps one script per role,
+and `structured` answers a structured-output request (a question's parts, a verdict) as a real
+server does, by the request's output tool or its JSON schema. `bad_key()` is OpenAI's 401.
+Every request is recorded with an estimate of its prompt tokens, and the usage a served answer
+reports is that estimate, so a test can compare what the app counted with what the server
+served, exactly.
 """
 
 from __future__ import annotations
