@@ -16,6 +16,7 @@ from zocrates_nb.devtools.scripted_openai import (
     Step,
     by_role,
     model_config,
+    structured,
     text,
     tool,
 )
@@ -53,13 +54,21 @@ def verifier(req: Request) -> Step:
     return tool(req.tools[0], supported_probability=0.9, reason="stated")
 
 
+def one_question(req: Request) -> Step:
+    """The question's parts, as a model reads a question that asks one thing: none."""
+    return structured(req, {"parts": []})
+
+
 def roles(**overrides: Any) -> Any:
-    """A script per role: search once, answer `ANSWER`, judge every citation supported."""
+    """A script per role: the question is one (no parts), search once, answer `ANSWER`, judge
+    every citation supported, summarize in one sentence."""
     scripts: dict[str, Any] = {
         "coordinator": coordinator,
+        "parts": one_question,
         "search": searcher,
         "synthesizer": lambda req: text(ANSWER),
         "verifier": verifier,
+        "compactor": lambda req: text("The researcher asked how Raft elects a leader."),
     }
     return by_role(**{**scripts, **overrides})
 

@@ -130,3 +130,57 @@ def test_offline_support_score_separates_quotes_from_unrelated_claims() -> None:
     unrelated = engine.support("Tomato plants need warm soil and deep watering.", passage)
     assert quote == 1.0
     assert paraphrase > 0.5 > unrelated
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("timeouts¹.", "timeouts [1]."),
+        ("timeouts.² Then", "timeouts. [2] Then"),
+        ("timeouts¹⁻³.", "timeouts [1, 2, 3]."),
+        ("votes [1, 2, and 3].", "votes [1, 2, 3]."),
+        ("votes [S1, S2].", "votes [1, 2]."),
+        ("votes [citation:4].", "votes [4]."),
+        ("votes (Sources: 1, 2).", "votes [1, 2]."),
+        ("votes [2](https://example.com/a).", "votes [2]."),
+        ("votes [^3^].", "votes [3]."),
+        # Numbers that are not citations stay as they are.
+        ("an area of 10² m and 5 km² only", "an area of 10² m and 5 km² only"),
+        ("where x^{2} grows", "where x^{2} grows"),
+        ("in step (2) and Table [3]", "in step (2) and Table [3]"),
+    ],
+)
+def test_citation_forms_read_and_numbers_that_are_not_citations_kept(
+    written: str, read: str
+) -> None:
+    from zocrates_nb.agents.citation_forms import read_forms
+
+    assert read_forms(written) == read
+
+
+PAPERS = [(["Diego Ongaro", "John Ousterhout"], 2014), (["Lamport, Leslie"], 1998),
+          (["Diego Ongaro", "John Ousterhout"], 2014)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("Leaders time out (Ongaro and Ousterhout, 2014).", "Leaders time out [1, 3]."),
+        ("Hard (Lamport 1998; Ongaro et al., 2014).", "Hard [2, 1, 3]."),
+        ("Ongaro et al. (2014) show it.", "Ongaro et al. [1, 3] show it."),
+        ("As [Lamport, 1998, p. 5] says.", "As [2] says."),
+        # A paper the answer was not given: a citation that names no passage (flagged).
+        ("Chubby locks (Burrows, 2006).", "Chubby locks [0]."),
+        ("Burrows et al. (2006) built it.", "Burrows et al. [0] built it."),
+        # Parentheses that only look alike stay as written.
+        ("It began (March 2019).", "It began (March 2019)."),
+        ("Burrows (2006) built it.", "Burrows (2006) built it."),
+        ("The result (Table 2, 2019) holds.", "The result (Table 2, 2019) holds."),
+    ],
+)
+def test_author_year_citations_are_read_into_the_passages_of_their_paper(
+    written: str, read: str
+) -> None:
+    from zocrates_nb.agents.citation_forms import read_author_year
+
+    assert read_author_year(written, PAPERS) == read

@@ -18,9 +18,9 @@ from zocrates_nb.devtools.scripted_openai import (
     Reply,
     Request,
     ScriptedOpenAI,
-    Status,
     Step,
     ToolCall,
+    bad_key,
     calls,
     text,
     too_long,
@@ -120,7 +120,7 @@ def test_a_context_window_refusal_is_sent_again_shortened_once(
 def test_a_refusal_that_no_retry_can_mend_says_who_and_offers_no_retry(
     tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
 ) -> None:
-    for step, words in [(too_long(), "context window"), (Status(401, "bad key"), "API key")]:
+    for step, words in [(too_long(), "context window"), (bad_key(), "API key")]:
         scripted_llm.requests.clear()
         scripted_llm.set_script(roles(coordinator=lambda req, step=step: step))
         app = open_app(tmp_path, scripted_llm, small_index, model_route)
@@ -133,6 +133,23 @@ def test_a_refusal_that_no_retry_can_mend_says_who_and_offers_no_retry(
         stored = app.history(sid)[-1]
         assert stored.seconds > 0 and waited < 5, (waited, stored.seconds)
         assert_usage_served(stored.usage, scripted_llm)
+
+
+def test_a_rejected_key_is_sent_once_and_reports_the_time_the_server_took(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    # The first 401 of a process once reported 10.4 s for a reply that took none: the time of
+    # booking the failed request (pricing it imported LiteLLM) was counted as time waited.
+    scripted_llm.set_script(roles(coordinator=lambda req: bad_key(delay=1.0)))
+    app = open_app(tmp_path, scripted_llm, small_index, model_route)
+    sid = app.new_session()
+    end = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert end.type == "error" and not end.retryable, end
+    assert len(scripted_llm.requests) == 1  # neither we nor the SDK send a refused key again
+    waited = float(re.search(r"gave up after ([\d.]+) s", end.message).group(1))  # type: ignore[union-attr]
+    assert 1.0 <= waited <= 1.4, end.message
+    assert "sk-proj" not in end.message and "platform.openai.com" not in end.message
+    assert_usage_served(app.history(sid)[-1].usage, scripted_llm)
 
 
 def test_a_stream_cut_short_is_booked_unmetered_never_free(
@@ -148,3 +165,21 @@ def test_a_stream_cut_short_is_booked_unmetered_never_free(
     assert usage.roles["synthesizer"].requests == sent >= 1
     assert usage.roles["synthesizer"].unmetered == sent  # its prompt was sent, not counted
     assert_usage_served(usage, scripted_llm)
+
+
+def test_a_verifier_that_refuses_the_key_is_asked_once_and_the_turn_says_why(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    answer = ("Raft elects a leader with randomized election timeouts [1]. A follower that "
+              "hears no heartbeat becomes a candidate [1]. The candidate wins the election "
+              "with a majority [1].")  # fmt: skip
+    scripted_llm.set_script(roles(synthesizer=lambda req: text(answer),
+                                  verifier=lambda req: bad_key()))  # fmt: skip
+    app = open_app(tmp_path, scripted_llm, small_index, model_route)
+    sid = app.new_session()
+    final = terminal(run(app.ask(QUESTION, session_id=sid, hitl=False)))
+    assert final.type == "final" and final.citations_verified is False, final
+    assert len(of_role(scripted_llm, "verifier")) == 1  # not once per citation
+    assert any("verifier model" in w and "rejected the API key" in w for w in final.warnings)
+    assert "Citations not verified" in final.answer
+    assert_usage_served(app.history(sid)[-1].usage, scripted_llm)

@@ -69,8 +69,9 @@ def test_a_configured_model_answers_through_the_real_pipeline(
     assert final.type == "final", final
     assert "randomized election timeouts [1]" in final.answer
     assert final.citations and final.citations[0].item_key == RAFT
-    # The streamed roles ask for usage in the stream (what the usage record is built from).
-    streamed = [r for r in llm.requests if r.role != "verifier"]
+    # The streamed roles ask for usage in the stream (what the usage record is built from);
+    # the verifier and the question's parts answer a typed record in one body.
+    streamed = [r for r in llm.requests if r.role not in ("verifier", "parts")]
     assert all(r.stream and r.body["stream_options"]["include_usage"] for r in streamed)
     assert {r.role for r in llm.requests} >= {"coordinator", "search", "synthesizer"}
 

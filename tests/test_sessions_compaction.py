@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from agents_helpers import run, terminal
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     CompactionPart,
@@ -18,7 +21,17 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
+from scripted_helpers import assert_usage_served
 
+from zocrates_nb.app import App
+from zocrates_nb.devtools.scripted_openai import (
+    Request,
+    ScriptedOpenAI,
+    Step,
+    by_role,
+    model_config,
+    text,
+)
 from zocrates_nb.sessions import (
     SUMMARY_PREFIX,
     CheckpointSnapshot,
@@ -244,3 +257,78 @@ def test_a_lossy_summarizer_loses_no_turn(tmp_path: Path) -> None:
     for q in questions[:-2]:  # the compacted ones: their answers' facts too
         assert f"Answer to: {q}" in summary, q
     assert summary.count("The user asked some questions.") == 1
+    # Kept as one typed record per turn, which the summary's text is rendered from.
+    info = store.get_state(sid).compaction
+    assert info is not None
+    assert [t.question for t in info.turns] == questions[:-2]
+    assert all(t.answer.startswith(f"Answer to: {t.question}") for t in info.turns)
+
+
+SYSTEMS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+FILLER = (
+    " The paper describes the setting in detail, with its assumptions and its limits, and it"
+    " compares the design with the alternatives the authors considered before settling on it."
+) * 3
+
+
+def _question(i: int) -> str:
+    return f"What is fact number {i} about system {SYSTEMS[i]}?"
+
+
+def _fact(i: int) -> str:
+    return (f"System {SYSTEMS[i]} keeps fact {i} as the value {1000 + 37 * i} in the replicated "
+            "configuration log, which every server reads again when it restarts after a crash.")
+
+
+def test_a_lossy_model_summarizer_loses_no_turn_through_app_ask(
+    tmp_path: Path, scripted_llm: ScriptedOpenAI, small_index: Any, model_route: str
+) -> None:
+    """Many turns through `App.ask`, compacted after each by a model that keeps almost nothing:
+    every later coordinator request, as the server received it, still holds each earlier
+    question verbatim and the fact its answer gave."""
+    turns = 20  # enough that the oldest turns' records are shortened to fit
+
+    def coordinator(req: Request) -> Step:  # answers each question itself, fact first
+        asked = req.contents("user")[-1]
+        i = int(asked.split("fact number ", 1)[1].split()[0])
+        return text(_fact(i) + FILLER)
+
+    lossy = "The user asked some questions."
+    scripted_llm.set_script(by_role(coordinator=coordinator, compactor=lambda req: text(lossy)))
+    config = {**model_config(scripted_llm.url, model_route), "sessions": {"compaction": {
+        "min_turns": 3, "keep_last": 2, "token_floor": 0}}}  # fmt: skip
+    (tmp_path / "zocrates_config.json").write_text(json.dumps(config), "utf-8")
+    app = App.open(tmp_path, index=small_index)
+    sid = app.new_session()
+    compacted = 0
+    for k in range(turns):
+        scripted_llm.requests.clear()
+        final = terminal(run(app.ask(_question(k), session_id=sid, hitl=False)))
+        assert final.type == "final" and final.answer.startswith(_fact(k)), final
+        (sent,) = [r for r in scripted_llm.requests if r.role == "coordinator"]
+        prompt = json.loads(json.dumps(sent.messages))
+        seen = json.dumps(prompt, ensure_ascii=False)
+        for j in range(k):
+            assert _question(j) in seen, (k, j)
+            assert _fact(j) in seen, (k, j)
+        compacted += len([r for r in scripted_llm.requests if r.role == "compactor"])
+        assert_usage_served(app.history(sid)[-1].usage, scripted_llm)
+    assert compacted >= turns - 3  # it compacted after every turn from the third on
+    summary = app.history(sid)  # the stored record of the session is whole too
+    assert [t.prompt for t in summary] == [_question(k) for k in range(turns)]
+    assert seen.count(lossy) == 1  # the model's notes replace its earlier notes, never pile up
+
+
+def test_a_long_question_and_its_answers_first_sentence_are_never_cut() -> None:
+    """However many turns, an older record shrinks to its question as asked and the first
+    sentence of its answer (a pasted paragraph of a question included), never less."""
+    long_q = "Given that " + "the replicated log grows with every command, " * 18 + "why?"
+    first = "The log is compacted by snapshots taken on each server " + "independently, " * 12
+    first = first.rstrip(", ") + "."
+    transcript = "\n".join(
+        f"User: {long_q if i == 0 else f'question {i}?'}\nAssistant: {first} " + "More. " * 80
+        for i in range(30)
+    )
+    summary = offline_summarize("", transcript)
+    assert len(long_q) > 800 and long_q in summary
+    assert summary.count(first) == 30

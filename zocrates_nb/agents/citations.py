@@ -18,7 +18,15 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from zocrates_nb.agents.citation_forms import MARKER_RE, citing, marker, parse_ids, read_forms
+from zocrates_nb.agents.citation_forms import (
+    MARKER_RE,
+    Paper,
+    citing,
+    marker,
+    parse_ids,
+    read_author_year,
+    read_forms,
+)
 from zocrates_nb.ingest.bundle import Bundle
 from zocrates_nb.library.paths import KEY_PATTERN
 from zocrates_nb.retrieval.pages import quote_pages
@@ -78,11 +86,17 @@ class CitedAnswer:
 
 
 # ---------------------------------------------------------------------------- sanitising
-def sanitize(text: str, keys: Iterable[str] = (), chunk_ids: Iterable[str] = ()) -> str:
+def sanitize(
+    text: str,
+    keys: Iterable[str] = (),
+    chunk_ids: Iterable[str] = (),
+    papers: Sequence[Paper] = (),
+) -> str:
     """Strip leaked plumbing (`[Key: …]` tags, chunk ids, item keys) and read every citation
-    form into the flat markers the check reads (`【1】`, `[^2]`, `[Chunk 3]` → `[1]`…)."""
+    form into the flat markers the check reads (`【1】`, `[^2]`, `[Chunk 3]` → `[1]`…);
+    with `papers` (each passage's authors and year), author-year citations too."""
     out = _KEY_TAG_RE.sub("", text)
-    out = read_forms(out)
+    out = read_forms(read_author_year(out, papers) if papers else out)
     for cid in sorted({c for c in chunk_ids if c}, key=len, reverse=True):
         out = re.sub(r"\(?`?" + re.escape(cid) + r"`?\)?", "", out)
     out = _CHUNK_WORD_RE.sub("", out)

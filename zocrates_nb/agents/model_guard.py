@@ -165,10 +165,14 @@ class GuardedModel(WrapperModel):
         super().__init__(wrapped)
         self.role, self.name, self.model_string, self.edge = role, name, model_string, edge
         self.started: float | None = None  # monotonic time the call in flight began
+        self.failed: float | None = None  # when its last failure arrived (None: in flight)
 
     def waited(self) -> float | None:
-        """Seconds since the first attempt of the latest call (what an error reports)."""
-        return None if self.started is None else time.monotonic() - self.started
+        """Seconds the latest call waited on its server, from its first attempt to the failure
+        that ended it (what an error reports): never the time spent booking it afterwards."""
+        if self.started is None:
+            return None
+        return (self.failed or time.monotonic()) - self.started
 
     def for_role(self, role: str) -> GuardedModel:
         """The same model booked under another role (the compactor runs the coordinator's)."""
@@ -178,19 +182,28 @@ class GuardedModel(WrapperModel):
 
     # ------------------------------------------------------------------ attempts
     async def _attempts(
-        self, settings: ModelSettings | None, call: Callable[[ModelSettings], Awaitable[_T]]
+        self,
+        settings: ModelSettings | None,
+        call: Callable[[ModelSettings], Awaitable[_T]],
+        *,
+        again: bool = False,
     ) -> _T:
+        """`call` with our retries; `again`: the same call sent anew (shortened), its clock
+        running on from the first attempt."""
         s = dict(settings or {})
         s["max_retries"] = 0  # retries are ours: each one counted and inside the deadline
         limit = s.get("request_timeout")
         deadline = float(limit) if isinstance(limit, int | float) else None
-        t0 = self.started = time.monotonic()
+        if not again or self.started is None:
+            self.started = time.monotonic()
+        t0, self.failed = self.started, None
         attempt = 0
         while True:
             attempt += 1
             try:
                 return await call(ModelSettings(**s))  # type: ignore[typeddict-item]
             except Exception as e:
+                self.failed = time.monotonic()  # what follows is ours, not the server's
                 if _sent(e):
                     self.edge.book(self.role, self, 0, 0)
                 wait = retry_wait(e, attempt)
@@ -198,9 +211,11 @@ class GuardedModel(WrapperModel):
                 if wait is None or attempt > RETRIES or late:
                     raise
             except BaseException:  # cancelled (the deadline): the request was sent
+                self.failed = time.monotonic()
                 self.edge.book(self.role, self, 0, 0)
                 raise
             await asyncio.sleep(wait)
+            self.failed = None
 
     # ------------------------------------------------------------------ context window
     def shorter(self, messages: list[ModelMessage], e: BaseException) -> list[ModelMessage] | None:
@@ -240,6 +255,7 @@ class GuardedModel(WrapperModel):
             response = await self._attempts(  # once: a second refusal is the error
                 model_settings,
                 lambda s: self.wrapped.request(shrunk, s, model_request_parameters),
+                again=True,
             )
         usage = response.usage
         self.edge.book(self.role, self, usage.input_tokens, usage.output_tokens,
@@ -273,10 +289,13 @@ class GuardedModel(WrapperModel):
                 if shrunk is None:
                     raise
                 sent = shrunk
-                stream = await self._attempts(model_settings, open_stream)
+                stream = await self._attempts(model_settings, open_stream, again=True)
             watch = _StreamWatch(self, stream)
             try:
                 yield stream
+            except BaseException:
+                self.failed = time.monotonic()  # the stream broke (or was stopped) here
+                raise
             finally:
                 usage = stream.usage
                 counted = bool(usage.input_tokens or usage.output_tokens)

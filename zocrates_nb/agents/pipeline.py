@@ -29,6 +29,7 @@ from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 from zocrates_nb.agents import answerability, briefing
 from zocrates_nb.agents import citations as cit
 from zocrates_nb.agents.model_errors import ModelCallError
+from zocrates_nb.agents.model_parts import question_parts
 from zocrates_nb.agents.offline.brief import briefed
 from zocrates_nb.agents.parts import Part
 from zocrates_nb.agents.prompts import continuation_prompt, search_input
@@ -229,7 +230,7 @@ class SearchPipeline:
         outlines = await asyncio.to_thread(self.coverage_outlines, state)
         if outlines:
             t.step("toc", f"Using the outlines of {len(outlines)} selected paper(s)")
-        self.parts = await asyncio.to_thread(answerability.question_parts, t.index, goal)
+        self.parts, split_by = await question_parts(t, goal)
         injected = frozenset(it.key for it in t.active_items) if outlines else frozenset()
         if self.parts:
             t.step(
@@ -237,6 +238,7 @@ class SearchPipeline:
                 f"Searching {len(self.parts)} parts: "
                 + "; ".join(p.name or p.subject or p.text for p in self.parts),
                 parts=[p.text for p in self.parts],
+                split_by=split_by,
             )
         prompt = search_input(
             goal,

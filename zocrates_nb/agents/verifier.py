@@ -18,8 +18,9 @@ from pydantic import BaseModel, Field
 from pydantic_ai import Agent
 
 from zocrates_nb.agents.citations import Occurrence, Verdict
+from zocrates_nb.agents.model_errors import ModelCallError, can_retry
 from zocrates_nb.agents.prompts import VERIFIER_INSTRUCTION, verifier_prompt
-from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.agents.runtime import TurnContext, role_call
 from zocrates_nb.agents.support_check import overruled_note, second_check, without_instructions
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.text import terms
@@ -120,21 +121,35 @@ async def verify(
             return {k: verdicts.get(k, Verdict(True, None)) for k in todo}
 
         sem = asyncio.Semaphore(CONCURRENCY)
+        failures: list[str] = []  # what the verifier model's failures said, the first first
+        first_done = asyncio.Event()  # the first judgement goes alone: a refused key is sent once
 
-        async def judge(i: int, n: int) -> None:
+        async def judge(i: int, n: int, alone: bool = False) -> None:
             occ, e = occurrences[i], ranked[n - 1]
             passage, _ = without_instructions(best_windows(occ.claim, e.text))
             claim = occ.claim if len(occ.claim) <= CLAIM_CHARS else occ.claim[:CLAIM_CHARS] + " …"
             prompt = verifier_prompt(claim, passage, e.title, e.section, len(occ.cited) > 1)
+            if not alone:
+                await first_done.wait()
+            try:
+                await _judged(i, n, prompt)
+            finally:
+                first_done.set()
+
+        async def _judged(i: int, n: int, prompt: str) -> None:
             async with sem:
+                if failures and not can_retry(failures[0]):
+                    return  # a refused key or an unknown model: no other request can succeed
                 try:
-                    result = await verifier_agent.run(
-                        prompt, model=rm.model, model_settings=rm.settings or None
-                    )
+                    with role_call(rm):
+                        result = await verifier_agent.run(
+                            prompt, model=rm.model, model_settings=rm.settings or None
+                        )
                 except Exception as exc:  # fail open: a broken verifier never drops citations
-                    log.warning(
-                        "verifier failed on one citation, keeping it: %s", type(exc).__name__
-                    )
+                    log.warning("verifier failed on one citation, keeping it: %s",
+                                type(exc.__cause__ or exc).__name__)  # fmt: skip
+                    if isinstance(exc, ModelCallError):
+                        failures.append(str(exc))
                     verdicts[(i, n)] = Verdict(True, None)
                     return
             turn.usage.add_run(rm, result.usage)
@@ -148,12 +163,15 @@ async def verify(
         if len(first) > MAX_JUDGED:
             log.warning("%d citations left unverified (over %d)", len(first) - MAX_JUDGED,
                         MAX_JUDGED)  # fmt: skip
-        tasks = [asyncio.ensure_future(judge(i, n)) for i, n in judged]
+        tasks = [asyncio.ensure_future(judge(i, n, k == 0)) for k, (i, n) in enumerate(judged)]
         _done, pending = await asyncio.wait(tasks, timeout=VERIFY_TIMEOUT)
         for t in pending:
             t.cancel()
         if pending:
             log.warning("verification timed out on %d citations, keeping them", len(pending))
+        if failures:  # the answer says its citations are unchecked; this says why
+            turn.roles.edge.say(f"{failures[0].rstrip('.')}: citations it did not judge are "
+                                "unchecked.")  # fmt: skip
         for i, n in todo:  # a repeated pair shares its first place's verdict
             place = first[(occurrences[i].claim, n)]
             if place in verdicts:

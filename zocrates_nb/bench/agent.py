@@ -23,6 +23,7 @@ from zocrates_nb.devtools.scripted_openai import (
     Step,
     by_role,
     model_config,
+    structured,
     text,
     tool,
 )
@@ -93,6 +94,7 @@ def run_pass(home: Path, *, full_history: bool = False) -> dict[str, Any]:
             llm.set_script(
                 by_role(
                     coordinator=lambda req: tool("search_library", request=QUESTION),
+                    parts=lambda req: structured(req, {"parts": []}),
                     search=full_budget_searcher(budget),
                     synthesizer=lambda req: text("Leaders are elected by a majority [1] [2]."),
                     verifier=_verifier,

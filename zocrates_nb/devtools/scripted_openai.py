@@ -13,9 +13,13 @@ configures a model: `{"models": {"base": {"model": "openai:scripted", "base_url"
 server.url}}}`.
 
 A script is a list of steps, served in order, or a callable that sees each `Request` (its
-messages, tools, `tool_choice`) and returns the step. Every request is recorded with an
-estimate of its prompt tokens, and the usage a served answer reports is that estimate, so a
-test can compare what the app counted with what the server served, exactly.
+messages, tools, `tool_choice`, and which zocrates role sent it: coordinator, parts, search,
+synthesizer, verifier, compactor…) and returns the step; `by_role` keeps one script per role,
+and `structured` answers a structured-output request (a question's parts, a verdict) as a real
+server does, by the request's output tool or its JSON schema. `bad_key()` is OpenAI's 401.
+Every request is recorded with an estimate of its prompt tokens, and the usage a served answer
+reports is that estimate, so a test can compare what the app counted with what the server
+served, exactly.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from zocrates_nb.devtools.scripted_wire import (
     limited,
     stream_events,
     stream_reports_usage,
+    structured,
     text,
     tool,
     usage_of,
@@ -82,13 +87,22 @@ class Cut:
 
 @dataclass
 class Status:
-    """An HTTP error: 429 (with Retry-After), 500, 503…; `error_code` is the body's
-    `error.code` (OpenAI's `context_length_exceeded`), else the status."""
+    """An HTTP error: 429 (with Retry-After), 500, 503…, in OpenAI's body (`error`: message,
+    type, param, code); `error_code` is the body's `error.code` (OpenAI's
+    `context_length_exceeded`), else the status; `delay`: seconds before answering."""
 
     code: int
     message: str = "scripted failure"
     retry_after: float | None = None
     error_code: str | None = None
+    delay: float = 0.0
+
+
+def bad_key(delay: float = 0.0) -> Status:
+    """OpenAI's refusal of a wrong API key (HTTP 401, as recorded from api.openai.com)."""
+    return Status(401, "Incorrect API key provided: sk-proj-****************************wxyz. "
+                  "You can find your API key at https://platform.openai.com/account/api-keys.",
+                  error_code="invalid_api_key", delay=delay)  # fmt: skip
 
 
 def too_long() -> Status:
@@ -111,6 +125,9 @@ Script = Callable[["Request"], Step]
 
 
 # ---------------------------------------------------------------------------- requests
+COMPACTOR = "Summarize this research conversation"  # how the compactor's instructions begin
+
+
 @dataclass
 class Request:
     """One request as the server received it."""
@@ -179,6 +196,8 @@ class Request:
     def role(self) -> str:
         """Which zocrates role sent this request, told by the tools it offers."""
         tools = set(self.tools)
+        if "question_parts" in tools or self.output_schema == "QuestionSplit":
+            return "parts"
         if "search_library" in tools:
             return "coordinator"
         if "search_corpus" in tools or "conclude_search" in tools:
@@ -189,7 +208,18 @@ class Request:
             return "online_synthesizer"
         if tools:
             return "verifier"
+        if any(COMPACTOR in c for c in self.contents("system") + self.contents("developer")):
+            return "compactor"
         return "synthesizer"
+
+    @property
+    def output_schema(self) -> str:
+        """The name of the JSON schema a structured-output request asks the reply to follow
+        (`response_format: {"type": "json_schema"}`), "" for any other request."""
+        fmt = self.body.get("response_format") or {}
+        if not isinstance(fmt, dict) or fmt.get("type") != "json_schema":
+            return ""
+        return str((fmt.get("json_schema") or {}).get("name") or "")
 
     def tool_calls_made(self) -> list[str]:
         """Names of the tool calls in the assistant messages sent back (the run so far)."""
@@ -309,13 +339,16 @@ class ScriptedOpenAI:
                     self.close_connection = True
                     return
                 if isinstance(step, Status):
+                    if step.delay and llm._stopping.wait(step.delay):
+                        return
                     headers = {}
                     if step.retry_after is not None:
                         headers["Retry-After"] = f"{step.retry_after:g}"
-                    kind = {429: "rate_limit_error", 400: "invalid_request_error"}.get(
-                        step.code, "server_error")  # fmt: skip
+                    kind = {429: "rate_limit_error", 400: "invalid_request_error",
+                            401: "invalid_request_error"}.get(step.code,
+                                                              "server_error")  # fmt: skip
                     code = step.error_code or str(step.code)
-                    error = {"message": step.message, "type": kind, "code": code}
+                    error = {"message": step.message, "type": kind, "param": None, "code": code}
                     return self._json(step.code, {"error": error}, headers)
                 if isinstance(step, Raw):
                     return self._bytes(step.status, step.body.encode(), step.content_type)
@@ -405,8 +438,8 @@ def _tally(requests: Sequence[Request]) -> dict[str, int]:
 
 
 def by_role(**scripts: Sequence[Step] | Script) -> Script:
-    """A script per role (`coordinator=`, `search=`, `synthesizer=`, `verifier=`,
-    `online_search=`, `online_synthesizer=`): each a list
+    """A script per role (`coordinator=`, `parts=`, `search=`, `synthesizer=`, `verifier=`,
+    `compactor=`, `online_search=`, `online_synthesizer=`): each a list
     of steps served in order or a callable; a role without one gets a 500."""
     queues: dict[str, list[Step]] = {}
     fns: dict[str, Script] = {}
@@ -459,11 +492,13 @@ __all__ = [
     "Step",
     "ToolCall",
     "bad_args",
+    "bad_key",
     "by_role",
     "calls",
     "closed_port_url",
     "estimate_tokens",
     "model_config",
+    "structured",
     "text",
     "too_long",
     "tool",

@@ -91,6 +91,17 @@ def wire_bytes(data: str) -> bytes:
     return _ESCAPED_BYTE_RE.sub(lambda m: bytes([int(m.group(1), 16)]), data.encode())
 
 
+def structured(req: Request, data: dict[str, Any]) -> Reply:
+    """`data` as a real server sends a structured answer: the JSON text itself when the request
+    asked for it by `response_format` (a JSON schema), else a call of the request's one output
+    tool with `data` as its arguments."""
+    fmt = req.body.get("response_format") or {}
+    if isinstance(fmt, dict) and fmt.get("type") in ("json_schema", "json_object"):
+        return Reply(text=json.dumps(data))
+    names = [t.get("function", {}).get("name", "") for t in req.body.get("tools") or []]
+    return Reply(tool_calls=[ToolCall(names[0] if names else "final_result", data)])
+
+
 def bad_args(name: str, raw: str = '{"query": "raft leader election"') -> Reply:
     """A tool call whose arguments are not valid JSON."""
     return Reply(tool_calls=[ToolCall(name, raw)])

@@ -40,7 +40,7 @@ from pydantic_ai.messages import (
 )
 
 from zocrates_nb.sessions.records import COMPLETED_STATUSES
-from zocrates_nb.sessions.state import CompactionInfo, SessionState
+from zocrates_nb.sessions.state import CompactedTurn, CompactionInfo, SessionState
 from zocrates_nb.sessions.store import SessionStore
 
 SUMMARY_PREFIX = "Summary of earlier conversation: "
@@ -179,31 +179,48 @@ def offline_summarize(previous: str, transcript: str) -> str:
     """An extractive summary for the offline engine (no language model): one line per question
     with the gist of its answer (the assistant's reply, or the answer a search returned), the
     previous summary's lines first. Every question keeps its line: beyond
-    OFFLINE_SUMMARY_CHARS the older lines grow shorter (their answers first), none is dropped,
-    so "what was my first question?" is answered right however long the conversation."""
-    turns = [_parse_line(b) for b in previous.splitlines() if b.strip().startswith("- Asked:")]
+    OFFLINE_SUMMARY_CHARS the older lines' answers grow shorter, none is dropped, so "what was
+    my first question?" and what it found are answered right however long the conversation."""
+    return render_turns([*parse_turns(previous), *turns_of(transcript)])
+
+
+def parse_turns(summary: str) -> list[CompactedTurn]:
+    """The per-turn records of a summary's text (a session compacted before they were kept)."""
+    lines = [b for b in summary.splitlines() if b.strip().startswith("- Asked:")]
+    return [CompactedTurn(question=q, answer=a) for q, a in map(_parse_line, lines)]
+
+
+def turns_of(transcript: str) -> list[CompactedTurn]:
+    """One record per question of a transcript: the question as asked, its answer's gist."""
+    turns: list[CompactedTurn] = []
     question: str | None = None
     for kind, body in _transcript_blocks(transcript):
         if kind == "user":
             if question is not None:
-                turns.append((question, ""))
+                turns.append(CompactedTurn(question=question))
             question = " ".join(body.split())
         elif kind in ("assistant", "answer") and question is not None:
             gist = answer_gist(body, OFFLINE_ANSWER_CHARS)
             if gist:
-                turns.append((question, gist))
+                turns.append(CompactedTurn(question=question, answer=gist))
                 question = None
     if question is not None:
-        turns.append((question, ""))
-    return _fit(turns, OFFLINE_SUMMARY_CHARS)
+        turns.append(CompactedTurn(question=question))
+    return turns
+
+
+def render_turns(turns: Sequence[CompactedTurn]) -> str:
+    """The records as the summary's lines, the older ones shortened to fit."""
+    return _fit([(t.question, t.answer) for t in turns], OFFLINE_SUMMARY_CHARS)
 
 
 _LINE_RE = re.compile(r"^\s*-\s*Asked:\s*(.+?)(?:\s+—\s+answered:\s*(.*))?$")
-# How far an older line shrinks, step by step: (question chars, answer chars).
-# A question stays whole (up to QUESTION_CHARS): only answers shrink.
-QUESTION_CHARS = 300
-_SHORTER = ((QUESTION_CHARS, OFFLINE_ANSWER_CHARS), (QUESTION_CHARS, 160), (QUESTION_CHARS, 60),
-            (QUESTION_CHARS, 0))  # fmt: skip
+# How far an older line shrinks: (question chars, answer chars). A question stays whole (up to
+# QUESTION_CHARS); an answer shrinks to its first sentence (up to FIRST_SENTENCE_CHARS), never
+# less: that is the fact a later turn refers to. Past that the summary grows instead.
+QUESTION_CHARS = 1000  # a question as asked (a pasted paragraph is clipped here)
+FIRST_SENTENCE_CHARS = 300
+_SHORTER = ((QUESTION_CHARS, OFFLINE_ANSWER_CHARS), (QUESTION_CHARS, 0))
 _KEEP_FULL = 4  # the latest lines keep their full form
 
 
@@ -213,8 +230,9 @@ def _parse_line(line: str) -> tuple[str, str]:
 
 
 def _line(question: str, answer: str, q_chars: int, a_chars: int) -> str:
+    """One turn's record; `a_chars` 0: its answer's first sentence alone."""
     out = f"- Asked: {_clip(question, q_chars)}"
-    gist = _first_sentences(answer, a_chars) if answer and a_chars else ""
+    gist = _first_sentences(answer, a_chars or 1, limit=FIRST_SENTENCE_CHARS) if answer else ""
     return out + (f" — answered: {gist}" if gist else "")
 
 
@@ -291,14 +309,16 @@ def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1].rstrip() + "…"
 
 
-def _first_sentences(text: str, n: int) -> str:
+def _first_sentences(text: str, n: int, limit: int | None = None) -> str:
+    """The sentences of `text` that fit in `n` characters; the first one always (clipped at
+    `limit`, else at `n`)."""
     text = " ".join(text.split())
     out = ""
     for sentence in re.split(r"(?<=[.!?])\s+", text):
         if out and len(out) + len(sentence) + 1 > n:
             break
         out = f"{out} {sentence}".strip()
-    return _clip(out, n)
+    return _clip(out, max(n, limit or n))
 
 
 # --- compaction -----------------------------------------------------------------------------
@@ -346,7 +366,10 @@ async def compact(
 
     # Every turn keeps its record (its question verbatim, the gist of its answer), whatever
     # a model summarizer leaves out; a model's summary is added to it, never in its place.
-    turns_record = offline_summarize(previous, transcript)
+    prior_info = (await asyncio.to_thread(store.get_state, session_id)).compaction
+    kept = list(prior_info.turns) if prior_info and prior_info.turns and previous else []
+    records = [*(kept or parse_turns(previous)), *turns_of(transcript)]
+    turns_record = render_turns(records)
     if summarize is offline_summarize:
         text = turns_record
     else:
@@ -373,6 +396,7 @@ async def compact(
         prior = state.compaction
         state.compaction = CompactionInfo(
             summary=text.strip(),
+            turns=records,
             compacted_turns=(prior.compacted_turns if prior and previous else 0) + newly,
             through_turn_index=max(through, prior.through_turn_index if prior else 0),
             times=(prior.times + 1) if prior and previous else 1,

@@ -94,10 +94,19 @@ class CachedOutline(_Doc):
     touched: float = Field(default_factory=time.time)
 
 
+class CompactedTurn(_Doc):
+    """One compacted turn as the summary keeps it: its question as asked, its answer's gist."""
+
+    question: str
+    answer: str = ""  # the gist of its answer ("" when it had none)
+
+
 class CompactionInfo(_Doc):
-    """The rolling summary that replaced the oldest coordinator messages."""
+    """The rolling summary that replaced the oldest coordinator messages, and one record per
+    turn it covers (what its text is rendered from, whatever a model summarizer wrote)."""
 
     summary: str
+    turns: list[CompactedTurn] = Field(default_factory=list)
     compacted_turns: int = 0  # how many turns the summary covers in total
     through_turn_index: int = 0  # the last turn index it covers
     times: int = 1  # how many compactions rolled into it
