@@ -14,8 +14,10 @@ from zocrates_nb.agents.offline.quotes import (
     EvidenceChunk,
     QuoteScorer,
     chunks_of,
+    in_passage,
     is_prose,
     is_roadmap,
+    quotable,
 )
 from zocrates_nb.agents.offline.verdict import Verdict, not_given, verdict
 from zocrates_nb.retrieval.state import Evidence
@@ -114,9 +116,34 @@ def test_a_sentence_that_leans_on_the_one_before_is_quoted_with_it(scorer: Quote
     )
     cands = scorer.candidates([chunk(text, title="Stand-Alone Self-Attention", section="2.2")])
     lean = next(c for c in cands if c.text.startswith("Instead"))
-    from zocrates_nb.agents.offline.quotes import with_context
+    at = {(c.chunk.index, c.paragraph, c.order): c for c in cands}
+    assert [c.text[:11] for c in in_passage(lean, at, {id(lean)})] == ["Sinusoidal ", "Instead, at"]
+    # A sentence that stands by itself leads its quote: the one before stays out.
+    first = cands[0]
+    assert [c.text[:11] for c in in_passage(first, at, {id(first)})] == [
+        "Sinusoidal ",
+        "Instead, at",
+    ]
 
-    assert [c.text[:11] for c in with_context(lean)] == ["Sinusoidal ", "Instead, at"]
+
+def test_a_quote_takes_in_the_answer_just_after_the_sentence_naming_the_topic(
+    scorer: QuoteScorer,
+) -> None:
+    """The scorer prefers the sentence naming what the question is about; the mechanism asked
+    for is often the next one, and the quote carries it."""
+    text = (
+        "One of the common causes that lengthens the total time taken for a job is a "
+        "straggler: a machine that takes an unusually long time to complete one of the last "
+        "few tasks. We have a general mechanism to alleviate the problem of stragglers. When "
+        "an operation is close to completion, the master schedules backup executions of the "
+        "remaining in-progress tasks. Stragglers were studied at length by others before us "
+        "in a long series of measurements on shared clusters of many kinds and sizes, which "
+        "this quote has no room left for at all."
+    )
+    question = "What does the system do about a few slow machines holding up the end of a job?"
+    quotes = quoted(scorer, question, [chunk(text, title="MapReduce", section="3.6")])
+    assert "schedules backup executions" in quotes[0]
+    assert "no room left" not in quotes[0]  # a quote stays short
 
 
 def test_a_number_nothing_gives_is_said_plainly_and_uncited(scorer: QuoteScorer) -> None:
@@ -148,4 +175,4 @@ def test_a_child_note_is_named_as_the_users_note_on_its_paper() -> None:
     chunks = chunks_of([note, paper])
     assert chunks[0].source_line() == "Your note on *Velvet*"
     assert chunks[1].source_line() == "*Velvet* (Zerbino, 2008)"
-    assert isinstance(QuoteScorer.candidates(chunks)[0], Candidate)
+    assert isinstance(quotable(chunks)[0], Candidate)

@@ -152,7 +152,7 @@ class OfflineSynthesizer:
         ents = [e for e in entities(f"{core_goal(brief.question)} {question}")
                 if e not in brief.known_names]  # fmt: skip
         missing = [e for e in ents if not mentions(everything, e)]
-        top = max((c.score for c in mine), default=0.0)
+        top = max((c.relevance for c in mine), default=0.0)
         plain = re.sub("|".join(rf"\b{re.escape(n)}\b" for n in brief.known_names) or "^$", " ",
                        question)  # fmt: skip
         if not mine or self.off_topic(plain, top, missing, ents, everything) or (
@@ -283,7 +283,7 @@ class OfflineSynthesizer:
         # "Lamport's paper"); a name it lacks must be in what is quoted under it.
         named = [] if part.items else [part.subject] if part.subject else entities(part.text)
         missing = [e for e in named if not mentions(text, e)]
-        top = max((c.score for c in mine), default=0.0)
+        top = max((c.relevance for c in mine), default=0.0)
         if not mine or self.off_topic(part.text, top, missing, named, text):
             return []
         if elsewhere and top < SCOPE_ANSWERS:
