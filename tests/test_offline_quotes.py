@@ -176,3 +176,26 @@ def test_a_child_note_is_named_as_the_users_note_on_its_paper() -> None:
     assert chunks[0].source_line() == "Your note on *Velvet*"
     assert chunks[1].source_line() == "*Velvet* (Zerbino, 2008)"
     assert isinstance(quotable(chunks)[0], Candidate)
+
+
+def test_a_question_on_my_notes_is_answered_by_the_notes_lines(scorer: QuoteScorer) -> None:
+    """A note is written in lines and list items, not a paper's sentences; a question asking
+    what the researcher wrote ("my reading list") is answered by their note before any paper."""
+    common = {"authors": ["A. Author"], "year": 2020}
+    note = Evidence(chunk_id="N:0", attachment_key="N", item_key="N", title="Reading list",
+                    chunk_type="note", section="Reading list",
+                    text="# Reading list\n\n1. Leases for caches (1989)\n"
+                         "2. Chubby and ZooKeeper (systems built on consensus)\n3. Raft",
+                    **common)  # fmt: skip
+    paper = Evidence(chunk_id="P:1", attachment_key="P", item_key="P", title="ZooKeeper",
+                     chunk_type="body", section="1 Introduction",
+                     text="ZooKeeper is a coordination service for distributed systems, used "
+                          "for configuration, group membership and leader election.",
+                     **common)  # fmt: skip
+    question = "Which coordination systems are on my reading list?"
+    chunks = chunks_of([paper, note])
+    lines = [c.text for c in quotable(chunks) if c.chunk.is_note]
+    assert "Chubby and ZooKeeper (systems built on consensus)" in lines
+    assert not any(line.startswith(("#", "Reading list")) for line in lines)  # the title names it
+    assert chunks[1].source_line() == "Your note “Reading list”"
+    assert "Chubby and ZooKeeper" in quoted(scorer, question, chunks)[0]

@@ -79,8 +79,10 @@ class EvidenceChunk:
         year; a note as the user's own, with the paper it is on."""
         if self.is_note:
             on = f" on *{markdown_text(self.parent)}*" if self.parent else ""
-            # A note without a title of its own is named by its first words: quoted below.
-            untitled = _loose(self.text).startswith(_loose(self.title)[:40])
+            # Zotero titles a note by its first line: a heading names it (headings are not
+            # quoted); a first line of prose is quoted below, and naming it would say it twice.
+            untitled = (_loose(self.text).startswith(_loose(self.title)[:40])
+                        and not self.text.lstrip().startswith("#"))  # fmt: skip
             name = "" if untitled else f" “{markdown_text(shorten(self.title, 80))}”"
             return f"Your note{name}{on}"
         who = ", ".join(x for x in (self.authors, self.year if self.year != "n.d." else "") if x)
@@ -257,7 +259,8 @@ def _loose(text: str) -> str:
 
 
 def quotable(chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
-    """Quotable sentences of the evidence, with their paragraph and position."""
+    """Quotable sentences of the evidence, with their paragraph and position; a note's lines
+    (`note_lines`)."""
     out: list[Candidate] = []
     seen: set[str] = set()
     for ch in chunks:
@@ -266,17 +269,61 @@ def quotable(chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
         order = 0
         text = clean_passage(strip_reference_markers(ch.text))
         for para_no, para in enumerate(re.split(r"\n\s*\n", text)):
-            if is_caption(para):
+            if ch.is_note:
+                units = note_lines(para)
+            elif is_caption(para):
                 continue  # a caption, a table, the labels of a figure: not evidence
-            for sent in _attach_short(split_sentences(para)):
-                sent = re.sub(r"\s+", " ", sent).strip()
+            else:
+                units = [" ".join(s.split()) for s in _attach_short(split_sentences(para))]
+            for sent in units:
                 order += 1
                 key = sent.lower()
-                if key in seen or not is_prose(sent):
+                if key in seen or not (is_note_line(sent) if ch.is_note else is_prose(sent)):
                     continue
                 seen.add(key)
                 out.append(Candidate(ch, order, sent, paragraph=para_no))
     return out
+
+
+_NOTE_MARK_RE = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+|\d{1,3}[.)]\s+)+")
+
+
+def note_lines(paragraph: str) -> list[str]:
+    """A note's evidence: the researcher writes in lines and list items ("Chubby and ZooKeeper
+    (systems built on consensus)"), not a paper's sentences; each line (a long one by its
+    sentences) without its Markdown marks. Table rows and headings (the note's title, a
+    section's label) are left out: the note is named by its title above its quotes."""
+    out: list[str] = []
+    for line in paragraph.splitlines():
+        if line.lstrip().startswith(("|", "#")):
+            continue
+        line = _NOTE_MARK_RE.sub("", line).replace("**", "").strip()
+        if line:
+            out += split_sentences(line) if len(line.split()) > 40 else [line]
+    return [" ".join(x.split()) for x in out if x.strip()]
+
+
+def is_note_line(line: str) -> bool:
+    """A line of the researcher's own note worth quoting: a few words, mostly letters."""
+    letters = sum(c.isalpha() for c in line)
+    return len(line.split()) >= 3 and letters >= 0.5 * len(line.replace(" ", ""))
+
+
+# The question asks what the researcher wrote ("my notes", "my reading list", "did I jot
+# down", "what I noted"): their own notes answer before any paper.
+_OWN_NOTES_RE = re.compile(
+    r"\bmy\s+(?:\w+\s+){0,2}?(?:notes?|list|annotations?|highlights?|comments?|summary)\b|"
+    r"\b(?:did|have|had)\s+I\s+(?:\w+\s+)?(?:note|noted|jot|write|wrote|list|listed|mark|"
+    r"marked|highlight|highlighted|annotate|annotated|comment|record|put)\b|"
+    r"\bI\s+(?:noted|jotted|wrote|listed|marked|highlighted|annotated|recorded)\b",
+    re.I,
+)
+OWN_NOTES = 0.3  # what a note gains when the question asks for the researcher's own notes
+
+
+def asks_own_notes(question: str) -> bool:
+    """Whether the question asks what the researcher wrote in their notes."""
+    return bool(_OWN_NOTES_RE.search(question))
 
 
 Unit = tuple[list[Candidate], float]
@@ -360,6 +407,7 @@ class QuoteScorer:
         q_terms = terms(question)
         rank = {i: r for r, i in enumerate(sorted({c.chunk.index for c in cands}), 1)}
         wants_number = asks_quantity(question)
+        own_notes = OWN_NOTES if asks_own_notes(question) else 0.0
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
         context = _context(cands, q)
         for c, d, t, ctx in zip(cands, dense, doc_terms, context, strict=True):
@@ -369,7 +417,9 @@ class QuoteScorer:
             states = 0.08 if wants_number and gives_quantity(question, c.text) else 0.0
             c.heading = fit.get(c.chunk.section, 0.0)
             bonus = 0.4 * max(c.heading - 0.45, 0.0)
-            c.score = 0.72 * float(d) + 0.28 * lex + c.passage + states + bonus - filler(c)
+            mine = own_notes if c.chunk.is_note else 0.0
+            c.score = (0.72 * float(d) + 0.28 * lex + c.passage + states + bonus + mine
+                       - filler(c))  # fmt: skip
 
     def heading_fit(self, question: str, sections: Sequence[str]) -> dict[str, float]:
         heads = sorted({s for s in sections if s})
@@ -532,6 +582,7 @@ __all__ = [
     "EvidenceChunk",
     "QuoteScorer",
     "Unit",
+    "asks_own_notes",
     "asks_quantity",
     "chunks_of",
     "filler",
