@@ -279,7 +279,7 @@ def _by_named_items(q: str, units: list[_Unit], cat: Catalogue) -> list[Part]:
         return any(set(x.keys) & set(m.keys) for x in u.mentions)
 
     def asks(m: Mention) -> str:
-        own = [u.text for u in units if names(u, m)
+        own = [_without_others(u, m) for u in units if names(u, m)
                or not any(names(u, s) for s in subjects)]  # fmt: skip
         return _clean(" ".join(own)) if own else _clean(q)
 
@@ -287,6 +287,37 @@ def _by_named_items(q: str, units: list[_Unit], cat: Catalogue) -> list[Part]:
     for part in parts:
         part.heading = part.name
     return parts
+
+
+def _without_others(u: _Unit, m: Mention) -> str:
+    """A clause as one part asks it: the other papers coordinated with it left out ("How do
+    Lamport's paper and Ongaro and Ousterhout's paper keep …" asks Raft's part "How do Ongaro
+    and Ousterhout's paper keep …"); a paper the clause names otherwise ("the way MoCo does")
+    stays, as what is asked."""
+    toks = tokens(u.text)
+    cut: list[tuple[int, int]] = []
+    named = sorted(u.mentions, key=lambda x: x.start)
+    for i, o in enumerate(named):
+        if set(o.keys) & set(m.keys) or not o.keys:
+            continue
+        beside = [x for x in (named[i - 1] if i else None, named[i + 1] if i + 1 < len(named)
+                              else None) if x is not None]  # fmt: skip
+        for x in beside:
+            lo, hi = (x.end, o.start) if x.start < o.start else (o.end, x.start)
+            gap = [w.lower() for w, _, _ in toks[lo:hi]]
+            if all(w in _CONNECTIVES or w == "s" for w in gap):
+                if x.start < o.start:  # "X's paper and O's paper": from X's end to O's
+                    a, b = toks[x.end - 1][2], toks[o.end - 1][2]
+                    tail = re.match(r"['’]s(?:\s+papers?)?\b", u.text[b:])
+                    b += tail.end() if tail else 0
+                else:  # "O and X": from O to X
+                    a, b = toks[o.start][1], toks[x.start][1]
+                cut.append((a, b))
+                break
+    text = u.text
+    for a, b in sorted(cut, reverse=True):
+        text = text[:a] + " " + text[b:]
+    return " ".join(text.split())
 
 
 def _headings(parts: list[Part], own: dict[int, _Unit], q: str) -> None:
