@@ -199,3 +199,14 @@ def test_a_question_on_my_notes_is_answered_by_the_notes_lines(scorer: QuoteScor
     assert not any(line.startswith(("#", "Reading list")) for line in lines)  # the title names it
     assert chunks[1].source_line() == "Your note “Reading list”"
     assert "Chubby and ZooKeeper" in quoted(scorer, question, chunks)[0]
+
+
+def test_a_british_spelling_is_a_word_the_library_uses() -> None:
+    """"How are the weights initialised…" was refused as off the library's vocabulary: the
+    library writes "initialized"."""
+    from zocrates_nb.retrieval.lexicon import spellings
+
+    assert "initialized" in spellings("initialised")
+    assert "normalization" in spellings("normalisation")
+    assert "color" in spellings("colour") and "modeling" in spellings("modelling")
+    assert spellings("use") == ["use"]

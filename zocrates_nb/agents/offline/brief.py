@@ -45,6 +45,7 @@ class CoordinatorBrief:
     message: str  # the researcher's message of this turn
     turns: tuple[PastTurn, ...] = ()  # every earlier turn, oldest first
     scope_kind: str = "library"  # library | selection | collection
+    names: Catalogue | None = None  # the library's names: what a correction means
 
 
 @dataclass(frozen=True)
