@@ -77,6 +77,7 @@ class WriterBrief:
     known_names: tuple[str, ...] = ()  # the names it uses for them ("Ghemawat", "FLP")
     scope_label: str = ""  # "the selected papers", "the collection “ML”"; "" for the library
     elsewhere: tuple[str, ...] = ()  # titles outside the scope that answer it clearly better
+    nearest: tuple[str, ...] = ()  # titles outside the scope as close as any inside it
     vectors: PassageVectors | None = None
     follow_up: FollowUp | None = None  # what a follow-up builds on (the earlier subject)
 

@@ -317,9 +317,14 @@ class OfflineSynthesizer:
     def no_evidence(self, brief: WriterBrief, missing: list[str]) -> str:
         about = f" (nothing in it mentions {', '.join(missing)})" if missing else ""
         if brief.scope_label:
+            near = ""
+            if brief.nearest and not brief.elsewhere:
+                titles = " and ".join(f"*{markdown_text(t)}*" for t in brief.nearest)
+                near = (f" Outside it, the closest papers in your library are {titles}: "
+                        "search the whole library to read them.")  # fmt: skip
             return (
                 f"Not in {brief.scope_label}. None of the passages found there addresses this "
-                f"question{about}, so there is nothing I can cite from them.\n\n"
+                f"question{about}, so there is nothing I can cite from them.{near}\n\n"
                 "_Answered by the embedded offline engine, without a language model._"
             )
         return (
