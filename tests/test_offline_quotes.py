@@ -210,3 +210,21 @@ def test_a_british_spelling_is_a_word_the_library_uses() -> None:
     assert "normalization" in spellings("normalisation")
     assert "color" in spellings("colour") and "modeling" in spellings("modelling")
     assert spellings("use") == ["use"]
+
+
+def test_a_scope_with_nothing_names_the_closest_papers_outside_it() -> None:
+    """Two papers on one subject score alike, so neither is "clearly better" elsewhere; a
+    scope with nothing on the question still says which papers outside it come closest."""
+    from zocrates_nb.agents.offline.brief import WriterBrief
+    from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+    from zocrates_nb.agents.offline.writer import OfflineSynthesizer
+
+    brief = WriterBrief(question="How is a leader chosen?", goal="How is a leader chosen?",
+                        evidence=(), scope_label="the selected paper",
+                        nearest=("Paxos Made Moderately Complex",))  # fmt: skip
+    answer = OfflineSynthesizer(SentenceEmbeddings()).no_evidence(brief, [])
+    assert answer.startswith("Not in the selected paper.")
+    assert "closest papers in your library are *Paxos Made Moderately Complex*" in answer
+    clear = WriterBrief(question="q", goal="q", evidence=(), scope_label="the selected paper",
+                        elsewhere=("Raft",), nearest=("Paxos Made Moderately Complex",))
+    assert "closest papers" not in OfflineSynthesizer(SentenceEmbeddings()).no_evidence(clear, [])
