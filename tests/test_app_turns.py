@@ -232,7 +232,7 @@ def test_a_correction_by_the_librarys_names_gives_up_the_paper_it_replaces() -> 
         CatalogueItem("MOCO2", "Improved Baselines with Momentum Contrastive Learning",
                       ("Chen",)),
         CatalogueItem("RAFT", "In Search of an Understandable Consensus Algorithm",
-                      abstract="Raft is a consensus algorithm. Raft separates leader election."),
+                      abstract="We present Raft. Unlike Paxos, Raft separates leader election."),
         CatalogueItem("ZAB", "Zab: High-performance broadcast for primary-backup systems"),
         CatalogueItem("PAXOS", "Paxos Made Simple", ("Lamport",)),
     ])  # fmt: skip
@@ -253,6 +253,12 @@ def test_a_correction_by_the_librarys_names_gives_up_the_paper_it_replaces() -> 
     goal, earlier = follow_up("No, I meant Raft and Paxos Made Simple.", turns, names=names)
     assert goal == "Compare how Raft and “Paxos Made Simple” elect a new leader."
     assert earlier is not None and earlier.not_papers == [names.items["ZAB"].title]
+    # "I meant Paxos, not Raft": the paper meant replaces the one named; the other is given up.
+    q = "How does Raft keep a leader from being elected twice in a term?"
+    turns = [PastTurn(q, q, "", (names.items["RAFT"].title,))]
+    goal, earlier = follow_up("Sorry, I meant Paxos Made Simple, not Raft.", turns, names=names)
+    assert goal == "How does “Paxos Made Simple” keep a leader from being elected twice in a term?"
+    assert earlier is not None and earlier.not_papers == [names.items["RAFT"].title]
 
 
 def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path, Any]) -> None:

@@ -179,6 +179,7 @@ _CORRECTION_RE = re.compile(
     r"(?:one|paper)|(.+?))[\s.!?]*$",
     re.I,
 )
+_NOT_RE = re.compile(r",?\s+(not|rather than|instead of)\s+", re.I)  # "BLAST, not BLAT"
 _OTHER_RE = re.compile(r"\bthe other\s+(?:[\w-]+\s+){0,3}?(?:one|paper|article|study)\b", re.I)
 
 
@@ -197,9 +198,13 @@ def correction(
     base = core_goal(turn.goal)
     who = _subjects(base) or ""
     meant = (m.group(1) or m.group(2) or "").strip()
+    # "I meant BLAST, not BLAT": what is meant, and what is not.
+    pieces = [x.strip(" ,;") for x in _NOT_RE.split(meant, maxsplit=1)]
+    meant, not_meant = pieces[0], pieces[-1] if len(pieces) == 3 else ""
     note = FollowUp(subject=who, question=base, correction=True)
     other = bool(_OTHER_RE.search(msg)) or not meant
-    named = _by_names(base, meant, names, turn.papers[:1] if other else ()) if names else None
+    given_up = [*(turn.papers[:1] if other else ()), *_titles(not_meant, names)]
+    named = _by_names(base, meant, names, given_up) if names else None
     if named is not None:
         goal, refused = named
         return goal, note.model_copy(update={"not_papers": refused})
@@ -211,6 +216,14 @@ def correction(
     if who and re.search(rf"\b{re.escape(who)}\b", base):
         return re.sub(rf"\b{re.escape(who)}\b", meant, base, count=1), note
     return f"{meant}: {base}", note
+
+
+def _titles(text: str, names: Catalogue | None) -> list[str]:
+    """The titles of the library's papers `text` names."""
+    if not text or names is None:
+        return []
+    keys = [k for x in names.mentions(f"I meant {text}") for k in x.keys]
+    return [names.items[k].title for k in dict.fromkeys(keys) if k in names.items]
 
 
 def _by_names(base: str, meant: str, names: Catalogue, not_this: Sequence[str]
