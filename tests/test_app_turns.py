@@ -259,6 +259,11 @@ def test_a_correction_by_the_librarys_names_gives_up_the_paper_it_replaces() -> 
     goal, earlier = follow_up("Sorry, I meant Paxos Made Simple, not Raft.", turns, names=names)
     assert goal == "How does “Paxos Made Simple” keep a leader from being elected twice in a term?"
     assert earlier is not None and earlier.not_papers == [names.items["RAFT"].title]
+    # A correction, then a new question whose "it" is what is meant.
+    msg = "Oh wait, I meant Zab, not Raft. How does it order the updates it broadcasts?"
+    goal, earlier = follow_up(msg, turns, names=names)
+    assert goal == "How does Zab order the updates Zab broadcasts?"
+    assert earlier is not None and earlier.not_papers == [names.items["RAFT"].title]
 
 
 def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path, Any]) -> None:

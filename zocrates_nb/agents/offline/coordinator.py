@@ -174,7 +174,8 @@ def follow_up(
 
 
 _CORRECTION_RE = re.compile(
-    r"^\s*(?:no|nope|not that|sorry|actually|wait)?[\s,.!-]*(?:i|I)\s+(?:meant|mean|was asking "
+    r"^\s*(?:(?:oh|ah|hmm|no|nope|not that|sorry|actually|wait|oops)[\s,.!-]*)*(?:i|I)\s+"
+    r"(?:meant|mean|was asking "
     r"about|asked about)\s+(.+?)[\s.!?]*$|^\s*(?:no|nope|not that one)[\s,.!-]+(?:the other "
     r"(?:one|paper)|(.+?))[\s.!?]*$",
     re.I,
@@ -191,11 +192,20 @@ def correction(
     With the library's names, the paper the earlier question named gives way to the one the
     correction names ("Sorry, I meant the neural tangent kernel paper"; "the other MoCo paper,
     the one with the improved baselines"), and the one given up is never quoted again."""
-    m = _CORRECTION_RE.match(msg)
-    if m is None or not searched:
+    if not searched:
         return None
     turn = searched[-1]
     base = core_goal(turn.goal)
+    # "Oh wait, I meant BLAST, not BLAT. How does it store the database it scans?": the
+    # correction, then a new question about what is meant.
+    said = re.split(r"(?<=[.!?])\s+(?=[A-Z])", msg, maxsplit=1)
+    m = _CORRECTION_RE.match(said[0])
+    asked = ""
+    if m is not None and len(said) == 2 and (m.group(1) or m.group(2)):
+        msg, asked = said
+    m = _CORRECTION_RE.match(msg)
+    if m is None:
+        return None
     who = _subjects(base) or ""
     meant = (m.group(1) or m.group(2) or "").strip()
     # "I meant BLAST, not BLAT": what is meant, and what is not.
@@ -204,6 +214,9 @@ def correction(
     note = FollowUp(subject=who, question=base, correction=True)
     other = bool(_OTHER_RE.search(msg)) or not meant
     given_up = [*(turn.papers[:1] if other else ()), *_titles(not_meant, names)]
+    if asked and meant:  # the new question's "it" is what is meant
+        goal = _name_the_subject(asked, meant) or asked
+        return goal, note.model_copy(update={"not_papers": given_up})
     named = _by_names(base, meant, names, given_up) if names else None
     if named is not None:
         goal, refused = named
