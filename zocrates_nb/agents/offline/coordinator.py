@@ -215,7 +215,7 @@ def correction(
     other = bool(_OTHER_RE.search(msg)) or not meant
     given_up = [*(turn.papers[:1] if other else ()), *_titles(not_meant, names)]
     if asked and meant:  # the new question's "it" is what is meant
-        goal = _name_the_subject(asked, meant) or asked
+        goal = _name_the_subject(asked, f"I meant {meant}") or asked
         return goal, note.model_copy(update={"not_papers": given_up})
     named = _by_names(base, meant, names, given_up) if names else None
     if named is not None:
