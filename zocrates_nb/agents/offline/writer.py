@@ -159,7 +159,10 @@ class OfflineSynthesizer:
         scorer.score(question, mine)
         everything = " ".join(f"{c.title} {c.section} {c.text}" for c in chunks)
         # A name the library knows stands for its paper, which need not repeat it ("Ghemawat").
-        ents = [e for e in entities(f"{core_goal(brief.question)} {question}")
+        # A correction's own words name what is not meant ("BLAST, not BLAT"): the goal says
+        # what is asked.
+        said = "" if fu is not None and fu.correction else core_goal(brief.question)
+        ents = [e for e in entities(f"{said} {question}")
                 if e not in brief.known_names]  # fmt: skip
         missing = [e for e in ents if not mentions(everything, e)]
         top = max((c.relevance for c in mine), default=0.0)
