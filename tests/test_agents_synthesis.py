@@ -138,7 +138,7 @@ def test_verifier_errors_fail_open(tmp_path: Path, small_index: Any) -> None:
 
 
 def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce() -> None:
-    from zocrates_nb.agents.offline.quotes import EvidenceChunk, QuoteScorer
+    from zocrates_nb.agents.offline.quotes import EvidenceChunk, quotable
 
     chunk = EvidenceChunk(
         index=1, title="Attention", authors="Vaswani et al.", year="2017", section="5.3",
@@ -149,7 +149,7 @@ def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce(
             "steps, and decreasing it thereafter. We used warmup_steps = 4000."
         ),
     )  # fmt: skip
-    quotes = [c.text for c in QuoteScorer.candidates([chunk])]
+    quotes = [c.text for c in quotable([chunk])]
     assert quotes == [
         "This corresponds to increasing the learning rate linearly for the first warmup steps, "
         "and decreasing it thereafter. We used warmup_steps = 4000."

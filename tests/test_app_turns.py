@@ -215,6 +215,57 @@ def test_a_correction_switches_to_what_the_researcher_means() -> None:
     assert goal == "How does Zab choose a value?" and earlier is not None and earlier.correction
 
 
+def test_a_correction_by_the_librarys_names_gives_up_the_paper_it_replaces() -> None:
+    """"Sorry, I meant the X paper" names no capitalised system: the library's names say which
+    paper it means and which one the earlier question named; "the other MoCo paper, the one
+    with the improved baselines" means the paper with that title, not the one quoted."""
+    from zocrates_nb.agents.offline import PastTurn
+    from zocrates_nb.agents.offline.coordinator import follow_up
+    from zocrates_nb.index.names import Catalogue, CatalogueItem
+
+    names = Catalogue([
+        CatalogueItem("WN", "Weight Normalization: A Simple Reparameterization", ("Salimans",)),
+        CatalogueItem("NTK", "Neural Tangent Kernel: Convergence and Generalization",
+                      ("Jacot",)),
+        CatalogueItem("MOCO", "Momentum Contrast for Unsupervised Visual Representation Learning",
+                      ("He",), abstract="We present Momentum Contrast (MoCo). MoCo has a queue."),
+        CatalogueItem("MOCO2", "Improved Baselines with Momentum Contrastive Learning",
+                      ("Chen",)),
+        CatalogueItem("RAFT", "In Search of an Understandable Consensus Algorithm",
+                      abstract="We present Raft. Unlike Paxos, Raft separates leader election."),
+        CatalogueItem("ZAB", "Zab: High-performance broadcast for primary-backup systems"),
+        CatalogueItem("PAXOS", "Paxos Made Simple", ("Lamport",)),
+    ])  # fmt: skip
+    q = "How are the weights initialised in the weight normalization paper?"
+    turns = [PastTurn(q, q, "", ("Weight Normalization: A Simple Reparameterization",))]
+    goal, earlier = follow_up("Sorry, I meant the neural tangent kernel paper.", turns, names=names)
+    assert goal == "How are the weights initialised in “Neural Tangent Kernel: Convergence and " \
+                   "Generalization”?"  # fmt: skip
+    assert earlier is not None and earlier.not_papers == [names.items["WN"].title]
+    q = "What does the MoCo paper say about how large its queue can be?"
+    turns = [PastTurn(q, q, "", (names.items["MOCO"].title,))]
+    msg = "No, I meant the other MoCo paper, the one with the improved baselines."
+    goal, earlier = follow_up(msg, turns, names=names)
+    assert "Improved Baselines" in goal and "MoCo" not in goal
+    assert earlier is not None and earlier.not_papers == [names.items["MOCO"].title]
+    q = "Compare how Raft and Zab elect a new leader."
+    turns = [PastTurn(q, q, "", (names.items["RAFT"].title, names.items["ZAB"].title))]
+    goal, earlier = follow_up("No, I meant Raft and Paxos Made Simple.", turns, names=names)
+    assert goal == "Compare how Raft and “Paxos Made Simple” elect a new leader."
+    assert earlier is not None and earlier.not_papers == [names.items["ZAB"].title]
+    # "I meant Paxos, not Raft": the paper meant replaces the one named; the other is given up.
+    q = "How does Raft keep a leader from being elected twice in a term?"
+    turns = [PastTurn(q, q, "", (names.items["RAFT"].title,))]
+    goal, earlier = follow_up("Sorry, I meant Paxos Made Simple, not Raft.", turns, names=names)
+    assert goal == "How does “Paxos Made Simple” keep a leader from being elected twice in a term?"
+    assert earlier is not None and earlier.not_papers == [names.items["RAFT"].title]
+    # A correction, then a new question whose "it" is what is meant.
+    msg = "Oh wait, I meant Zab, not Raft. How does it order the updates it broadcasts?"
+    goal, earlier = follow_up(msg, turns, names=names)
+    assert goal == "How does Zab order the updates Zab broadcasts?"
+    assert earlier is not None and earlier.not_papers == [names.items["RAFT"].title]
+
+
 def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path, Any]) -> None:
     _, index = small
     app = App.open(tmp_path, index=index)

@@ -14,8 +14,10 @@ from zocrates_nb.agents.offline.quotes import (
     EvidenceChunk,
     QuoteScorer,
     chunks_of,
+    in_passage,
     is_prose,
     is_roadmap,
+    quotable,
 )
 from zocrates_nb.agents.offline.verdict import Verdict, not_given, verdict
 from zocrates_nb.retrieval.state import Evidence
@@ -114,9 +116,34 @@ def test_a_sentence_that_leans_on_the_one_before_is_quoted_with_it(scorer: Quote
     )
     cands = scorer.candidates([chunk(text, title="Stand-Alone Self-Attention", section="2.2")])
     lean = next(c for c in cands if c.text.startswith("Instead"))
-    from zocrates_nb.agents.offline.quotes import with_context
+    at = {(c.chunk.index, c.paragraph, c.order): c for c in cands}
+    assert [c.text[:11] for c in in_passage(lean, at, {id(lean)})] == ["Sinusoidal ", "Instead, at"]
+    # A sentence that stands by itself leads its quote: the one before stays out.
+    first = cands[0]
+    assert [c.text[:11] for c in in_passage(first, at, {id(first)})] == [
+        "Sinusoidal ",
+        "Instead, at",
+    ]
 
-    assert [c.text[:11] for c in with_context(lean)] == ["Sinusoidal ", "Instead, at"]
+
+def test_a_quote_takes_in_the_answer_just_after_the_sentence_naming_the_topic(
+    scorer: QuoteScorer,
+) -> None:
+    """The scorer prefers the sentence naming what the question is about; the mechanism asked
+    for is often the next one, and the quote carries it."""
+    text = (
+        "One of the common causes that lengthens the total time taken for a job is a "
+        "straggler: a machine that takes an unusually long time to complete one of the last "
+        "few tasks. We have a general mechanism to alleviate the problem of stragglers. When "
+        "an operation is close to completion, the master schedules backup executions of the "
+        "remaining in-progress tasks. Stragglers were studied at length by others before us "
+        "in a long series of measurements on shared clusters of many kinds and sizes, which "
+        "this quote has no room left for at all."
+    )
+    question = "What does the system do about a few slow machines holding up the end of a job?"
+    quotes = quoted(scorer, question, [chunk(text, title="MapReduce", section="3.6")])
+    assert "schedules backup executions" in quotes[0]
+    assert "no room left" not in quotes[0]  # a quote stays short
 
 
 def test_a_number_nothing_gives_is_said_plainly_and_uncited(scorer: QuoteScorer) -> None:
@@ -148,4 +175,56 @@ def test_a_child_note_is_named_as_the_users_note_on_its_paper() -> None:
     chunks = chunks_of([note, paper])
     assert chunks[0].source_line() == "Your note on *Velvet*"
     assert chunks[1].source_line() == "*Velvet* (Zerbino, 2008)"
-    assert isinstance(QuoteScorer.candidates(chunks)[0], Candidate)
+    assert isinstance(quotable(chunks)[0], Candidate)
+
+
+def test_a_question_on_my_notes_is_answered_by_the_notes_lines(scorer: QuoteScorer) -> None:
+    """A note is written in lines and list items, not a paper's sentences; a question asking
+    what the researcher wrote ("my reading list") is answered by their note before any paper."""
+    common = {"authors": ["A. Author"], "year": 2020}
+    note = Evidence(chunk_id="N:0", attachment_key="N", item_key="N", title="Reading list",
+                    chunk_type="note", section="Reading list",
+                    text="# Reading list\n\n1. Leases for caches (1989)\n"
+                         "2. Chubby and ZooKeeper (systems built on consensus)\n3. Raft",
+                    **common)  # fmt: skip
+    paper = Evidence(chunk_id="P:1", attachment_key="P", item_key="P", title="ZooKeeper",
+                     chunk_type="body", section="1 Introduction",
+                     text="ZooKeeper is a coordination service for distributed systems, used "
+                          "for configuration, group membership and leader election.",
+                     **common)  # fmt: skip
+    question = "Which coordination systems are on my reading list?"
+    chunks = chunks_of([paper, note])
+    lines = [c.text for c in quotable(chunks) if c.chunk.is_note]
+    assert "Chubby and ZooKeeper (systems built on consensus)" in lines
+    assert not any(line.startswith(("#", "Reading list")) for line in lines)  # the title names it
+    assert chunks[1].source_line() == "Your note “Reading list”"
+    assert "Chubby and ZooKeeper" in quoted(scorer, question, chunks)[0]
+
+
+def test_a_british_spelling_is_a_word_the_library_uses() -> None:
+    """"How are the weights initialised…" was refused as off the library's vocabulary: the
+    library writes "initialized"."""
+    from zocrates_nb.retrieval.lexicon import spellings
+
+    assert "initialized" in spellings("initialised")
+    assert "normalization" in spellings("normalisation")
+    assert "color" in spellings("colour") and "modeling" in spellings("modelling")
+    assert spellings("use") == ["use"]
+
+
+def test_a_scope_with_nothing_names_the_closest_papers_outside_it() -> None:
+    """Two papers on one subject score alike, so neither is "clearly better" elsewhere; a
+    scope with nothing on the question still says which papers outside it come closest."""
+    from zocrates_nb.agents.offline.brief import WriterBrief
+    from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+    from zocrates_nb.agents.offline.writer import OfflineSynthesizer
+
+    brief = WriterBrief(question="How is a leader chosen?", goal="How is a leader chosen?",
+                        evidence=(), scope_label="the selected paper",
+                        nearest=("Paxos Made Moderately Complex",))  # fmt: skip
+    answer = OfflineSynthesizer(SentenceEmbeddings()).no_evidence(brief, [])
+    assert answer.startswith("Not in the selected paper.")
+    assert "closest papers in your library are *Paxos Made Moderately Complex*" in answer
+    clear = WriterBrief(question="q", goal="q", evidence=(), scope_label="the selected paper",
+                        elsewhere=("Raft",), nearest=("Paxos Made Moderately Complex",))
+    assert "closest papers" not in OfflineSynthesizer(SentenceEmbeddings()).no_evidence(clear, [])

@@ -83,6 +83,9 @@ class Elsewhere:
     sources: list[Source] = field(default_factory=list)
     widen: Scope | None = None
     note: str = ""
+    # Titles outside the scope that score at least as well as any inside, none clearly better:
+    # named when the scope has nothing on the question, so the researcher knows where to look.
+    nearest: list[str] = field(default_factory=list)
 
 
 def elsewhere(
@@ -102,6 +105,7 @@ def elsewhere(
     inside = set(allowed)
     queries = [p.text for p in parts] or [core_goal(goal) or goal]
     found: dict[str, tuple[float, str]] = {}  # item key → (paper score, its best section)
+    near: dict[str, float] = {}
     for q in queries:
         hits = index.search(q, None, limit=WIDE_DEPTH, merge_twins=False)
         sims = vectors.chunk_similarity(q, [h.chunk.chunk_id for h in hits])
@@ -117,13 +121,17 @@ def elsewhere(
         if not outside:
             continue
         top = outside[0][0]
+        for v, key in outside[:2]:
+            if v >= max(ELSEWHERE_FLOOR, best_in, 0.8 * top):
+                near[key] = max(v, near.get(key, 0.0))
         for v, key in outside[:MAX_ELSEWHERE]:
             if v < ELSEWHERE_FLOOR or v < ELSEWHERE_RATIO * best_in or v < 0.6 * top:
                 break
             if key not in found or found[key][0] < v:
                 found[key] = (v, section.get(key, (0.0, ""))[1])
     if not found:
-        return Elsewhere()
+        ranked = sorted(near, key=lambda k: -near[k])
+        return Elsewhere(nearest=[it.title for k in ranked if (it := index.item(k)) is not None])
     chosen = sorted(found.items(), key=lambda kv: kv[1][0], reverse=True)[:MAX_ELSEWHERE]
     sources: list[Source] = []
     lines: list[str] = []

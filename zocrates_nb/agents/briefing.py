@@ -74,6 +74,7 @@ def writer_brief(
         known_names=tuple(known),
         scope_label=scope_label(turn),
         elsewhere=tuple(src.title for src in wider.sources),
+        nearest=tuple(wider.nearest),
         vectors=vectors,
         follow_up=state.follow_up,
     )

@@ -18,6 +18,7 @@ from pydantic_ai import Agent, ModelRetry, RunContext, ToolOutput
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ToolReturnPart
 
+from zocrates_nb.agents.answerability import catalogue_for
 from zocrates_nb.agents.discovery import ONLINE_TOOL, DiscoveryOutcome, discover_papers
 from zocrates_nb.agents.model_output import bound_history
 from zocrates_nb.agents.offline.brief import CoordinatorBrief, PastTurn
@@ -112,7 +113,8 @@ def coordinator_brief(turn: TurnContext, message: str) -> CoordinatorBrief:
         for t in turn.store.turns(turn.session_id)
         if t.turn_id != turn.turn_id and t.status == "answered"
     ]
-    return CoordinatorBrief(message=message, turns=tuple(earlier), scope_kind=turn.scope.kind)
+    return CoordinatorBrief(message=message, turns=tuple(earlier), scope_kind=turn.scope.kind,
+                            names=catalogue_for(turn.index))  # fmt: skip
 
 
 def record_answer(messages: list[ModelMessage], answer: str) -> list[ModelMessage]:

@@ -20,6 +20,7 @@ words that says what is asked of it: never words glued or conjugated into a new 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from zocrates_nb.index.names import (
     resolve_names,
     tokens,
 )
+from zocrates_nb.text import STOPWORDS
 
 # Between two coordinated names only these may stand ("Dynamo and chain replication",
 # "MapReduce, Bigtable and GFS", "in Bigtable and in Spanner", "Raft with Zab").
@@ -108,13 +110,22 @@ def _subject(m: Mention) -> tuple[str, ...]:
 
 
 def _without_modifiers(text: str, ms: list[Mention]) -> list[Mention]:
-    """ "Amazon's Dynamo", "Google's Spanner": a name followed by another is its modifier."""
+    """ "Amazon's Dynamo", "Google's Spanner": a name followed by another is its modifier.
+    An author's name modifies a name the library lacks into their paper ("Kleinberg's HITS":
+    the paper never calls its method so, but its author's name says which it is)."""
     toks = tokens(text)
-    out = []
+    out: list[Mention] = []
+    skip = -1
     for i, a in enumerate(ms):
+        if i == skip:
+            continue
         b = ms[i + 1] if i + 1 < len(ms) else None
         if b is not None:
             gap = text[toks[a.end - 1][2] : toks[b.start][1]]
+            if re.fullmatch(r"['’]s\s+", gap) and a.author and a.keys and not b.keys:
+                out.append(dataclasses.replace(b, keys=a.keys))
+                skip = i + 1
+                continue
             if re.fullmatch(r"['’]s\s+", gap) or (not a.keys and not gap.strip()):
                 continue
         out.append(a)
@@ -177,7 +188,7 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
     q = core_goal(question)
     cat = catalogue or Catalogue([])
     units = [
-        _Unit(si, c, _without_modifiers(c, cat.mentions(c, q)))
+        _Unit(si, c, _without_modifiers(c, _named(cat.mentions(c, q))))
         for si, sent in enumerate(_sentences(q))
         for c in _clauses(sent)
     ]
@@ -229,7 +240,7 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
             pending.append(u)
         seen.update(_subject(m) for m in u.mentions)
     if len(parts) < 2:
-        return []
+        return _by_named_items(q, units, cat)
     rest = " ".join(u.text for u in pending)
     for part in parts:
         if rest:
@@ -239,6 +250,74 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
         part.text = part.text if part.text.endswith(("?", ".")) else part.text + "?"
     _headings(parts, own, q)
     return parts
+
+
+def _named(ms: list[Mention]) -> list[Mention]:
+    """The mentions that can be what a part is about: not a word only abstracts use that
+    names no one paper ("ImageNet", a data set several papers train on)."""
+    return [m for m in ms if not (m.weak and len(m.keys) > 1)]
+
+
+def _by_named_items(q: str, units: list[_Unit], cat: Catalogue) -> list[Part]:
+    """A question naming two or more of the library's papers, however its sentence joins
+    them ("Does SimCLRv2 keep a memory … the way MoCo does", "a Chubby cell, a Raft cluster
+    and MapReduce's input storage", "Lamport's paper and Ongaro and Ousterhout's"): one part
+    per paper, asking the clauses that name it and those that name no paper, headed by its
+    name alone (no clean span of the question says what is asked of each). A name several
+    papers share and a name the library lacks are not papers of their own here."""
+    subjects: list[Mention] = []
+    for m in (m for u in units for m in u.mentions):
+        if len(m.keys) != 1:
+            continue  # "Paxos groups" in a question on Spanner: a name two papers share
+        if any(set(m.keys) & set(s.keys) for s in subjects):
+            continue  # "Ongaro and Ousterhout": one paper, named twice
+        subjects.append(m)
+    if len(subjects) < 2:
+        return []
+
+    def names(u: _Unit, m: Mention) -> bool:
+        return any(set(x.keys) & set(m.keys) for x in u.mentions)
+
+    def asks(m: Mention) -> str:
+        own = [_without_others(u, m) for u in units if names(u, m)
+               or not any(names(u, s) for s in subjects)]  # fmt: skip
+        return _clean(" ".join(own)) if own else _clean(q)
+
+    parts = [_part(asks(m), m, cat) for m in subjects]
+    for part in parts:
+        part.heading = part.name
+    return parts
+
+
+def _without_others(u: _Unit, m: Mention) -> str:
+    """A clause as one part asks it: the other papers coordinated with it left out ("How do
+    Lamport's paper and Ongaro and Ousterhout's paper keep …" asks Raft's part "How do Ongaro
+    and Ousterhout's paper keep …"); a paper the clause names otherwise ("the way MoCo does")
+    stays, as what is asked."""
+    toks = tokens(u.text)
+    cut: list[tuple[int, int]] = []
+    named = sorted(u.mentions, key=lambda x: x.start)
+    for i, o in enumerate(named):
+        if set(o.keys) & set(m.keys) or not o.keys:
+            continue
+        beside = [x for x in (named[i - 1] if i else None, named[i + 1] if i + 1 < len(named)
+                              else None) if x is not None]  # fmt: skip
+        for x in beside:
+            lo, hi = (x.end, o.start) if x.start < o.start else (o.end, x.start)
+            gap = [w.lower() for w, _, _ in toks[lo:hi]]
+            if all(w in _CONNECTIVES or w == "s" for w in gap):
+                if x.start < o.start:  # "X's paper and O's paper": from X's end to O's
+                    a, b = toks[x.end - 1][2], toks[o.end - 1][2]
+                    tail = re.match(r"['’]s(?:\s+papers?)?\b", u.text[b:])
+                    b += tail.end() if tail else 0
+                else:  # "O and X": from O to X
+                    a, b = toks[o.start][1], toks[x.start][1]
+                cut.append((a, b))
+                break
+    text = u.text
+    for a, b in sorted(cut, reverse=True):
+        text = text[:a] + " " + text[b:]
+    return " ".join(text.split())
 
 
 def _headings(parts: list[Part], own: dict[int, _Unit], q: str) -> None:
@@ -262,7 +341,26 @@ def _headings(parts: list[Part], own: dict[int, _Unit], q: str) -> None:
                         and own.get(id(o)) is clause]  # fmt: skip
             span = next((a for a in siblings if a and not any(
                 sub in a.lower() for sub in subjects)), "")  # fmt: skip
+        if not span and (borrowed := _elided(part, parts, aspects, subjects)):
+            # "How many heads does the Transformer use, and how many does BERT-base?": the
+            # second clause asks the first's question of its own thing.
+            span = borrowed
+            part.text = f"{part.text.rstrip(' ?.')} ({borrowed})?"
         part.heading = f"{part.name}: {span}" if span else part.name
+
+
+def _elided(part: Part, parts: list[Part], aspects: dict[int, str], subjects: list[str]) -> str:
+    """The aspect a clause leaves out because a sibling clause said it: the first other
+    part's span, when this part's own words say nothing but its name."""
+    own = [w for w, _, _ in tokens(part.text) if w.lower() not in STOPWORDS | _AUX_WORDS
+           | _WH_WORDS and w.lower() not in part.subject.lower()]  # fmt: skip
+    if len(own) > 1:
+        return ""
+    for other in parts:
+        span = aspects.get(id(other), "")
+        if other is not part and span and not any(sub in span.lower() for sub in subjects):
+            return span
+    return ""
 
 
 def _plain(text: str) -> str:

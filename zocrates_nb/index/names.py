@@ -140,6 +140,9 @@ class Mention:
     surface: str
     keys: tuple[str, ...] = ()  # library items it names (empty: a name the catalogue lacks)
     author: bool = False  # the name is an author's: it names the paper, not a system
+    # Only an abstract uses it ("ImageNet", "CIFAR"): a data set or tool the papers share more
+    # often than a name of what one of them presents.
+    weak: bool = False
 
 
 def tokens(text: str) -> list[tuple[str, int, int]]:
@@ -220,6 +223,8 @@ class Catalogue:
             words = words[1:]
         if words and 2 <= len(words) <= 4 and len(pieces) == 1:
             out.append(words)
+        if len(words) >= 3 and words not in out:
+            out.append(words)  # the whole title, written out ("Attention Is All You Need")
         if words and words[0].lower() not in _WH_START and words[0].lower() not in _LEADING_STOP:
             lead: list[str] = []
             for w in words:
@@ -300,7 +305,7 @@ class Catalogue:
             by_abstract = self._by_abstract(low[k])
             if by_abstract:
                 taken.add(k)
-                found.append(Mention(k, k + 1, w, by_abstract))
+                found.append(Mention(k, k + 1, w, by_abstract, weak=True))
         # Named things the catalogue does not know (runs of capitalised words, acronyms), and
         # a capitalised first word coordinated with another name ("Raft and Paxos …").
         names = {e for e in entities(text) if e.lower() not in IMPERATIVES}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -15,10 +16,35 @@ def library_lexicon(index: Index) -> Callable[[str], bool]:
     from zocrates_nb.index import SearchFilter
 
     @lru_cache(maxsize=4096)
-    def has(word: str) -> bool:
+    def found(word: str) -> bool:
         try:
             return bool(index.catalog.bm25(word, SearchFilter(), 1))
         except Exception:
             return True  # unsure: assume present (never refuse on a lookup failure)
 
+    def has(word: str) -> bool:
+        return any(found(w) for w in spellings(word))
+
     return has
+
+
+_VARIANTS = (  # British ↔ American spellings: "initialised" is the library's "initialized"
+    (r"is(e|es|ed|ing|ation|ations|er|ers)$", r"iz\1"),
+    (r"iz(e|es|ed|ing|ation|ations|er|ers)$", r"is\1"),
+    (r"ys(e|es|ed|ing)$", r"yz\1"),
+    (r"our(s|ed|ing|ite|ites)?$", r"or\1"),
+    (r"tre(s)?$", r"ter\1"),
+    (r"ogue(s)?$", r"og\1"),
+    (r"ll(ed|ing|er|ers)$", r"l\1"),
+)
+
+
+def spellings(word: str) -> list[str]:
+    """The word and its other spellings (British and American): a question's spelling must not
+    make a word the library uses look unknown to it."""
+    out = [word]
+    for pattern, repl in _VARIANTS:
+        other = re.sub(pattern, repl, word)
+        if other != word and other not in out:
+            out.append(other)
+    return out

@@ -45,6 +45,7 @@ class CoordinatorBrief:
     message: str  # the researcher's message of this turn
     turns: tuple[PastTurn, ...] = ()  # every earlier turn, oldest first
     scope_kind: str = "library"  # library | selection | collection
+    names: Catalogue | None = None  # the library's names: what a correction means
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class WriterBrief:
     known_names: tuple[str, ...] = ()  # the names it uses for them ("Ghemawat", "FLP")
     scope_label: str = ""  # "the selected papers", "the collection “ML”"; "" for the library
     elsewhere: tuple[str, ...] = ()  # titles outside the scope that answer it clearly better
+    nearest: tuple[str, ...] = ()  # titles outside the scope as close as any inside it
     vectors: PassageVectors | None = None
     follow_up: FollowUp | None = None  # what a follow-up builds on (the earlier subject)
 

@@ -28,6 +28,7 @@ from zocrates_nb.agents.offline.conversation import (
 from zocrates_nb.agents.offline.discovery import wants_discovery
 from zocrates_nb.agents.offline.messages import text_response, tool_call
 from zocrates_nb.agents.parts import core_goal
+from zocrates_nb.index.names import Catalogue, tokens
 from zocrates_nb.retrieval.state import FollowUp
 from zocrates_nb.text import entities, terms
 
@@ -134,7 +135,8 @@ def standalone_goal(message: str, turns: Sequence[PastTurn], scope_kind: str = "
 
 
 def follow_up(
-    message: str, turns: Sequence[PastTurn], scope_kind: str = "library"
+    message: str, turns: Sequence[PastTurn], scope_kind: str = "library",
+    names: Catalogue | None = None,
 ) -> tuple[str, FollowUp | None]:
     """The goal to search for and, for a follow-up, what it builds on as a typed record: the
     message itself, unless it refers back; then the message with what it refers to named in
@@ -147,7 +149,7 @@ def follow_up(
     if again:  # asked again: the goal it had the first time
         return again[0].goal, None
     searched = [t for t in turns if t.goal and " ".join(t.question.split()) != msg]
-    corrected = correction(msg, searched)
+    corrected = correction(msg, searched, names)
     if corrected is not None:
         return corrected
     if not refers_back(msg, scope_kind):
@@ -172,26 +174,54 @@ def follow_up(
 
 
 _CORRECTION_RE = re.compile(
-    r"^\s*(?:no|nope|not that|sorry|actually|wait)?[\s,.!-]*(?:i|I)\s+(?:meant|mean|was asking "
+    r"^\s*(?:(?:oh|ah|hmm|no|nope|not that|sorry|actually|wait|oops)[\s,.!-]*)*(?:i|I)\s+"
+    r"(?:meant|mean|was asking "
     r"about|asked about)\s+(.+?)[\s.!?]*$|^\s*(?:no|nope|not that one)[\s,.!-]+(?:the other "
     r"(?:one|paper)|(.+?))[\s.!?]*$",
     re.I,
 )
-_OTHER_RE = re.compile(r"\bthe other (?:one|paper|article|study)\b", re.I)
+_NOT_RE = re.compile(r",?\s+(not|rather than|instead of)\s+", re.I)  # "BLAST, not BLAT"
+_OTHER_RE = re.compile(r"\bthe other\s+(?:[\w-]+\s+){0,3}?(?:one|paper|article|study)\b", re.I)
 
 
-def correction(msg: str, searched: Sequence[PastTurn]) -> tuple[str, FollowUp] | None:
+def correction(
+    msg: str, searched: Sequence[PastTurn], names: Catalogue | None = None
+) -> tuple[str, FollowUp] | None:
     """"No, I meant the other paper" / "I meant Zab": the earlier question asked again of what
-    the researcher means: another paper than the one the answer quoted, or the thing named."""
-    m = _CORRECTION_RE.match(msg)
-    if m is None or not searched:
+    the researcher means: another paper than the one the answer quoted, or the thing named.
+    With the library's names, the paper the earlier question named gives way to the one the
+    correction names ("Sorry, I meant the neural tangent kernel paper"; "the other MoCo paper,
+    the one with the improved baselines"), and the one given up is never quoted again."""
+    if not searched:
         return None
     turn = searched[-1]
     base = core_goal(turn.goal)
+    # "Oh wait, I meant BLAST, not BLAT. How does it store the database it scans?": the
+    # correction, then a new question about what is meant.
+    said = re.split(r"(?<=[.!?])\s+(?=[A-Z])", msg, maxsplit=1)
+    m = _CORRECTION_RE.match(said[0])
+    asked = ""
+    if m is not None and len(said) == 2 and (m.group(1) or m.group(2)):
+        msg, asked = said
+    m = _CORRECTION_RE.match(msg)
+    if m is None:
+        return None
     who = _subjects(base) or ""
     meant = (m.group(1) or m.group(2) or "").strip()
+    # "I meant BLAST, not BLAT": what is meant, and what is not.
+    pieces = [x.strip(" ,;") for x in _NOT_RE.split(meant, maxsplit=1)]
+    meant, not_meant = pieces[0], pieces[-1] if len(pieces) == 3 else ""
     note = FollowUp(subject=who, question=base, correction=True)
-    if _OTHER_RE.search(msg) or not meant:
+    other = bool(_OTHER_RE.search(msg)) or not meant
+    given_up = [*(turn.papers[:1] if other else ()), *_titles(not_meant, names)]
+    if asked and meant:  # the new question's "it" is what is meant
+        goal = _name_the_subject(asked, f"I meant {meant}") or asked
+        return goal, note.model_copy(update={"not_papers": given_up})
+    named = _by_names(base, meant, names, given_up) if names else None
+    if named is not None:
+        goal, refused = named
+        return goal, note.model_copy(update={"not_papers": refused})
+    if other:
         if not turn.papers:
             return None
         # The answer quoted its first paper: the researcher means another one on the subject.
@@ -199,6 +229,44 @@ def correction(msg: str, searched: Sequence[PastTurn]) -> tuple[str, FollowUp] |
     if who and re.search(rf"\b{re.escape(who)}\b", base):
         return re.sub(rf"\b{re.escape(who)}\b", meant, base, count=1), note
     return f"{meant}: {base}", note
+
+
+def _titles(text: str, names: Catalogue | None) -> list[str]:
+    """The titles of the library's papers `text` names."""
+    if not text or names is None:
+        return []
+    keys = [k for x in names.mentions(f"I meant {text}") for k in x.keys]
+    return [names.items[k].title for k in dict.fromkeys(keys) if k in names.items]
+
+
+def _by_names(base: str, meant: str, names: Catalogue, not_this: Sequence[str]
+              ) -> tuple[str, list[str]] | None:  # fmt: skip
+    """The earlier question with the paper it named replaced by the one the correction names,
+    and the titles given up; None when the names do not say (the correction names no paper
+    of the library, or none the question named)."""
+    by_title = {it.title: k for k, it in names.items.items()}
+    refused = {by_title[t] for t in not_this if t in by_title}
+    said = [x for x in names.mentions(base) if x.keys]
+    # Read as the researcher wrote it, mid-sentence ("I meant Raft and …"): a capitalised first
+    # word is no name by itself.
+    wanted = [k for x in names.mentions(f"I meant {meant}") for k in x.keys if k not in refused]
+    old = next((x for x in said if not set(x.keys) & set(wanted) or set(x.keys) & refused), None)
+    if old is None or not wanted:
+        return None
+    refused |= set(old.keys) - set(wanted)
+    toks = tokens(base)
+    a, b = toks[old.start][1], toks[old.end - 1][2]
+    before = re.search(r"\bthe\s+$", base[:a], re.I)
+    after = re.match(r"(?:['’]s)?\s+(?:paper|article|study)\b", base[b:])
+    a = before.start() if before else a
+    b += after.end() if after else 0
+    kept = {k for x in said if x is not old for k in x.keys}  # "Raft" of "Raft and Zab" stays
+    titles = list(dict.fromkeys(names.items[k].title for k in wanted
+                                if k in names.items and k not in kept))  # fmt: skip
+    if not titles:
+        return None
+    goal = base[:a] + " and ".join(f"“{t}”" for t in titles) + base[b:]
+    return goal, [names.items[k].title for k in refused if k in names.items]
 
 
 _PAPER_REF_RE = re.compile(
@@ -292,7 +360,7 @@ def coordinator_compute(messages: list[ModelMessage], info: AgentInfo) -> ModelR
             "I can only answer from your library, and searching it is not available "
             "right now. _(Embedded offline engine, no language model.)_"
         )
-    goal, earlier = follow_up(message, brief.turns, brief.scope_kind)
+    goal, earlier = follow_up(message, brief.turns, brief.scope_kind, brief.names)
     args: dict[str, object] = {"request": goal}
     if earlier is not None:
         args["regarding"] = earlier.model_dump()

@@ -41,9 +41,18 @@ HARD_FLOOR = 0.30
 PER_PAPER = 3  # quotes from one paper, unless a further one scores with the best (ADDS)
 ADDS = 0.95
 NUMBER_SHARE = 0.7  # a sentence giving the number asked for leads from this share of the best
-FOLLOW_SHARE = 0.55  # the next sentence is quoted along from this share of the chosen one
 CONTEXT = 0.45  # the share of a sentence's closeness that its neighbourhood's makes
-FOLLOW_MAX = 3  # sentences in one quote, the chosen one included
+# A quote is the chosen sentence in its passage: up to two after it (and the one before when
+# it leans on it), while the quote stays short. The sentence scorer alone finds the answering
+# sentence among its first three in about half of fresh questions; with its neighbours, in
+# about two thirds.
+QUOTE_BEFORE = 1
+QUOTE_AFTER = 2
+QUOTE_WORDS = 90
+# Retrieval's order of the passages (dense and lexical over the whole passage, fused) knows
+# what a sentence alone does not: the answering sentence is in the first passage in most
+# questions. Its weight: PASSAGE_PRIOR / (the passage's rank among those scored).
+PASSAGE_PRIOR = 0.1
 # Words of sentences embedded per question (≈ 60 sentences), and per part of a compound one.
 FOCUS_WORDS = 900
 PART_FOCUS_WORDS = 450
@@ -70,8 +79,10 @@ class EvidenceChunk:
         year; a note as the user's own, with the paper it is on."""
         if self.is_note:
             on = f" on *{markdown_text(self.parent)}*" if self.parent else ""
-            # A note without a title of its own is named by its first words: quoted below.
-            untitled = _loose(self.text).startswith(_loose(self.title)[:40])
+            # Zotero titles a note by its first line: a heading names it (headings are not
+            # quoted); a first line of prose is quoted below, and naming it would say it twice.
+            untitled = (_loose(self.text).startswith(_loose(self.title)[:40])
+                        and not self.text.lstrip().startswith("#"))  # fmt: skip
             name = "" if untitled else f" “{markdown_text(shorten(self.title, 80))}”"
             return f"Your note{name}{on}"
         who = ", ".join(x for x in (self.authors, self.year if self.year != "n.d." else "") if x)
@@ -106,14 +117,28 @@ class Candidate:
     heading: float = 0.0  # how well its section's heading names the question's aspect
     prior: float = 0.0  # its passage window's stored cosine to the question
     vec: np.ndarray | None = None
-    before: str = ""  # the sentence just before it in its paragraph (context for "It …")
+    passage: float = 0.0  # the part of `score` that its passage's retrieval rank gave
+
+    @property
+    def relevance(self) -> float:
+        """How closely the sentence itself answers: its score without its passage's rank,
+        which orders sentences but says nothing of whether any of them answers."""
+        return self.score - self.passage
 
 
+# A question asking for a number: "how many/much/long …", or "what/which …" asking for a
+# share, size, rate, value of something. The noun alone asks nothing: "which value was
+# chosen", "old spent transactions", "what does the simple way cost" ask no figure.
+_QUANTITY_NOUNS = (
+    r"(?:rate|percentage|percent|proportion|fraction|share|ratio|size|number|amount|count|"
+    r"coefficient|factor|dimension(?:ality)?|threshold|length|duration|depth|width|price|budget|"
+    r"speed|latency|throughput|accuracy|score|error)s?"
+)
 _QUANTITY_RE = re.compile(
-    r"\bhow (many|much|long|large|big|small|often|fast|slow|deep|wide|high|low)\b|"
-    r"\b(rate|percentage|percent|proportion|fraction|share|ratio|size|number|amount|count|"
-    r"value|coefficient|dimension(ality)?|threshold|length|duration|depth|width|gain|price|"
-    r"cost|budget|speed|latency|throughput)s?\b",
+    r"\bhow (?:many|much|long|large|big|small|often|fast|slow|far|deep|wide|high|low)\b|"
+    rf"\b(?:what|which|whose)\s+(?:[\w/-]+\s+){{0,3}}?{_QUANTITY_NOUNS}\b|"
+    r"\b(?:what|which)\s+(?:[\w/-]+\s+){0,2}?values?\s+(?:of|for|did|do|does|is|are)\b|"
+    r"\bby how much\b",
     re.I,
 )
 # A number that states something: not a year, nor a pointer to a section, figure or table.
@@ -176,8 +201,8 @@ def states_quantity(sentence: str) -> bool:
 
 
 def asks_quantity(question: str) -> bool:
-    """The question asks for a number ("how many", "what share", "the price of")."""
-    return bool(_QUANTITY_RE.search(question) or _MONEY_RE.search(question))
+    """The question asks for a number ("how many", "what share of", "which value of")."""
+    return bool(_QUANTITY_RE.search(question))
 
 
 def gives_quantity(question: str, sentence: str) -> bool:
@@ -233,6 +258,74 @@ def _loose(text: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
 
 
+def quotable(chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
+    """Quotable sentences of the evidence, with their paragraph and position; a note's lines
+    (`note_lines`)."""
+    out: list[Candidate] = []
+    seen: set[str] = set()
+    for ch in chunks:
+        if _BACK_MATTER_RE.search(ch.section):
+            continue  # a reference list is not what a paper says
+        order = 0
+        text = clean_passage(strip_reference_markers(ch.text))
+        for para_no, para in enumerate(re.split(r"\n\s*\n", text)):
+            if ch.is_note:
+                units = note_lines(para)
+            elif is_caption(para):
+                continue  # a caption, a table, the labels of a figure: not evidence
+            else:
+                units = [" ".join(s.split()) for s in _attach_short(split_sentences(para))]
+            for sent in units:
+                order += 1
+                key = sent.lower()
+                if key in seen or not (is_note_line(sent) if ch.is_note else is_prose(sent)):
+                    continue
+                seen.add(key)
+                out.append(Candidate(ch, order, sent, paragraph=para_no))
+    return out
+
+
+_NOTE_MARK_RE = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+|\d{1,3}[.)]\s+)+")
+
+
+def note_lines(paragraph: str) -> list[str]:
+    """A note's evidence: the researcher writes in lines and list items ("Chubby and ZooKeeper
+    (systems built on consensus)"), not a paper's sentences; each line (a long one by its
+    sentences) without its Markdown marks. Table rows and headings (the note's title, a
+    section's label) are left out: the note is named by its title above its quotes."""
+    out: list[str] = []
+    for line in paragraph.splitlines():
+        if line.lstrip().startswith(("|", "#")):
+            continue
+        line = _NOTE_MARK_RE.sub("", line).replace("**", "").strip()
+        if line:
+            out += split_sentences(line) if len(line.split()) > 40 else [line]
+    return [" ".join(x.split()) for x in out if x.strip()]
+
+
+def is_note_line(line: str) -> bool:
+    """A line of the researcher's own note worth quoting: a few words, mostly letters."""
+    letters = sum(c.isalpha() for c in line)
+    return len(line.split()) >= 3 and letters >= 0.5 * len(line.replace(" ", ""))
+
+
+# The question asks what the researcher wrote ("my notes", "my reading list", "did I jot
+# down", "what I noted"): their own notes answer before any paper.
+_OWN_NOTES_RE = re.compile(
+    r"\bmy\s+(?:\w+\s+){0,2}?(?:notes?|list|annotations?|highlights?|comments?|summary)\b|"
+    r"\b(?:did|have|had)\s+I\s+(?:\w+\s+)?(?:note|noted|jot|write|wrote|list|listed|mark|"
+    r"marked|highlight|highlighted|annotate|annotated|comment|record|put)\b|"
+    r"\bI\s+(?:noted|jotted|wrote|listed|marked|highlighted|annotated|recorded)\b",
+    re.I,
+)
+OWN_NOTES = 0.3  # what a note gains when the question asks for the researcher's own notes
+
+
+def asks_own_notes(question: str) -> bool:
+    """Whether the question asks what the researcher wrote in their notes."""
+    return bool(_OWN_NOTES_RE.search(question))
+
+
 Unit = tuple[list[Candidate], float]
 
 
@@ -242,32 +335,14 @@ class QuoteScorer:
     def __init__(self, emb: SentenceEmbeddings, vectors: PassageVectors | None) -> None:
         self.emb = emb
         self.vectors = vectors
+        self.pool: list[Candidate] = []  # every candidate of the evidence (`candidates`)
 
     # ------------------------------------------------------------------ candidates
-    @staticmethod
-    def candidates(chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
-        """Quotable sentences of the evidence, with their paragraph and position."""
-        out: list[Candidate] = []
-        seen: set[str] = set()
-        for ch in chunks:
-            if _BACK_MATTER_RE.search(ch.section):
-                continue  # a reference list is not what a paper says
-            order = 0
-            text = clean_passage(strip_reference_markers(ch.text))
-            for para_no, para in enumerate(re.split(r"\n\s*\n", text)):
-                if is_caption(para):
-                    continue  # a caption, a table, the labels of a figure: not evidence
-                before = ""
-                for sent in _attach_short(split_sentences(para)):
-                    sent = re.sub(r"\s+", " ", sent).strip()
-                    order += 1
-                    key = sent.lower()
-                    prev, before = before, sent
-                    if key in seen or not is_prose(sent):
-                        continue
-                    seen.add(key)
-                    out.append(Candidate(ch, order, sent, paragraph=para_no, before=prev))
-        return out
+    def candidates(self, chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
+        """Quotable sentences of the evidence (kept: a quote takes in its sentence's
+        neighbours, scored or not)."""
+        self.pool = quotable(chunks)
+        return self.pool
 
     # ------------------------------------------------------------------ focus
     def focus(self, question: str, cands: list[Candidate], words: int) -> list[Candidate]:
@@ -330,18 +405,21 @@ class QuoteScorer:
         doc_terms = [terms(c.text) for c in cands]
         stats = TermStats(doc_terms)
         q_terms = terms(question)
-        n_chunks = max(c.chunk.index for c in cands)
+        rank = {i: r for r, i in enumerate(sorted({c.chunk.index for c in cands}), 1)}
         wants_number = asks_quantity(question)
+        own_notes = OWN_NOTES if asks_own_notes(question) else 0.0
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
         context = _context(cands, q)
         for c, d, t, ctx in zip(cands, dense, doc_terms, context, strict=True):
             d = (1 - CONTEXT) * float(d) + CONTEXT * ctx
             lex = stats.overlap(q_terms, t)
-            prior = 0.03 * (1 - (c.chunk.index - 1) / max(n_chunks, 1))
+            c.passage = PASSAGE_PRIOR / rank[c.chunk.index]
             states = 0.08 if wants_number and gives_quantity(question, c.text) else 0.0
             c.heading = fit.get(c.chunk.section, 0.0)
             bonus = 0.4 * max(c.heading - 0.45, 0.0)
-            c.score = 0.72 * float(d) + 0.28 * lex + prior + states + bonus - filler(c)
+            mine = own_notes if c.chunk.is_note else 0.0
+            c.score = (0.72 * float(d) + 0.28 * lex + c.passage + states + bonus + mine
+                       - filler(c))  # fmt: skip
 
     def heading_fit(self, question: str, sections: Sequence[str]) -> dict[str, float]:
         heads = sorted({s for s in sections if s})
@@ -356,7 +434,7 @@ class QuoteScorer:
         """The sentences that answer, best first: greedy MMR over single sentences (the one
         that states the answer leads, not a run around it), at most `per_paper` from one paper
         unless a further one scores with the best, a paper nearly as relevant given a turn.
-        A sentence that leans on the one before ("It first picks …") is quoted with it."""
+        Each is quoted in its passage (`in_passage`)."""
         if not cands:
             return []
         top = max(c.score for c in cands)
@@ -397,22 +475,13 @@ class QuoteScorer:
             chosen.append(best)
             per[best.chunk.title] = per.get(best.chunk.title, 0) + 1
             words += len(best.text.split())
-        after = {(c.chunk.index, c.paragraph, c.order): c for c in cands}
-        used = {id(c) for c in chosen}
+        at = {(c.chunk.index, c.paragraph, c.order): c for c in (*self.pool, *cands)}
+        used: set[int] = set()
         picked: list[Unit] = []
-        for c in chosen:
-            run = with_context(c)
-            # The sentences after it often say how or how much ("… a candidate must contact
-            # a majority …"): quoted with it while they bear on the question too.
-            while len(run) < FOLLOW_MAX:
-                nxt = after.get((c.chunk.index, c.paragraph, run[-1].order + 1))
-                if (nxt is None or id(nxt) in used or is_roadmap(nxt.text)
-                        or nxt.score < max(HARD_FLOOR, FOLLOW_SHARE * c.score)
-                        or sum(len(x.text.split()) for x in run) + len(nxt.text.split()) > 90):
-                    break
-                run.append(nxt)
-                used.add(id(nxt))
-            picked.append((run, c.score))
+        for c in chosen:  # a chosen sentence another's quote took in is not quoted twice
+            if id(c) not in used:
+                used.add(id(c))
+                picked.append((in_passage(c, at, used), c.score))
         floor = [([c], c.score) for c in cands if c.score >= HARD_FLOOR]
         return picked + cover_entities(question, floor, picked, used)
 
@@ -450,13 +519,32 @@ def filler(c: Candidate) -> float:
     return (ROADMAP_PENALTY if is_roadmap(c.text) else 0.0) + _KIND_PENALTY.get(kind, 0.0)
 
 
-def with_context(c: Candidate) -> list[Candidate]:
-    """The sentence as quoted: with the sentence before it when it leans on it ("It first
-    picks a new epoch …", "This ensures …") and that one is itself a whole sentence."""
-    if c.before and _ANAPHOR_RE.match(c.text) and is_prose(c.before) and not is_roadmap(c.before):
-        lead = dataclasses.replace(c, text=c.before, order=c.order - 1, before="", score=c.score)
-        return [lead, c]
-    return [c]
+def in_passage(c: Candidate, at: dict[tuple[int, int, int], Candidate], used: set[int]
+               ) -> list[Candidate]:  # fmt: skip
+    """The sentence as quoted: first (the answer leads), with up to two after it in its
+    paragraph and, when it leans on the one before ("It first picks …", "This ensures …"),
+    that one before it; whole sentences not quoted elsewhere, no roadmap, while the quote
+    stays within QUOTE_WORDS. The answer often sits just after the sentence the scorer
+    prefers, the one naming the question's topic ("A straggler … lengthens the job." then
+    "… the master schedules backup executions …")."""
+    run = [c]
+    words = len(c.text.split())
+    room = {1: QUOTE_AFTER, -1: QUOTE_BEFORE if _ANAPHOR_RE.match(c.text) else 0}
+    while any(room.values()):
+        for side in (1, -1):  # after, before, after …: the quote grows around its sentence
+            if not room[side]:
+                continue
+            edge = run[-1] if side > 0 else run[0]
+            nxt = at.get((c.chunk.index, c.paragraph, edge.order + side))
+            if (nxt is None or id(nxt) in used or is_roadmap(nxt.text)
+                    or words + len(nxt.text.split()) > QUOTE_WORDS):
+                room[side] = 0
+                continue
+            room[side] -= 1
+            words += len(nxt.text.split())
+            used.add(id(nxt))
+            run = [*run, nxt] if side > 0 else [nxt, *run]
+    return run
 
 
 def cover_entities(question: str, pool: list[Unit], picked: list[Unit], used: set[int]
@@ -494,12 +582,14 @@ __all__ = [
     "EvidenceChunk",
     "QuoteScorer",
     "Unit",
+    "asks_own_notes",
     "asks_quantity",
     "chunks_of",
     "filler",
     "gives_quantity",
+    "in_passage",
     "is_prose",
     "is_roadmap",
+    "quotable",
     "states_quantity",
-    "with_context",
 ]

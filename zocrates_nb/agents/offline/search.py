@@ -25,7 +25,7 @@ from zocrates_nb.agents.offline.brief import SearchBrief, brief_of
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.guidance import Guidance, read_guidance
 from zocrates_nb.agents.offline.messages import tool_call
-from zocrates_nb.agents.offline.quotes import EvidenceChunk, QuoteScorer
+from zocrates_nb.agents.offline.quotes import EvidenceChunk, quotable
 from zocrates_nb.agents.offline.search_state import (
     Outline,
     Passage,
@@ -115,7 +115,7 @@ class OfflineSearch:
         for cid in top[:REFINED]:
             chunk = EvidenceChunk(0, by_id[cid].title, "", "", by_id[cid].section,
                                   by_id[cid].text)  # fmt: skip
-            sents = [c.text for c in QuoteScorer.candidates([chunk])][:40]
+            sents = [c.text for c in quotable([chunk])][:40]
             if sents:
                 s = float(self.emb.similarity(query, sents).max())
                 best = max(best, 0.4 * sims[cid] + 0.6 * s)

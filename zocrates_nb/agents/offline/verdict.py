@@ -37,14 +37,15 @@ class Verdict(Enum):
 
 def verdict(question: str, cands: Sequence[Candidate]) -> Verdict:
     """How well the scored candidates answer `question`."""
-    top = max((c.score for c in cands), default=0.0)
+    top = max((c.relevance for c in cands), default=0.0)
     if top < STATES:
         return Verdict.NOT_GIVEN
     if (
         top < NUMBER_CLEAR
         and asks_quantity(question)
         and not any(
-            c.score >= NUMBER_SHARE * top and gives_quantity(question, c.text) for c in cands
+            c.relevance >= NUMBER_SHARE * top and gives_quantity(question, c.text)
+            for c in cands
         )
     ):
         return Verdict.NOT_GIVEN  # a number was asked for, none near the best gives one, and

@@ -31,7 +31,13 @@ from zocrates_nb.agents.offline.quotes import (
     Unit,
     chunks_of,
 )
-from zocrates_nb.agents.offline.verdict import APPROACHED_LEAD, Verdict, not_given, verdict
+from zocrates_nb.agents.offline.verdict import (
+    APPROACHED_LEAD,
+    STATES,
+    Verdict,
+    not_given,
+    verdict,
+)
 from zocrates_nb.agents.parts import Part, core_goal
 from zocrates_nb.text import (
     STOPWORDS,
@@ -52,6 +58,10 @@ RELEVANCE_FLOOR = 0.45
 # must score this to be quoted as the answer (else: "Not in the selected papers").
 SCOPE_ANSWERS = 0.6
 OTHER_PAPERS = "_From other papers in your library:_"
+# A part naming a paper the library holds: its closest sentences are quoted down to this score,
+# under PART_APPROACHED when none reaches STATES.
+OWN_FLOOR = 0.2
+PART_APPROACHED = "_None of its passages states this directly; the closest:_"
 _COMPARING_RE = re.compile(
     r"\b(differs?|different(ly)?|difference|compared?|compares|contrasts?|versus|vs\.?|"
     r"unlike|similar(ly)?)\b", re.I)  # fmt: skip
@@ -149,10 +159,13 @@ class OfflineSynthesizer:
         scorer.score(question, mine)
         everything = " ".join(f"{c.title} {c.section} {c.text}" for c in chunks)
         # A name the library knows stands for its paper, which need not repeat it ("Ghemawat").
-        ents = [e for e in entities(f"{core_goal(brief.question)} {question}")
+        # A correction's own words name what is not meant ("BLAST, not BLAT"): the goal says
+        # what is asked.
+        said = "" if fu is not None and fu.correction else core_goal(brief.question)
+        ents = [e for e in entities(f"{said} {question}")
                 if e not in brief.known_names]  # fmt: skip
         missing = [e for e in ents if not mentions(everything, e)]
-        top = max((c.score for c in mine), default=0.0)
+        top = max((c.relevance for c in mine), default=0.0)
         plain = re.sub("|".join(rf"\b{re.escape(n)}\b" for n in brief.known_names) or "^$", " ",
                        question)  # fmt: skip
         if not mine or self.off_topic(plain, top, missing, ents, everything) or (
@@ -252,10 +265,12 @@ class OfflineSynthesizer:
         """A part's quoted lines and the sentences they quote: from the paper the part names
         when it holds any; from other papers under a line saying so when it holds none."""
         own = self.part_pool(part, pool, own_only=True)
-        picked = self.quotes_for(scorer, part, own or pool, elsewhere)
+        picked = self.quotes_for(scorer, part, own or pool, elsewhere, own=bool(own))
         if not picked:
             return [], set()
         quoted = {c.text for run, _ in picked for c in run}
+        if own and self.approaches(picked):
+            return [PART_APPROACHED, "", *quote_groups(picked)], quoted
         if part.items and not own:
             names = (" and ".join(f"*{markdown_text(t)}*" for t in part.titles)
                      or "The paper it names")
@@ -272,9 +287,13 @@ class OfflineSynthesizer:
         return own if own or own_only else cands
 
     def quotes_for(
-        self, scorer: QuoteScorer, part: Part, cands: list[Candidate], elsewhere: bool = False
+        self, scorer: QuoteScorer, part: Part, cands: list[Candidate], elsewhere: bool = False,
+        own: bool = False,
     ) -> list[Unit]:
-        """The part's quotes, or none when its evidence does not answer it."""
+        """The part's quotes, or none when its evidence does not answer it. From the paper the
+        part names (`own`), its closest sentences down to OWN_FLOOR: the researcher named
+        it, and its nearest passages say more than "nothing answers" (labelled when they only
+        come near: `approaches`)."""
         query = part_query(part)
         mine = scorer.focus(query, cands, PART_FOCUS_WORDS)
         scorer.score(query, mine)
@@ -283,20 +302,32 @@ class OfflineSynthesizer:
         # "Lamport's paper"); a name it lacks must be in what is quoted under it.
         named = [] if part.items else [part.subject] if part.subject else entities(part.text)
         missing = [e for e in named if not mentions(text, e)]
-        top = max((c.score for c in mine), default=0.0)
-        if not mine or self.off_topic(part.text, top, missing, named, text):
+        top = max((c.relevance for c in mine), default=0.0)
+        floor = OWN_FLOOR if own else HARD_FLOOR
+        if not mine or top < floor or self.off_topic(part.text, max(top, HARD_FLOOR), missing,
+                                                     named, text):  # fmt: skip
             return []
         if elsewhere and top < SCOPE_ANSWERS:
             return []
         picked = scorer.select(query, mine, max_sentences=3, max_words=110)
-        return [u for u in picked if u[1] >= HARD_FLOOR]
+        return [u for u in picked if u[1] >= floor]
+
+    @staticmethod
+    def approaches(picked: list[Unit]) -> bool:
+        """Whether a part's quotes only come near what it asks."""
+        return max((u[0][0].relevance for u in picked), default=0.0) < STATES
 
     def no_evidence(self, brief: WriterBrief, missing: list[str]) -> str:
         about = f" (nothing in it mentions {', '.join(missing)})" if missing else ""
         if brief.scope_label:
+            near = ""
+            if brief.nearest and not brief.elsewhere:
+                titles = " and ".join(f"*{markdown_text(t)}*" for t in brief.nearest)
+                near = (f" Outside it, the closest papers in your library are {titles}: "
+                        "search the whole library to read them.")  # fmt: skip
             return (
                 f"Not in {brief.scope_label}. None of the passages found there addresses this "
-                f"question{about}, so there is nothing I can cite from them.\n\n"
+                f"question{about}, so there is nothing I can cite from them.{near}\n\n"
                 "_Answered by the embedded offline engine, without a language model._"
             )
         return (
