@@ -206,11 +206,20 @@ def asks_quantity(question: str) -> bool:
 
 
 def gives_quantity(question: str, sentence: str) -> bool:
-    """The sentence states the kind of number asked for: an amount of money for a price,
-    else any number that is not a year or a pointer."""
+    """The sentence states the kind of number asked for: an amount of money for a price, a
+    share (a percentage or a fraction) for an accuracy or a share, else any number that is
+    not a year or a pointer ("twelve hours" or "0.9 BLEU" is no accuracy)."""
     if _MONEY_RE.search(question):
         return bool(_AMOUNT_RE.search(sentence))
+    if _SHARE_ASKED_RE.search(question):
+        return bool(_SHARE_RE.search(_POINTER_RE.sub(" ", sentence)))
     return states_quantity(sentence)
+
+
+# Questions for a share and the numbers that state one: "77.6%", "12 of the 15".
+_SHARE_ASKED_RE = re.compile(
+    r"\b(?:percentage|percent|proportion|fraction|share|accuracy|accuracies)\b", re.I)
+_SHARE_RE = re.compile(r"\d\s?%|\bper\s?cent\b|\b\d+\s+(?:out\s+)?of\s+(?:the\s+)?\d+\b", re.I)
 
 
 def is_roadmap(sentence: str) -> bool:

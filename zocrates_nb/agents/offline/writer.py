@@ -172,12 +172,15 @@ class OfflineSynthesizer:
             brief.elsewhere and top < SCOPE_ANSWERS
         ):
             return self.no_evidence(brief, missing)
-        judged = verdict(question, mine)
+        named = self.named_items(brief, chunks)
+        # A question naming a paper asks what that paper says: another paper's figure is not
+        # its answer ("What ImageNet accuracy does the Transformer reach?").
+        own = [c for c in mine if c.chunk.item_key in named] if named else mine
+        judged = verdict(question, own or mine)
         if judged is Verdict.NOT_GIVEN:
-            closest = sorted(mine, key=lambda c: -c.score)[:2]
+            closest = sorted(own or mine, key=lambda c: -c.score)[:2]
             body = not_given(brief.question or question, closest, brief.scope_label)
             return "\n".join([*body, NO_LM_NOTE])
-        named = self.named_items(brief, chunks)
         lead = ("What the papers in your library say, in their own words:"
                 if judged is Verdict.STATED else APPROACHED_LEAD)  # fmt: skip
         lines = [*follow_up_lines(brief), lead, ""]
