@@ -15,7 +15,13 @@ from zocrates_nb.app.library import IndexStatus
 from zocrates_nb.app.limits import check_scope as refuse_scope
 from zocrates_nb.config import ConfigError, LimitsSettings, Settings
 from zocrates_nb.errors import UsageError
-from zocrates_nb.sessions import RENEW_SECONDS, SessionNotFound, SessionStore
+from zocrates_nb.sessions import (
+    RENEW_SECONDS,
+    SessionNotFound,
+    SessionStore,
+    refuse_new_turn,
+    refuse_resume,
+)
 from zocrates_nb.sessions.recovery import open_sessions
 from zocrates_nb.text import TextTooLong, safe_text
 from zocrates_nb.turn import Scope, SessionSummary, TurnResult
@@ -25,7 +31,7 @@ if TYPE_CHECKING:
     from zocrates_nb.agents.runtime import Roles
     from zocrates_nb.index import Index
     from zocrates_nb.library.source import LibrarySource
-    from zocrates_nb.sessions.state import CheckpointClaim, CheckpointSnapshot
+    from zocrates_nb.sessions.state import CheckpointSnapshot
 
 log = logging.getLogger("zocrates_nb.app.facade")
 
@@ -265,9 +271,15 @@ class AppCore:
         """The checkpoint a session's turn waits at (also while a resume holds it)."""
         return self.store.pending_checkpoint(session_id)
 
-    def running_turn(self, session_id: str) -> CheckpointClaim | None:
-        """The live lease of the session's running turn, if any."""
-        return self.store.running_turn(session_id)
+    def check_ask(self, session_id: str) -> None:
+        """Refuse a new question in this session now, as `ask` would: `SessionNotFound`,
+        `CheckpointPending` while a checkpoint waits, `SessionBusy` while a turn runs."""
+        refuse_new_turn(session_id, self.store.get_state(session_id))
+
+    def check_resume(self, session_id: str, interrupt_id: str | None) -> CheckpointSnapshot:
+        """The checkpoint a resume would answer, or its refusal now: `NoPendingCheckpoint`,
+        `WrongCheckpoint` (another id waits), `CheckpointClaimed` (another resume holds it)."""
+        return refuse_resume(session_id, self.store.pending_checkpoint(session_id), interrupt_id)
 
     def rename_session(self, session_id: str, title: str) -> None:
         self.store.rename_session(session_id, title)
