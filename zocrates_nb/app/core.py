@@ -4,13 +4,15 @@ the session store, the models; and the sessions as stored. `App` (facade.py) bui
 from __future__ import annotations
 
 import logging
-import os
+import shutil
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from zocrates_nb.agents.models import ModelRegistry
 from zocrates_nb.app import library
+from zocrates_nb.app.home import make_home, read_only_notice, refuse_write, working_copy
 from zocrates_nb.app.library import IndexStatus
 from zocrates_nb.app.limits import check_scope as refuse_scope
 from zocrates_nb.config import ConfigError, LimitsSettings, Settings
@@ -37,23 +39,6 @@ log = logging.getLogger("zocrates_nb.app.facade")
 
 MAX_QUERY_CHARS = 2_000  # a search query (BM25 and the embedder see far less of it anyway)
 MAX_QUESTION_CHARS = 20_000  # a question or a resume's guidance (a pasted paragraph fits)
-
-
-def make_home(home: Path) -> None:
-    """The data home as a folder (made when missing); a home that is a file, or one that
-    cannot be made or written, is a sentence of its own, not an internal error."""
-    if home.exists() and not home.is_dir():
-        raise UsageError(f"the data home {home} is a file, not a folder: give --home (or "
-                         "ZOCRATES_HOME) a folder")  # fmt: skip
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"the data home {home} cannot be made ({e.strerror or e}): give --home "
-                         "(or ZOCRATES_HOME) a folder you can write") from None  # fmt: skip
-    if not os.access(home, os.W_OK):
-        raise UsageError(f"the data home {home} is read-only: zocrates-nb keeps its index and "
-                         "sessions there; give --home (or ZOCRATES_HOME) a folder you can "
-                         "write, or make this one writable")  # fmt: skip
 
 
 def user_text(text: object, *, max_chars: int, what: str) -> str:
@@ -94,12 +79,17 @@ class AppCore:
         role_models: dict[str, Any] | None = None,
     ) -> None:
         self.home = Path(home).expanduser().resolve()
-        make_home(self.home)
+        self.notices: list[str] = []  # what opening had to repair, for every surface to show
+        # A read-only home is read through a private copy (home.py); `read_only_home` names it.
+        self.read_only_home: Path | None = None
+        if make_home(self.home):
+            self.read_only_home, self.home = self.home, working_copy(self.home)
+            weakref.finalize(self, shutil.rmtree, self.home.parent, ignore_errors=True)
+            self.notices.append(read_only_notice(self.read_only_home))
         self.registry = ModelRegistry(self.home, overrides)
         self.registry.settings  # noqa: B018 - validate the configuration now (ConfigError)
         self._index = index
         self._own_index = index is None
-        self.notices: list[str] = []  # what opening had to repair, for every surface to show
         if store is None:
             store, notice = open_sessions(self.home)
             if notice:
@@ -230,9 +220,16 @@ class AppCore:
             limits = LimitsSettings()
         refuse_scope(self.library_index, limits, scope)
 
+    def refuse_read_only(self, doing: str) -> None:
+        """Raise the one sentence for a change a read-only home cannot take."""
+        if self.read_only_home is not None:
+            raise refuse_write(self.read_only_home, doing)
+
     def _writable_index(self) -> Index:
         """The index for an indexing run: a catalogue too damaged to open is rebuilt."""
         from zocrates_nb.index import Index, IndexDamaged
+
+        self.refuse_read_only("index a library")
 
         try:
             return self.library_index
