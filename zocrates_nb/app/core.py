@@ -82,9 +82,10 @@ class AppCore:
         self.notices: list[str] = []  # what opening had to repair, for every surface to show
         # A read-only home is read through a private copy (home.py); `read_only_home` names it.
         self.read_only_home: Path | None = None
+        self._drop_copy: Callable[[], object] = lambda: None
         if make_home(self.home):
             self.read_only_home, self.home = self.home, working_copy(self.home)
-            weakref.finalize(self, shutil.rmtree, self.home.parent, ignore_errors=True)
+            self._drop_copy = weakref.finalize(self, shutil.rmtree, self.home.parent, True)
             self.notices.append(read_only_notice(self.read_only_home))
         self.registry = ModelRegistry(self.home, overrides)
         self.registry.settings  # noqa: B018 - validate the configuration now (ConfigError)
@@ -110,6 +111,7 @@ class AppCore:
             self._index.close()
             self._index = None
         self.store.close()
+        self._drop_copy()  # a read-only home's private copy (once; also at exit)
 
     def __enter__(self) -> Self:
         return self
