@@ -16,7 +16,9 @@ responses shows their cards (one marked "In your library"), Stage puts one on th
 and its BibTeX arrives as a browser download after the confirm step. And issue 21's panel: the
 empty screen's examples ask about the library's own sections, the checkpoint card's header lines
 up with its body, the side view restored by the reload shows the panel at its latest turn, and
-two inserted answers land in the order asked. Screenshots and timings are saved under
+two inserted answers land in the order asked. And issue 30's: in a narrow, short window a
+citation at the bottom of the view opens its popover inside the view, its "p. 2 · Open PDF"
+link opening the cited page. Screenshots and timings are saved under
 test-artifacts/browser/ (git-ignored).
 
 Needs /usr/bin/chromium (Debian's `chromium` package; CI installs it) and the `playwright`
