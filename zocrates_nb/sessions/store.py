@@ -21,7 +21,7 @@ from zocrates_nb.sessions.database import DB_FILE, session_record, turn_record
 from zocrates_nb.sessions.errors import SessionNotFound
 from zocrates_nb.sessions.migrations import result_json
 from zocrates_nb.sessions.records import TURN_STATUSES, MessageBlock, SessionRecord, make_title
-from zocrates_nb.sessions.state import CheckpointClaim, SessionState
+from zocrates_nb.sessions.state import SessionState
 from zocrates_nb.turn import AskOptions, TurnResult
 
 
@@ -264,11 +264,6 @@ class SessionStore(CheckpointStore):
 
             self._apply_state(c, session_id, renew)
         return True
-
-    def running_turn(self, session_id: str) -> CheckpointClaim | None:
-        """The live lease of the session's running turn, if any (a dead holder's: None)."""
-        lease = self.get_state(session_id).running
-        return lease if claim_holds(lease) else None
 
     def recover(self) -> list[str]:
         """After a crash: fail the turns whose process died mid-turn and let checkpoints whose
