@@ -134,4 +134,12 @@ def test_a_read_only_home_still_answers_reading_commands_and_writes_nothing(
     assert code == 2 and err.splitlines()[-1] == (
         f"zocrates-nb: error: cannot index a library: the data home {home} is read-only; give "
         "--home (or ZOCRATES_HOME) a folder you can write, or make this one writable")
+    # The panel on it says so once, in its banner, and still lists the stored session.
+    from zocrates_nb.widget import ChatWidget
+
+    with App.open(home) as app:
+        panel = ChatWidget(app, warm_up=False)
+        assert panel.error == (f"The data home {home} is read-only: reading works, but nothing "
+                               "is saved there (turns, sessions, staging, indexing).")
+        assert len(panel.sessions) == 1
     assert _tree(home) == before  # not a file made, changed or removed

@@ -105,6 +105,8 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
         self.model_label = _model_label(app, model)
         self.widget_id = str(getattr(self, "model_id", "") or "")
         indexed = self._check_index()
+        if indexed and app.notices:  # what opening the home repaired or cannot do, said once
+            self._set_error(" ".join(f"{n[:1].upper()}{n[1:].rstrip('.')}." for n in app.notices))
         self.refresh_sessions()
         if session_id:
             self.session_id = session_id
