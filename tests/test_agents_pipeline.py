@@ -24,10 +24,14 @@ from agents_helpers import (
     tool_returns,
     user_prompts,
 )
+from pydantic import ValidationError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo
 
+from zocrates_nb.agents.pipeline import PausedRun
 from zocrates_nb.app import App, NoPendingCheckpoint
+from zocrates_nb.retrieval import RunState
+from zocrates_nb.retrieval.state import CompletionReport
 from zocrates_nb.sessions import CheckpointPending
 
 
@@ -68,7 +72,7 @@ def test_budget_notices_on_calls_nine_and_ten_refusal_on_eleven(
     assert "Retrieval tool budget exhausted (10/10)" in results[9]["notice"]
     assert results[10]["status"] == "budget_exhausted"
     assert app.turn(end.turn_id).tool_calls == 10  # the refused call is not counted
-    assert audit(app, end.session_id).report["source"] == "agent"
+    assert audit(app, end.session_id).report.source == "agent"
 
 
 def test_word_ceiling_refuses_further_retrieval(tmp_path: Path, small_index: Any) -> None:
@@ -92,18 +96,13 @@ def test_conclude_report_or_automatic_report(tmp_path: Path, small_index: Any) -
     app = make_app(tmp_path, small_index, rec, search_then(["raft"], gaps=["snapshots"]))
     end = terminal(run(app.ask("How does Raft replicate logs?", hitl=False)))
     report = audit(app, end.session_id).report
-    assert report == {
-        "summary": "found raft passages",
-        "notes": "",
-        "gaps": ["snapshots"],
-        "source": "agent",
-    }
+    assert report == CompletionReport(summary="found raft passages", gaps=["snapshots"])
     rec2 = Recorder()
     app2 = make_app(tmp_path / "b", small_index, rec2, search_then(["raft"], end="text"))
     end2 = terminal(run(app2.ask("How does Raft replicate logs?", hitl=False)))
     report2 = audit(app2, end2.session_id).report
-    assert report2["source"] == "auto_generated"
-    assert "Understandable Consensus with Raft" in report2["summary"]
+    assert report2.source == "auto_generated"
+    assert "Understandable Consensus with Raft" in report2.summary
 
 
 def test_proactive_checkpoint_then_extension_scales_ceilings(
@@ -121,6 +120,17 @@ def test_proactive_checkpoint_then_extension_scales_ceilings(
     paused = app.history(cp.session_id)[-1]
     assert paused.checkpoint is not None and paused.checkpoint.interrupt_id == cp.interrupt_id
     assert paused.tool_calls == 1 and paused.evidence and not any(e.ranked for e in paused.evidence)
+    # The snapshot is a typed record: read back as a run state, model messages and active
+    # items, and an update of the wrong type or a misspelt field is refused, not stored.
+    snap = app.pending_checkpoint(cp.session_id)
+    assert snap is not None and snap.turn_id == cp.turn_id
+    stored = PausedRun.model_validate(snap.payload)
+    assert isinstance(stored.run_state, RunState) and stored.run_state.tool_count == 1
+    assert stored.search_messages and isinstance(stored.coordinator_messages[0], ModelRequest)
+    with pytest.raises(ValidationError):
+        stored.model_copy(update={"run_state": {"tool_count": "many"}})
+    with pytest.raises(ValueError, match="no field"):
+        stored.model_copy(update={"coordinator_mesages": []})
 
     # Extension 1: +5 calls, +3,750 words; the guidance reaches the search agent.
     cp2 = terminal(

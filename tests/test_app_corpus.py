@@ -18,6 +18,7 @@ from agents_helpers import run, terminal
 from conftest import ZOTERO_DIR, sha256_file
 
 from zocrates_nb.app import App
+from zocrates_nb.index.topics import papers_of, suggestions_for
 
 pytestmark = pytest.mark.corpus
 
@@ -65,6 +66,25 @@ def test_factual_questions_cite_the_right_paper(
     assert phrase in final.answer.lower()
     assert "without a language model" in final.answer
     assert all(c.support is not None and c.support >= 0.5 for c in final.citations)
+
+
+def test_the_empty_panels_suggestions_are_answered_from_the_papers_they_were_drawn_from(
+    corpus_app: App,
+) -> None:
+    """What the empty screen offers is what the library can answer: each suggestion, asked
+    through App, cites a paper it was drawn from (issue 30); a question naming one paper by
+    its whole title asks one thing (the title's own names are not parts of their own)."""
+    index = corpus_app.library_index
+    suggestions = suggestions_for(papers_of(index))
+    assert [q for q, _ in suggestions] == corpus_app.example_questions()
+    for question, drawn in suggestions:
+        final = terminal(run(corpus_app.ask(question, hitl=False)))
+        assert final.type == "final", final
+        cited = {s.item_key for s in final.cited_sources}
+        assert cited & drawn, (question, cited, drawn)
+        if len(drawn) == 1:  # one paper's section: that paper, and one part at most
+            assert cited == drawn, (question, cited)
+            assert "about each part" not in final.answer, final.answer[:300]
 
 
 def test_off_topic_question_cites_nothing_and_says_so(corpus_app: App) -> None:

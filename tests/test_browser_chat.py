@@ -16,7 +16,9 @@ responses shows their cards (one marked "In your library"), Stage puts one on th
 and its BibTeX arrives as a browser download after the confirm step. And issue 21's panel: the
 empty screen's examples ask about the library's own sections, the checkpoint card's header lines
 up with its body, the side view restored by the reload shows the panel at its latest turn, and
-two inserted answers land in the order asked. Screenshots and timings are saved under
+two inserted answers land in the order asked. And issue 30's: in a narrow, short window a
+citation at the bottom of the view opens its popover inside the view, its "p. 2 · Open PDF"
+link opening the cited page. Screenshots and timings are saved under
 test-artifacts/browser/ (git-ignored).
 
 Needs /usr/bin/chromium (Debian's `chromium` package; CI installs it) and the `playwright`
@@ -620,6 +622,7 @@ def _links(page: Any) -> None:
     popover = panel.get_by_test_id("citation-popover")
     expect(popover.get_by_test_id("citation-pdf")).to_have_attribute("href", pdf_at_page)
     page.keyboard.press("Escape")
+    _narrow_popover(page, panel, answer, pdf_at_page)
     cells = page.locator(".jp-Notebook .jp-Cell")
     before = cells.count()
     answer.get_by_test_id("insert-answer").click()
@@ -637,6 +640,69 @@ def _links(page: Any) -> None:
     expect(rendered).to_contain_text('<img src=x onerror="window.zcPwned=1">')
     assert page.evaluate("() => window.zcPwned === undefined")
     _shot(page, "16-inserted-links")
+
+
+# The part of the window an element's content can show in: the window cut by every box around it
+# that clips what overflows it (the notebook's scroller, JupyterLab's panels).
+VISIBLE_AREA = """el => {
+    const area = {top: 0, left: 0, bottom: innerHeight, right: innerWidth};
+    for (let box = el.parentElement; box && box !== document.documentElement;
+         box = box.parentElement) {
+        const style = getComputedStyle(box);
+        if (style.display === "contents") continue;
+        if (style.overflowX === "visible" && style.overflowY === "visible") continue;
+        const r = box.getBoundingClientRect();
+        if (!r.width || !r.height) continue;
+        area.top = Math.max(area.top, r.top); area.left = Math.max(area.left, r.left);
+        area.bottom = Math.min(area.bottom, r.bottom); area.right = Math.min(area.right, r.right);
+    }
+    return area;
+}"""
+
+
+def _narrow_popover(page: Any, panel: Any, answer: Any, pdf_at_page: str) -> None:
+    """Issue 30: in a narrow, short window (the sidebar closed), a citation at the bottom of
+    the notebook's view opens its popover where it can be read whole (above the marker, inside
+    every box that clips it, not cut off below), and its link, spaced from the page ("p. 2 ·
+    Open PDF"), opens the cited page."""
+    from playwright.sync_api import expect
+
+    sidebar = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+    tab = sidebar.first.get_attribute("data-id") if sidebar.count() else None
+    if tab:
+        sidebar.first.click()  # the open sidebar closes: the notebook gets the narrow window
+    page.set_viewport_size({"width": 480, "height": 560})
+    page.wait_for_timeout(500)
+    try:
+        marker = answer.get_by_test_id("citation").first
+        marker.evaluate("el => el.scrollIntoView({block: 'end', inline: 'nearest'})")
+        page.wait_for_timeout(300)  # a scroll closes the popover: let it settle
+        view = marker.evaluate(VISIBLE_AREA)
+        mark = marker.bounding_box()
+        assert mark is not None and view["top"] < mark["y"] < view["bottom"], (mark, view)
+        assert mark["y"] + mark["height"] > view["bottom"] - 60, (mark, view)  # at the bottom
+        marker.click()
+        popover = panel.get_by_test_id("citation-popover")
+        expect(popover).to_be_visible()
+        box = popover.bounding_box()
+        view = popover.evaluate(VISIBLE_AREA)
+        assert box is not None
+        assert view["left"] - 1 <= box["x"] and box["x"] + box["width"] <= view["right"] + 1, (
+            box, view)
+        assert view["top"] - 1 <= box["y"] and box["y"] + box["height"] <= view["bottom"] + 1, (
+            box, view)
+        where = popover.get_by_test_id("citation-where")
+        expect(where).to_contain_text(re.compile(r"p\. 2 · Open PDF"))
+        link = popover.get_by_test_id("citation-pdf")
+        expect(link).to_have_attribute("href", pdf_at_page)
+        _shot(page, "16a-narrow-popover")
+        page.keyboard.press("Escape")
+        expect(popover).to_be_hidden()
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        if tab:
+            page.locator(f".jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id='{tab}']").click()
+        page.wait_for_timeout(300)
 
 
 def _candidates(page: Any, discovery: tuple[Path, str]) -> None:

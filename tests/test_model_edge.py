@@ -44,6 +44,7 @@ from zocrates_nb.devtools.scripted_openai import (
     text,
     tool,
 )
+from zocrates_nb.widget import ChatWidget
 
 ROUTES = {"openai": "openai:scripted", "litellm": "litellm:openai/scripted"}
 NATIVE = {"ollama": "ollama:scripted"}  # a provider class of pydantic-ai's own
@@ -233,6 +234,12 @@ def test_an_answer_cut_off_keeps_the_search_and_offers_retry(
     assert "HTTP 500" not in end.message
     failed = app.history(sid)[-1]
     assert failed.status == "error" and failed.evidence and failed.tool_calls == 1
+    # One rule for a new question: the kept search gives way to one (App and panel alike),
+    # and the panel finds the retried turn's question by the snapshot, not by the id's shape.
+    app.check_ask(sid)
+    panel = ChatWidget(app, session_id=sid, warm_up=False)
+    assert panel._prompt_of_interrupt(end.retry_id) == failed.prompt
+    assert panel._prompt_of_interrupt(failed.turn_id + "-ext1") == ""
     llm.set_script(roles())
     final = terminal(run(app.resume(sid, end.retry_id, "synthesize")))
     assert final.type == "final" and final.turn_id == failed.turn_id

@@ -114,9 +114,10 @@ def test_through_the_connector_it_is_a_standalone_note_after_a_yes(
 def test_a_note_links_each_citation_to_its_paper_and_page_and_is_made_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """In-text `[n]` link to the cited paper; the sources list the pages their passages are
-    on, each opening the PDF there; saving the same answer again makes no second note."""
-    from zocrates_nb.turn import Citation
+    """In-text `[n]` link to the cited paper; the sources list the pages of the sentences
+    each `[n]` supports (its passage's page where none is known), each opening the PDF there;
+    saving the same answer again makes no second note."""
+    from zocrates_nb.turn import Citation, CitedPlace
 
     store = SessionStore.open(tmp_path)
     sid = store.create_session("raft").id
@@ -125,7 +126,7 @@ def test_a_note_links_each_citation_to_its_paper_and_page_and_is_made_once(
         "status": "answered", "answer": "Timeouts are randomized [1]; votes need a majority "
         "[1, 2]. `code [1]` stays code.", "cited_sources": [RAFT, PAXOS],
         "citations": [Citation(n=1, chunk_id="RAFTPDF2:0004", item_key="RAFTKEY2", title="R",
-                               page=5),
+                               page=5, occurrences=[CitedPlace(page=5), CitedPlace(page=6)]),
                       Citation(n=2, chunk_id="PAXSPDF2:0001", item_key="PAXSKEY2", title="P",
                                page=None)]}))  # fmt: skip
     store.close()
@@ -142,7 +143,9 @@ def test_a_note_links_each_citation_to_its_paper_and_page_and_is_made_once(
     assert f"Timeouts are randomized [{raft}]" in body
     assert f'[{raft}, <a href="zotero://select/library/items/PAXSKEY2">2</a>]' in body
     assert "<code>code [1]</code>" in body  # not inside code
-    assert ', p. <a href="zotero://open-pdf/library/items/RAFTPDF2?page=5">5</a></li>' in body
+    # One passage cited for sentences on two pages: each sentence's page, each opening there.
+    assert (', pp. <a href="zotero://open-pdf/library/items/RAFTPDF2?page=5">5</a>, '
+            '<a href="zotero://open-pdf/library/items/RAFTPDF2?page=6">6</a></li>') in body
     assert "already saved as note" in out
 
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
@@ -25,6 +26,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 
+from zocrates_nb.retrieval.state import CompletionReport
 from zocrates_nb.sessions import (
     LEASE_SECONDS,
     MAX_AUDIT_TURNS,
@@ -38,6 +40,7 @@ from zocrates_nb.sessions import (
     SessionNotFound,
     SessionState,
     SessionStore,
+    WrongCheckpoint,
 )
 from zocrates_nb.turn import AskOptions, CheckpointInfo, Scope, Source, TurnResult
 
@@ -210,7 +213,8 @@ def _paused(store: SessionStore, interrupt_id: str = "t1-ext1") -> tuple[str, st
 
 def test_claiming_a_checkpoint_is_exclusive_until_released(store: SessionStore) -> None:
     sid, turn_id = _paused(store)
-    with pytest.raises(NoPendingCheckpoint, match="waits at t1-ext1, not t0-ext1"):
+    wrong = r"t0-ext1. is not the checkpoint waiting .*\(t1-ext1\)"
+    with pytest.raises(WrongCheckpoint, match=wrong):
         store.claim_checkpoint(sid, "t0-ext1")
 
     before = time.time()
@@ -315,13 +319,20 @@ def test_audit_keeps_the_last_five_turns_and_updates_resumed_turns_in_place(
     assert len(audit) == MAX_AUDIT_TURNS
 
     def resume(s: SessionState) -> None:
-        s.record_audit(AuditRecord(turn_id="t4", search_goal="extended", report={"gaps": []}))
+        report = CompletionReport(summary="extended", gaps=["snapshots"])
+        s.record_audit(AuditRecord(turn_id="t4", search_goal="extended", report=report))
 
     store.update_state(sid, resume)
     audit = store.get_state(sid).audit
     assert [r.turn_id for r in audit] == ["t2", "t3", "t4", "t5", "t6"]  # same place, no duplicate
     t4 = audit[2]
-    assert (t4.search_goal, t4.report) == ("extended", {"gaps": []})
+    assert t4.search_goal == "extended" and t4.report is not None  # read back typed
+    assert t4.report.gaps == ["snapshots"] and t4.report.source == "agent"
+    # A record an earlier version stored without a report ({}) reads back as none, and a report
+    # of the wrong shape is refused rather than stored.
+    assert AuditRecord.model_validate({"turn_id": "t0", "report": {}}).report is None
+    with pytest.raises(ValidationError):
+        AuditRecord(turn_id="t9", report={"gaps": "not a list"})
     assert t4.created == store.get_state(sid).audit_for("t4").created  # type: ignore[union-attr]
     assert t4.updated >= t4.created
 

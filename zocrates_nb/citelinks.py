@@ -30,19 +30,23 @@ def doc_key(chunk_id: str) -> str:
 
 
 def cited_pages(turn: TurnResult) -> dict[int, list[CitedPage]]:
-    """Each citation number's passages (several when one `[n]` stands for several)."""
+    """Each citation number's places: the page of every sentence a `[n]` supports (the
+    passage's page where none is known), several when one `[n]` stands for several passages."""
     out: dict[int, list[CitedPage]] = {}
     for c in turn.citations:
-        out.setdefault(c.n, [])
-        ref = of(c)
-        if ref not in out[c.n]:
-            out[c.n].append(ref)
+        refs = out.setdefault(c.n, [])
+        for ref in places(c):
+            if ref not in refs:
+                refs.append(ref)
     return out
 
 
-def of(c: Citation) -> CitedPage:
-    page = c.page if isinstance(c.page, int) and c.page > 0 else None
-    return CitedPage(c.n, c.item_key, doc_key(c.chunk_id), page)
+def places(c: Citation) -> list[CitedPage]:
+    """Where one citation's `[n]` markers point, one entry per page, in the answer's order."""
+    pages: list[int | None] = [o.page for o in c.occurrences if o.page] or [c.page]
+    return [CitedPage(c.n, c.item_key, doc_key(c.chunk_id),
+                      p if isinstance(p, int) and p > 0 else None)
+            for p in dict.fromkeys(pages)]  # fmt: skip
 
 
 def pages_label(pages: list[int | None]) -> str:

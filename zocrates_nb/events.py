@@ -7,11 +7,13 @@ Every event serialises to a JSON object with a `type` field (the SSE/widget wire
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from zocrates_nb.turn import CheckpointInfo, Citation, Source, TurnResult
+from zocrates_nb.turn import CheckpointInfo, Citation, Source, TrailStep, TurnResult
 
 
 class _Event(BaseModel):
@@ -112,3 +114,28 @@ __all__ = [
     "Thinking",
     "event_from_json",
 ]
+
+
+@dataclass
+class StepTimer:
+    """A turn's visible steps as its `Step` events arrive, each timed up to the next one (the
+    last up to now): the one clock behind a turn's stored trail and the panel's live one."""
+
+    steps: list[TrailStep] = field(default_factory=list)
+    since: float = field(default_factory=time.monotonic)  # when the last step began
+
+    def add(self, step: Step) -> None:
+        now = time.monotonic()
+        self._close(now)
+        self.since = now
+        if step.phase != "done":
+            self.steps.append(TrailStep(phase=step.phase, label=step.label, detail=step.detail))
+
+    def trail(self) -> list[TrailStep]:
+        """The steps so far, the last one timed up to now."""
+        self._close(time.monotonic())
+        return list(self.steps)
+
+    def _close(self, now: float) -> None:
+        if self.steps and self.steps[-1].seconds is None:
+            self.steps[-1].seconds = round(now - self.since, 3)

@@ -1,10 +1,11 @@
 """pandas views of what a session searched, read and cited, and of what the library holds.
 
-Read-only: the frames flatten the session's `TurnResult`s (their evidence rows and usage) and
-the index catalogue, never re-running anything; they read through an `App` (given, or opened on a
-data home path for the call). Every frame has fixed columns with nullable pandas
-dtypes (listed in the *_COLUMNS mappings below), so an empty session gives an empty frame with the
-same columns and dtypes, and code written against a full frame works on an empty one.
+Read-only: the frames flatten the session's `TurnResult`s (their evidence rows and usage; a
+turn's scope as `App.view` names it, as every surface shows it) and the index catalogue, never
+re-running anything; they read through an `App` (given, or opened on a data home path for the
+call). Every frame has fixed columns with nullable pandas dtypes (listed in the *_COLUMNS
+mappings below), so an empty session gives an empty frame with the same columns and dtypes, and
+code written against a full frame works on an empty one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from zocrates_nb.turn import Scope, TurnResult
+from zocrates_nb.turn import ScopeChips, TurnResult, TurnView
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -187,20 +188,19 @@ def audit_frame(source: App | str | Path, session_id: str) -> pd.DataFrame:
 
     Columns and dtypes: `AUDIT_COLUMNS`; collections are shown by name.
     """
-    with _app(source) as app:
-        turns = app.history(session_id)
-        names = app.collections() if any(t.scope.collections for t in turns) else {}
-    return _frame([_audit_row(t, names) for t in turns], AUDIT_COLUMNS)
+    with _app(source) as app:  # each turn as every surface receives it (`App.view`)
+        views = [app.view(t) for t in app.history(session_id)]
+    return _frame([_audit_row(v) for v in views], AUDIT_COLUMNS)
 
 
-def _audit_row(t: TurnResult, names: Mapping[str, str]) -> dict[str, Any]:
+def _audit_row(t: TurnView) -> dict[str, Any]:
     return {
         "turn": t.index,
         "turn_id": t.turn_id,
         "status": t.status,
         "query": t.prompt,
         "search_goal": t.search_goal,
-        "scope": describe_scope(t.scope, names),
+        "scope": describe_scope(t.chips),
         "calls": t.tool_calls,
         "words": t.evidence_words,
         "extensions": t.extensions,
@@ -216,12 +216,13 @@ def _audit_row(t: TurnResult, names: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def describe_scope(scope: Scope, names: Mapping[str, str] | None = None) -> str:
-    """'library', 'items: K1, K2' or 'collections: Systems' (collection keys by name)."""
-    if scope.items:
-        return "items: " + ", ".join(scope.items)
-    if scope.collections:
-        return "collections: " + ", ".join((names or {}).get(c, c) for c in scope.collections)
+def describe_scope(chips: ScopeChips) -> str:
+    """'library', 'items: K1, K2' or 'collections: Systems' (a turn view's chips: collections
+    by the names the view gave them)."""
+    if chips.items:
+        return "items: " + ", ".join(i.key for i in chips.items)
+    if chips.collections:
+        return "collections: " + ", ".join(c.name or c.key for c in chips.collections)
     return "library"
 
 

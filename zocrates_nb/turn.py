@@ -30,7 +30,9 @@ ScopeKind = Literal["library", "selection", "collection"]
 # The kinds of passage a document is cut into (a search may ask for one).
 CHUNK_TYPES = ("frontmatter", "abstract", "body", "figure", "table", "note")
 
-class _Record(BaseModel):
+class Record(BaseModel):
+    """A typed record carried end to end and stored: read back leniently, copied strictly."""
+
     # Stored records are read back by later versions: unknown keys (and derived fields
     # serialised for readers) are ignored, never an error.
     model_config = ConfigDict(extra="ignore")
@@ -55,7 +57,7 @@ class _Record(BaseModel):
         return cls.model_validate({**{n: getattr(source, n) for n in names}, **own})
 
 
-class Scope(_Record):
+class Scope(Record):
     """What a question searches: item keys, collections, or (neither) the whole library.
 
     Items and collections together mean the selected items within those collections.
@@ -108,7 +110,7 @@ class AskOptions(BaseModel):
 
 
 # ---------------------------------------------------------------------------- an answer
-class Source(_Record):
+class Source(Record):
     """One paper in the Sources block (tier 'cited' or 'other')."""
 
     n: int | None = None  # its first citation number when cited
@@ -124,7 +126,7 @@ class Source(_Record):
     notice: str = ""
 
 
-class CitedPlace(_Record):
+class CitedPlace(Record):
     """Where one occurrence of a `[n]` marker points: the page of the sentence it supports
     (and the page that sentence ends on, when it runs across two)."""
 
@@ -132,7 +134,7 @@ class CitedPlace(_Record):
     page_end: int | None = None
 
 
-class Citation(_Record):
+class Citation(Record):
     """What a `[n]` marker points at (for popovers).
 
     `page` is the page of the sentence the first `[n]` supports (else the passage's first
@@ -152,7 +154,7 @@ class Citation(_Record):
     support: float | None = None  # verification support probability
 
 
-class PassageFields(_Record):
+class PassageFields(Record):
     """What every view of a passage carries (a search hit, a piece of evidence, a turn's row),
     declared once: a field added to a passage is added here (or to `PlacedPassage`)."""
 
@@ -197,7 +199,7 @@ class EvidenceRow(PassageFields):
     unsupported: bool = False  # cited only by claims the verification did not support
 
 
-class QuestionPart(_Record):
+class QuestionPart(Record):
     """One part of a compound or comparative question, searched and answered on its own."""
 
     text: str
@@ -210,7 +212,7 @@ class QuestionPart(_Record):
 OFFLINE_DISPLAY = "embedded offline engine (no language model)"
 
 
-class RoleUsage(_Record):
+class RoleUsage(Record):
     """Requests, tokens and cost of one role over a turn (and its resumptions)."""
 
     requests: int = 0
@@ -221,7 +223,7 @@ class RoleUsage(_Record):
     unmetered: int = 0  # requests sent whose token counts no server reported (a cut stream too)
 
 
-class Usage(_Record):
+class Usage(Record):
     """Usage per role; the totals are derived, never stored."""
 
     roles: dict[str, RoleUsage] = Field(default_factory=dict)
@@ -273,7 +275,7 @@ class Usage(_Record):
             r.cost_usd = round((r.cost_usd or 0.0) + cost_usd, 6)
 
 
-class CheckpointInfo(_Record):
+class CheckpointInfo(Record):
     """What a paused search shows the researcher: its spending, what it covered and lacks."""
 
     interrupt_id: str  # `<turn_id>-ext<n>`: what a resume answers
@@ -293,7 +295,7 @@ class CheckpointInfo(_Record):
     headline: str = ""  # the reason as the card's title, e.g. "The search used 8 of 10 calls…"
 
 
-class TrailStep(_Record):
+class TrailStep(Record):
     """One visible step of a turn, kept for the panel's trail."""
 
     phase: str
@@ -306,7 +308,7 @@ _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)
 _ARXIV_VERSION = re.compile(r"v\d+$")
 
 
-class Candidate(_Record):
+class Candidate(Record):
     """A paper to consider adding; `id` is stable across sources and processes."""
 
     id: str = ""
@@ -410,7 +412,7 @@ def candidate_id(c: Candidate) -> str:
     return "c" + hashlib.sha1(key.encode()).hexdigest()[:9]
 
 
-class Discovery(_Record):
+class Discovery(Record):
     """What one discovery run found: recommendations first, then papers the library holds."""
 
     query: str
@@ -418,7 +420,7 @@ class Discovery(_Record):
     errors: list[str] = Field(default_factory=list)  # a source that failed: one plain line each
 
 
-class TurnResult(_Record):
+class TurnResult(Record):
     """One question and what became of it."""
 
     turn_id: str
@@ -474,7 +476,7 @@ class TurnResult(_Record):
 
 
 # ---------------------------------------------------------------------------- one turn view
-class ScopeItem(_Record):
+class ScopeItem(Record):
     """A paper in a scope, named for its chip."""
 
     key: str = Field(min_length=1)
@@ -482,14 +484,14 @@ class ScopeItem(_Record):
     year: int | None = None
 
 
-class ScopeCollection(_Record):
+class ScopeCollection(Record):
     """A collection in a scope, named for its chip."""
 
     key: str = Field(min_length=1)
     name: str = ""
 
 
-class ScopeChips(_Record):
+class ScopeChips(Record):
     """A scope as the panel's chips show it: the `scope` trait, the `set_scope` message and a
     turn's `chips`. The keys are the `Scope`; titles and names are for reading only."""
 
@@ -576,7 +578,7 @@ class TurnView(TurnResult):
         return view
 
 
-class SessionSummary(_Record):
+class SessionSummary(Record):
     """A session in a list: its title, size and whether a checkpoint waits."""
 
     session_id: str

@@ -85,6 +85,30 @@ function meterFill(h, percent) {
   return fill;
 }
 
+/** The window's rectangle cut by every box around `el` that clips what overflows it. */
+function visibleArea(el) {
+  const doc = el.ownerDocument;
+  const view = doc.defaultView;
+  const area = {
+    top: 0,
+    left: 0,
+    bottom: view?.innerHeight || doc.documentElement.clientHeight || Infinity,
+    right: view?.innerWidth || doc.documentElement.clientWidth || Infinity,
+  };
+  for (let box = el; box && box !== doc.documentElement; box = box.parentElement) {
+    const style = view?.getComputedStyle(box);
+    if (!style || style.display === "contents") continue; // no box of its own: clips nothing
+    if (style.overflowX === "visible" && style.overflowY === "visible") continue;
+    const r = box.getBoundingClientRect();
+    if (!r.width || !r.height) continue; // a box without size shows nothing, clips nothing
+    area.top = Math.max(area.top, r.top);
+    area.left = Math.max(area.left, r.left);
+    area.bottom = Math.min(area.bottom, r.bottom);
+    area.right = Math.min(area.right, r.right);
+  }
+  return area;
+}
+
 /** The one citation popover of the panel; it lives in the panel's root and is placed by a button. */
 export class CitationPopover {
   constructor(h) {
@@ -174,26 +198,32 @@ export class CitationPopover {
   }
 
   /**
-   * Below the button, inside the panel; above it when there is no room below; in a view too
-   * short for either (a narrow side view), as tall as the panel allows and kept inside it,
-   * scrolling within.
+   * Below the button, inside the visible part of the panel; above it when there is no room
+   * below; in a view too short for either (a narrow side view), as tall as that part allows
+   * and kept inside it, scrolling within.
    */
   position(button) {
     const root = this.el.parentElement; // the panel's root, which positions the popover
     const rootRect = root.getBoundingClientRect();
     const rect = button.getBoundingClientRect();
-    const width = Math.min(360, Math.max(160, rootRect.width - 16));
-    const left = Math.max(8, Math.min(rect.left - rootRect.left - 16, rootRect.width - width - 8));
+    // The part of the panel the reader sees: inside the window and every scrolling or
+    // clipping box around it (a notebook scrolled, a narrow side view), in the panel's terms.
+    const area = visibleArea(root);
+    const top = Math.max(0, area.top - rootRect.top) + 8;
+    const bottom = Math.min(rootRect.height, area.bottom - rootRect.top) - 8;
+    const start = Math.max(0, area.left - rootRect.left) + 8;
+    const end = Math.min(rootRect.width, area.right - rootRect.left) - 8;
+    const width = Math.min(360, Math.max(160, end - start));
+    const left = Math.max(start, Math.min(rect.left - rootRect.left - 16, end - width));
     const below = rect.bottom - rootRect.top + 6;
     this.el.style.width = `${width}px`;
     this.el.style.left = `${left}px`;
-    this.el.style.maxHeight = `${Math.max(80, Math.min(420, rootRect.height - 16))}px`;
+    this.el.style.maxHeight = `${Math.max(80, Math.min(420, bottom - top))}px`;
     this.el.style.top = `${below}px`;
     const height = this.el.offsetHeight || 0;
-    const bottom = rootRect.height - 8;
     if (height && below + height > bottom) {
       const above = rect.top - rootRect.top - height - 6;
-      this.el.style.top = `${above > 8 ? above : Math.max(8, bottom - height)}px`;
+      this.el.style.top = `${above >= top ? above : Math.max(top, bottom - height)}px`;
     }
   }
 

@@ -6,18 +6,13 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-from pydantic import TypeAdapter
+from typing import TYPE_CHECKING
 
 from zocrates_nb.agents.prompts import ActiveChild, ActiveItemView
 from zocrates_nb.retrieval.scope import parent_key
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Index
-
-_VIEWS: TypeAdapter[list[ActiveItemView]] = TypeAdapter(list[ActiveItemView])
-
 
 def build_active_items(index: Index, keys: Sequence[str]) -> list[ActiveItemView]:
     """The items named by `keys` (item, attachment or note keys), parents once each."""
@@ -60,12 +55,3 @@ def build_active_items(index: Index, keys: Sequence[str]) -> list[ActiveItemView
             )
         )
     return out
-
-
-def dump_active_items(items: Sequence[ActiveItemView]) -> list[dict[str, Any]]:
-    return _VIEWS.dump_python(list(items), mode="json")
-
-
-def load_active_items(data: Any) -> list[ActiveItemView]:
-    """Views stored in a snapshot (the first release wrote the same fields)."""
-    return _VIEWS.validate_python(data or [])

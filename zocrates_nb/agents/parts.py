@@ -132,6 +132,23 @@ def _without_modifiers(text: str, ms: list[Mention]) -> list[Mention]:
     return out
 
 
+def _within_titles(text: str, ms: list[Mention], cat: Catalogue) -> list[Mention]:
+    """A question that names a paper by its whole title names one thing: the words of the
+    title that are names of their own ("Self-Attention in Vision Models") are not others."""
+    toks = tokens(text)
+    low = text.casefold()
+    spans: dict[tuple[int, int], Mention] = {}  # a title's place → the first name of it
+    for m in ms:
+        for key in m.keys:
+            title = " ".join(cat.items[key].title.split()).casefold() if key in cat.items else ""
+            at = low.find(title) if len(title.split()) >= 2 else -1
+            if at >= 0:
+                spans.setdefault((at, at + len(title)), m)
+    return [m for m in ms if not any(
+        owner is not m and lo <= toks[m.start][1] and toks[m.end - 1][2] <= hi
+        for (lo, hi), owner in spans.items())]  # fmt: skip
+
+
 def _group(text: str, ms: list[Mention]) -> list[Mention]:
     """The longest run of distinct things joined only by connectives (a comparison)."""
     toks = tokens(text)
@@ -188,7 +205,7 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
     q = core_goal(question)
     cat = catalogue or Catalogue([])
     units = [
-        _Unit(si, c, _without_modifiers(c, _named(cat.mentions(c, q))))
+        _Unit(si, c, _within_titles(c, _without_modifiers(c, _named(cat.mentions(c, q))), cat))
         for si, sent in enumerate(_sentences(q))
         for c in _clauses(sent)
     ]

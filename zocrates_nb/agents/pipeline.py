@@ -23,8 +23,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
+from pydantic import Field
+from pydantic_ai.messages import ModelMessage
 
 from zocrates_nb.agents import answerability, briefing
 from zocrates_nb.agents import citations as cit
@@ -32,7 +32,7 @@ from zocrates_nb.agents.model_errors import ModelCallError
 from zocrates_nb.agents.model_parts import question_parts
 from zocrates_nb.agents.offline.brief import briefed
 from zocrates_nb.agents.parts import Part
-from zocrates_nb.agents.prompts import continuation_prompt, search_input
+from zocrates_nb.agents.prompts import ActiveItemView, continuation_prompt, search_input
 from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.agents.search_agent import run_search
 from zocrates_nb.agents.synthesizer import synthesize
@@ -47,23 +47,26 @@ from zocrates_nb.retrieval.state import (
 )
 from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.sessions.state import ActiveItem, AuditRecord, SessionState
-from zocrates_nb.turn import EvidenceRow, QuestionPart, Scope, Source
+from zocrates_nb.turn import EvidenceRow, QuestionPart, Record, Scope, Source
 
 log = logging.getLogger("zocrates_nb.agents")
 
 
-class PausedRun(BaseModel):
+class PausedRun(Record):
     """A paused search as the session store keeps it (a checkpoint snapshot's payload): the run
-    state and the search agent's messages, and what the turn needs to answer once resumed."""
+    state and the search agent's messages, and what the turn needs to answer once resumed.
+    Every field is typed, so a snapshot is validated when read back and when updated."""
 
-    model_config = ConfigDict(extra="ignore")
-
-    run_state: dict[str, Any]  # RunState JSON
-    search_messages: list[Any] = Field(default_factory=list)
+    run_state: RunState
+    search_messages: list[ModelMessage] = Field(default_factory=list)
     goal: str = ""
-    coordinator_messages: list[Any] = Field(default_factory=list)  # the turn's, so far
-    active_items: list[Any] = Field(default_factory=list)  # ActiveItemView JSON
-    parts: list[dict[str, Any]] = Field(default_factory=list)  # the question's parts
+    coordinator_messages: list[ModelMessage] = Field(default_factory=list)  # the turn's, so far
+    active_items: list[ActiveItemView] = Field(default_factory=list)
+    parts: list[Part] = Field(default_factory=list)  # the question's parts
+
+    def payload(self) -> dict[str, Any]:
+        """What the session store keeps (JSON: it is opaque to the store)."""
+        return self.model_dump(mode="json")
 
 
 @dataclass
@@ -126,19 +129,7 @@ class AnswerFailed(ModelCallError):
             report=report,
             state=state,
         )
-        self.paused = PausedRun(
-            run_state=state.to_json(),
-            goal=state.goal,
-            parts=[dataclasses.asdict(p) for p in parts or []],
-        )
-
-
-def dump_messages(messages: list[ModelMessage]) -> Any:
-    return ModelMessagesTypeAdapter.dump_python(messages, mode="json")
-
-
-def load_messages(data: Any) -> list[ModelMessage]:
-    return ModelMessagesTypeAdapter.validate_python(data or [])
+        self.paused = PausedRun(run_state=state, goal=state.goal, parts=list(parts or []))
 
 
 def interrupt_id(turn_id: str, extension: int) -> str:
@@ -148,6 +139,12 @@ def interrupt_id(turn_id: str, extension: int) -> str:
     later checkpoint; only URL-unreserved characters (turn ids are hex).
     """
     return f"{turn_id}-ext{extension}"
+
+
+def answer_retry_id(turn_id: str) -> str:
+    """The id of a kept search whose answer failed (`<turn_id>-answer`): what "Retry answer"
+    resumes. Built here only; every reader compares it whole."""
+    return f"{turn_id}-answer"
 
 
 def should_checkpoint(state: RunState, hitl: bool) -> bool:
@@ -254,9 +251,9 @@ class SearchPipeline:
 
     async def resume(self, paused: PausedRun, action: str, guidance: str = "") -> Outcome:
         t = self.turn
-        state = RunState.from_json(paused.run_state)
-        self.parts = [Part(**p) for p in paused.parts]
-        history = load_messages(paused.search_messages)
+        state = paused.run_state.model_copy(deep=True)
+        self.parts = list(paused.parts)
+        history = list(paused.search_messages)
         if action == "extend_budget":
             _, missing = checkpoint_gaps(state)
             if state.grant_extension():
@@ -349,10 +346,10 @@ class SearchPipeline:
             interrupt_id=event.interrupt_id,
         )
         paused = PausedRun(
-            run_state=state.to_json(),
-            search_messages=dump_messages(messages),
+            run_state=state.model_copy(deep=True),
+            search_messages=messages,
             goal=state.goal,
-            parts=[dataclasses.asdict(p) for p in self.parts],
+            parts=list(self.parts),
         )
         return Outcome(
             "checkpoint",
@@ -479,16 +476,16 @@ class SearchPipeline:
         prev = audit[-1]
         same_items = {a.item_key for a in prev.active_items} == {a.key for a in t.active_items}
         same_scope = same_items and sorted(prev.scope.collections) == sorted(t.scope.collections)
-        report = prev.report or {}
-        if not same_scope or report.get("source") != "agent" or not report.get("summary"):
+        report = prev.report
+        if not same_scope or report is None or report.source != "agent" or not report.summary:
             return ""
         lines = [
             f"Previous question: {prev.user_query}",
             f"Previous search goal: {prev.search_goal}",
-            f"What that search found: {report.get('summary', '')}",
+            f"What that search found: {report.summary}",
         ]
-        if report.get("notes"):
-            lines.append(f"Notes: {report['notes']}")
+        if report.notes:
+            lines.append(f"Notes: {report.notes}")
         return "\n".join(lines)
 
     def record_audit(self, state: RunState, report: CompletionReport | None) -> None:
@@ -501,7 +498,7 @@ class SearchPipeline:
             search_goal=state.goal,
             active_items=[ActiveItem(item_key=it.key, title=it.title) for it in t.active_items],
             scope=t.scope,
-            report=report.model_dump(mode="json") if report else {},
+            report=report,
         )
 
         def put(s: SessionState) -> None:

@@ -34,7 +34,7 @@ from zocrates_nb.agents.models import (
 from zocrates_nb.agents.offline import OfflineEngine
 from zocrates_nb.agents.prompts import ActiveItemView
 from zocrates_nb.config import ROLES, ModelEndpoint, Settings
-from zocrates_nb.events import Event, Step
+from zocrates_nb.events import Event, Step, StepTimer
 from zocrates_nb.text import shorten
 from zocrates_nb.turn import AskOptions, Discovery, Scope, TrailStep, Usage
 
@@ -327,9 +327,8 @@ class TurnContext:
     discover: Callable[[str], Discovery] | None = None
     usage: UsageBook = field(default_factory=UsageBook)
     timings: dict[str, float] = field(default_factory=dict)
-    steps: list[TrailStep] = field(default_factory=list)  # the visible steps, for the record
+    steps: StepTimer = field(default_factory=StepTimer)  # the visible steps, for the record
     started: float = field(default_factory=time.monotonic)
-    _step_started: float = field(default_factory=time.monotonic, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Requests of the configured models go to whatever usage book the turn holds then.
@@ -347,21 +346,12 @@ class TurnContext:
         event.session_id = self.session_id
         event.turn_id = self.turn_id
         if isinstance(event, Step):
-            now = time.monotonic()
-            if self.steps and self.steps[-1].seconds is None:
-                self.steps[-1].seconds = round(now - self._step_started, 3)
-            self._step_started = now
-            if event.phase != "done":
-                self.steps.append(
-                    TrailStep(phase=event.phase, label=event.label, detail=event.detail)
-                )
+            self.steps.add(event)
         self.queue.put_nowait(event)
 
     def trail(self) -> list[TrailStep]:
         """The steps so far, the last one timed up to now."""
-        if self.steps and self.steps[-1].seconds is None:
-            self.steps[-1].seconds = round(time.monotonic() - self._step_started, 3)
-        return list(self.steps)
+        return self.steps.trail()
 
     def step(self, phase: str, label: str, **detail: Any) -> None:
         self.emit(Step(phase=phase, label=label, detail=detail))

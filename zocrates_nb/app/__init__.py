@@ -19,6 +19,7 @@ from zocrates_nb.sessions import (
     NoPendingCheckpoint,
     SessionBusy,
     SessionNotFound,
+    WrongCheckpoint,
 )
 from zocrates_nb.writeback import SaveResult
 from zocrates_nb.writeback.annotations import AnnotateResult
@@ -57,6 +58,7 @@ __all__ = [
     "SessionBusy",
     "SessionNotFound",
     "TocResult",
+    "WrongCheckpoint",
     "describe_error",
     "disk_full",
     "open_app",

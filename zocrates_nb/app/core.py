@@ -4,18 +4,26 @@ the session store, the models; and the sessions as stored. `App` (facade.py) bui
 from __future__ import annotations
 
 import logging
-import os
+import shutil
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from zocrates_nb.agents.models import ModelRegistry
 from zocrates_nb.app import library
+from zocrates_nb.app.home import make_home, read_only_notice, refuse_write, working_copy
 from zocrates_nb.app.library import IndexStatus
 from zocrates_nb.app.limits import check_scope as refuse_scope
 from zocrates_nb.config import ConfigError, LimitsSettings, Settings
 from zocrates_nb.errors import UsageError
-from zocrates_nb.sessions import RENEW_SECONDS, SessionNotFound, SessionStore
+from zocrates_nb.sessions import (
+    RENEW_SECONDS,
+    SessionNotFound,
+    SessionStore,
+    refuse_new_turn,
+    refuse_resume,
+)
 from zocrates_nb.sessions.recovery import open_sessions
 from zocrates_nb.text import TextTooLong, safe_text
 from zocrates_nb.turn import Scope, SessionSummary, TurnResult
@@ -25,29 +33,12 @@ if TYPE_CHECKING:
     from zocrates_nb.agents.runtime import Roles
     from zocrates_nb.index import Index
     from zocrates_nb.library.source import LibrarySource
-    from zocrates_nb.sessions.state import CheckpointClaim, CheckpointSnapshot
+    from zocrates_nb.sessions.state import CheckpointSnapshot
 
 log = logging.getLogger("zocrates_nb.app.facade")
 
 MAX_QUERY_CHARS = 2_000  # a search query (BM25 and the embedder see far less of it anyway)
 MAX_QUESTION_CHARS = 20_000  # a question or a resume's guidance (a pasted paragraph fits)
-
-
-def make_home(home: Path) -> None:
-    """The data home as a folder (made when missing); a home that is a file, or one that
-    cannot be made or written, is a sentence of its own, not an internal error."""
-    if home.exists() and not home.is_dir():
-        raise UsageError(f"the data home {home} is a file, not a folder: give --home (or "
-                         "ZOCRATES_HOME) a folder")  # fmt: skip
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"the data home {home} cannot be made ({e.strerror or e}): give --home "
-                         "(or ZOCRATES_HOME) a folder you can write") from None  # fmt: skip
-    if not os.access(home, os.W_OK):
-        raise UsageError(f"the data home {home} is read-only: zocrates-nb keeps its index and "
-                         "sessions there; give --home (or ZOCRATES_HOME) a folder you can "
-                         "write, or make this one writable")  # fmt: skip
 
 
 def user_text(text: object, *, max_chars: int, what: str) -> str:
@@ -88,12 +79,18 @@ class AppCore:
         role_models: dict[str, Any] | None = None,
     ) -> None:
         self.home = Path(home).expanduser().resolve()
-        make_home(self.home)
+        self.notices: list[str] = []  # what opening had to repair, for every surface to show
+        # A read-only home is read through a private copy (home.py); `read_only_home` names it.
+        self.read_only_home: Path | None = None
+        self._drop_copy: Callable[[], object] = lambda: None
+        if make_home(self.home):
+            self.read_only_home, self.home = self.home, working_copy(self.home)
+            self._drop_copy = weakref.finalize(self, shutil.rmtree, self.home.parent, True)
+            self.notices.append(read_only_notice(self.read_only_home))
         self.registry = ModelRegistry(self.home, overrides)
         self.registry.settings  # noqa: B018 - validate the configuration now (ConfigError)
         self._index = index
         self._own_index = index is None
-        self.notices: list[str] = []  # what opening had to repair, for every surface to show
         if store is None:
             store, notice = open_sessions(self.home)
             if notice:
@@ -114,6 +111,7 @@ class AppCore:
             self._index.close()
             self._index = None
         self.store.close()
+        self._drop_copy()  # a read-only home's private copy (once; also at exit)
 
     def __enter__(self) -> Self:
         return self
@@ -224,9 +222,16 @@ class AppCore:
             limits = LimitsSettings()
         refuse_scope(self.library_index, limits, scope)
 
+    def refuse_read_only(self, doing: str) -> None:
+        """Raise the one sentence for a change a read-only home cannot take."""
+        if self.read_only_home is not None:
+            raise refuse_write(self.read_only_home, doing)
+
     def _writable_index(self) -> Index:
         """The index for an indexing run: a catalogue too damaged to open is rebuilt."""
         from zocrates_nb.index import Index, IndexDamaged
+
+        self.refuse_read_only("index a library")
 
         try:
             return self.library_index
@@ -265,9 +270,15 @@ class AppCore:
         """The checkpoint a session's turn waits at (also while a resume holds it)."""
         return self.store.pending_checkpoint(session_id)
 
-    def running_turn(self, session_id: str) -> CheckpointClaim | None:
-        """The live lease of the session's running turn, if any."""
-        return self.store.running_turn(session_id)
+    def check_ask(self, session_id: str) -> None:
+        """Refuse a new question in this session now, as `ask` would: `SessionNotFound`,
+        `CheckpointPending` while a checkpoint waits, `SessionBusy` while a turn runs."""
+        refuse_new_turn(session_id, self.store.get_state(session_id))
+
+    def check_resume(self, session_id: str, interrupt_id: str | None) -> CheckpointSnapshot:
+        """The checkpoint a resume would answer, or its refusal now: `NoPendingCheckpoint`,
+        `WrongCheckpoint` (another id waits), `CheckpointClaimed` (another resume holds it)."""
+        return refuse_resume(session_id, self.store.pending_checkpoint(session_id), interrupt_id)
 
     def rename_session(self, session_id: str, title: str) -> None:
         self.store.rename_session(session_id, title)

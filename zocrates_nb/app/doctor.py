@@ -175,7 +175,7 @@ def doctor(app: AppCore) -> DoctorReport:
 
         health = IndexHealth(ok=False, error=describe_error(e, doing="Reading the index"))
     return DoctorReport(
-        home=str(app.home),
+        home=str(app.read_only_home or app.home),  # the home the user named, not its copy
         models=models,
         any_cloud_endpoint=models.any_cloud,
         telemetry=telemetry,

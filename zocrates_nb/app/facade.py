@@ -41,7 +41,6 @@ from zocrates_nb.app.records import LibraryRecords
 from zocrates_nb.config import default_home
 from zocrates_nb.errors import UsageError
 from zocrates_nb.events import Event
-from zocrates_nb.sessions import CheckpointClaimed, NoPendingCheckpoint, SessionBusy, claim_holds
 from zocrates_nb.turn import AskOptions
 
 if TYPE_CHECKING:
@@ -102,8 +101,8 @@ class App(LibraryRecords, Papers):
         """Ask a question; returns the turn's event stream.
 
         Options come as an `AskOptions` or as its keywords (`items=`, `collections=`, `hitl=`,
-        `budget=`, `word_ceiling=`, `model=`). Raises at once `CheckpointPending` when the
-        session has a checkpoint waiting, `SessionNotFound` for an unknown session id, and
+        `budget=`, `word_ceiling=`, `model=`). Raises at once (`check_ask`) `CheckpointPending`
+        when the session has a checkpoint waiting, `SessionNotFound` for an unknown session id, and
         `UsageError` for an empty or over-long question, options out of bounds, or a scope
         too large or naming collections or item keys the index lacks (`limits.*`), and
         `SessionBusy` while another turn of the session runs (in any process). A question that
@@ -122,13 +121,7 @@ class App(LibraryRecords, Papers):
         if session_id is None:
             session_id = self.new_session()
         else:
-            from zocrates_nb.sessions import CheckpointPending
-
-            state = self.store.get_state(session_id)  # SessionNotFound when unknown
-            if state.checkpoint is not None and state.checkpoint.kind == "checkpoint":
-                raise CheckpointPending(session_id, state.checkpoint)
-            if claim_holds(state.running):
-                raise SessionBusy(session_id, state.running)
+            self.check_ask(session_id)
         return self._runner.ask(session_id, prompt, opts, cancel, on_begin)
 
     def resume(
@@ -151,15 +144,7 @@ class App(LibraryRecords, Papers):
         if action not in ACTIONS:
             raise UsageError(f"action must be one of {', '.join(ACTIONS)}, not {action!r}")
         guidance = user_text(guidance or "", max_chars=MAX_QUESTION_CHARS, what="the guidance")
-        snapshot = self.store.pending_checkpoint(session_id)
-        if snapshot is None:
-            raise NoPendingCheckpoint(f"session {session_id} has no checkpoint waiting")
-        if interrupt_id and interrupt_id != snapshot.interrupt_id:
-            raise NoPendingCheckpoint(
-                f"session {session_id} waits at {snapshot.interrupt_id}, not {interrupt_id}"
-            )
-        if claim_holds(snapshot.claim):
-            raise CheckpointClaimed(session_id, snapshot)
+        snapshot = self.check_resume(session_id, interrupt_id)
         if snapshot.kind == "answer" and action != "synthesize":
             raise UsageError(
                 "this turn's search is kept but its answer failed: only `synthesize` retries it"

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from zocrates_nb.app.core import AppCore
 
+ZOTERO_TARGETS = ("connector", "web")  # a save whose ledger the data home keeps
+
 if TYPE_CHECKING:
     from zocrates_nb.online import Candidate, Discovery
     from zocrates_nb.writeback import SaveResult
@@ -35,6 +37,7 @@ class Papers(AppCore):
         where it is."""
         from zocrates_nb.app.discovery import stage
 
+        self.refuse_read_only("stage papers")
         return stage(self, list(ids), session_id=session_id)
 
     def unstage(self, ids: Sequence[str], *, session_id: str | None = None) -> int:
@@ -42,6 +45,7 @@ class Papers(AppCore):
         from zocrates_nb.app.writes import list_of
         from zocrates_nb.sessions.staging import Staging
 
+        self.refuse_read_only("change the staging list")
         return Staging(self.store).unstage(list(ids), list_id=list_of(self, session_id))
 
     def staged(self, *, session_id: str | None = None) -> list[Candidate]:
@@ -77,6 +81,8 @@ class Papers(AppCore):
         touched."""
         from zocrates_nb.app.writes import save_staged
 
+        if confirmed and to in ZOTERO_TARGETS:  # its record of what Zotero holds stays here
+            self.refuse_read_only("save to Zotero")
         target = Path(out) if out else None
         return save_staged(self, to, session_id=session_id, confirmed=confirmed, out=target,
                            collection=collection, tags=tags, ids=ids, lost=lost)  # fmt: skip
@@ -103,6 +109,8 @@ class Papers(AppCore):
         nothing Zotero holds. The result and the papers found."""
         from zocrates_nb.app.adding import add
 
+        if confirmed:
+            self.refuse_read_only("add papers to Zotero")
         return add(self, identifiers, to=to, confirmed=confirmed, collection=collection,
                    tags=tags, lost=lost)  # fmt: skip
 
@@ -124,6 +132,8 @@ class Papers(AppCore):
         Nothing is written unless `confirmed`; a note is written once per library."""
         from zocrates_nb.app.writes import save_note
 
+        if confirmed and to in ZOTERO_TARGETS:
+            self.refuse_read_only("save a note to Zotero")
         return save_note(self, session_id, turn_id=turn_id, to=to, confirmed=confirmed,
                          collection=collection, tag_cited=tag_cited,
                          standalone=standalone)  # fmt: skip
@@ -136,5 +146,7 @@ class Papers(AppCore):
         Nothing is written unless `confirmed`; `dry_run` shows what would be."""
         from zocrates_nb.app.annotating import annotate
 
+        if confirmed and not dry_run:
+            self.refuse_read_only("write highlights to Zotero")
         return annotate(self, session_id, turn=turn, to=to, confirmed=confirmed,
                         dry_run=dry_run)  # fmt: skip

@@ -20,11 +20,10 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 
-from zocrates_nb.agents.active import dump_active_items
 from zocrates_nb.agents.coordinator import SEARCH_TOOL
 from zocrates_nb.agents.model_errors import can_retry
 from zocrates_nb.agents.model_guard import GuardedModel
-from zocrates_nb.agents.pipeline import AnswerFailed, Outcome, PausedRun, dump_messages
+from zocrates_nb.agents.pipeline import AnswerFailed, Outcome, PausedRun, answer_retry_id
 from zocrates_nb.agents.prompts import ActiveItemView
 from zocrates_nb.agents.runtime import Roles, TurnContext
 from zocrates_nb.app.retractions import mark
@@ -121,7 +120,7 @@ class TurnRecorder:
         )
         record = self._record(turn, result, outcome, seconds, checkpoint=info)
         snapshot = CheckpointSnapshot(interrupt_id=ev.interrupt_id, turn_id=result.turn_id,
-                                      payload=paused.model_dump(mode="json"))  # fmt: skip
+                                      payload=paused.payload())  # fmt: skip
         await asyncio.to_thread(
             self.store.save_checkpoint, result.session_id, snapshot, turn=record, claim=claim
         )
@@ -138,7 +137,7 @@ class TurnRecorder:
         """Writing the answer failed after the search finished: keep the search (its evidence
         in the turn's record, its run state as an "answer" snapshot) so `synthesize` writes the
         answer again without searching again; the error says so and carries the retry id."""
-        retry_id = f"{result.turn_id}-answer"
+        retry_id = answer_retry_id(result.turn_id)
         message = (
             f"{failed} The search is kept: retry the answer (zocrates-nb resume --session "
             f"{result.session_id} --action synthesize) without searching again."
@@ -150,14 +149,14 @@ class TurnRecorder:
             ModelRequest(parts=[ToolReturnPart(SEARCH_TOOL, "", tool_call_id=call.tool_call_id)]),
         ]
         paused = failed.paused.model_copy(update={
-            "coordinator_messages": dump_messages(coordinator),
-            "active_items": dump_active_items(turn.active_items),
+            "coordinator_messages": coordinator,
+            "active_items": turn.active_items,
         })  # fmt: skip
         snapshot = CheckpointSnapshot(
             interrupt_id=retry_id,
             turn_id=result.turn_id,
             kind="answer",
-            payload=paused.model_dump(mode="json"),
+            payload=paused.payload(),
         )
         record = self._record(turn, result, failed.outcome, seconds, error=message, answer="")
         try:

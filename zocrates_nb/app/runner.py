@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from zocrates_nb.agents.active import build_active_items, dump_active_items, load_active_items
+from zocrates_nb.agents.active import build_active_items
 from zocrates_nb.agents.citations import check_unsourced, sanitize
 from zocrates_nb.agents.coordinator import (
     CoordinatorDeps,
@@ -31,8 +31,6 @@ from zocrates_nb.agents.pipeline import (
     Outcome,
     PausedRun,
     SearchPipeline,
-    dump_messages,
-    load_messages,
 )
 from zocrates_nb.agents.prompts import ActiveItemView
 from zocrates_nb.agents.runtime import Roles, TurnContext, UsageBook, role_call
@@ -40,8 +38,8 @@ from zocrates_nb.agents.synthesizer import stream_handler
 from zocrates_nb.app.describe import describe_error
 from zocrates_nb.app.recording import CANCELLED, TurnRecorder, off_loop, turn_id_of
 from zocrates_nb.app.stream import EventQueue, event_stream
-from zocrates_nb.events import ErrorEvent, Event
-from zocrates_nb.retrieval import RunState, allowed_keys, collection_names
+from zocrates_nb.events import ErrorEvent, Event, StepTimer
+from zocrates_nb.retrieval import allowed_keys, collection_names
 from zocrates_nb.sessions import CheckpointPending, CheckpointSnapshot, SessionBusy
 from zocrates_nb.turn import AskOptions, TurnResult
 
@@ -170,9 +168,7 @@ class TurnRunner(TurnRecorder):
             seconds = time.monotonic() - t0
             if isinstance(output, Outcome) and output.paused is not None:
                 paused = output.paused.model_copy(update={
-                    "coordinator_messages": dump_messages(new_messages),
-                    "active_items": dump_active_items(active),
-                })  # fmt: skip
+                    "coordinator_messages": new_messages, "active_items": active})  # fmt: skip
                 await self._pause(turn, result, output, paused, seconds)
                 return
             found: dict[str, Any] = {}
@@ -282,16 +278,16 @@ class TurnRunner(TurnRecorder):
             result = await asyncio.to_thread(store.get_turn, snapshot.turn_id)
             app.settings  # noqa: B018
             paused = PausedRun.model_validate(snapshot.payload)
-            run_state = RunState.from_json(paused.run_state)
+            run_state = paused.run_state
             names = await asyncio.to_thread(
                 collection_names, app.library_index, result.options.scope.collections
             )
-            active = load_active_items(paused.active_items)
+            active = list(paused.active_items)
             roles = await asyncio.to_thread(app.roles, result.options.model)
             turn = self._context(queue, result, roles, run_state.allowed_keys, names, active)
             turn.usage = UsageBook(result.usage.model_copy(deep=True))
             turn.timings.update(result.timings)
-            turn.steps = list(result.steps)
+            turn.steps = StepTimer(list(result.steps))
             outcome = await SearchPipeline(turn).resume(paused, action, guidance)
             seconds = result.seconds + time.monotonic() - t0
             if outcome.paused is not None:
@@ -304,7 +300,7 @@ class TurnRunner(TurnRecorder):
             # Resolve first (only while this resume still holds the claim), then record.
             await asyncio.to_thread(store.clear_checkpoint, session_id, claim=claim)
             resolved = True
-            messages = record_answer(load_messages(paused.coordinator_messages), outcome.text)
+            messages = record_answer(list(paused.coordinator_messages), outcome.text)
             await asyncio.to_thread(
                 store.append_messages, session_id, messages, turn_id=result.turn_id
             )

@@ -126,9 +126,15 @@ def library_topics(index: Index, limit: int = 10) -> list[Topic]:
 
 
 def questions_for(papers: list[Paper]) -> list[str]:
-    """The example questions of these papers: a topic several papers share (how they differ),
-    one paper's section (what it says), a second, unrelated topic; more sections of other papers
-    where the library shares too few phrases (a single shared word is no topic unless tagged)."""
+    """The example questions of these papers (`suggestions_for` without their papers)."""
+    return [question for question, _ in suggestions_for(papers)]
+
+
+def suggestions_for(papers: list[Paper]) -> list[tuple[str, frozenset[str]]]:
+    """The example questions of these papers, each with the papers it was drawn from (what its
+    answer should cite): a topic several papers share (how they differ), one paper's section
+    (what it says), a second, unrelated topic; more sections of other papers where the library
+    shares too few phrases (a single shared word is no topic unless tagged)."""
     case = _CaseTable(papers)
     topics = [t for t in _topics(papers, case, limit=12) if " " in t.phrase or t.tagged]
     topics.sort(key=lambda t: " " not in t.phrase)  # phrases before single words ("learning")
@@ -137,7 +143,7 @@ def questions_for(papers: list[Paper]) -> list[str]:
     second = next((t for t in topics[1:] if first and len(t.items & first.items) * 2 <=
                    len(t.items) and not _shares_words(t.phrase, first.phrase)), None)
     chosen = [t for t in (first, second) if t is not None]
-    sections: list[str] = []
+    sections: list[tuple[str, frozenset[str]]] = []
     asked: set[str] = set()  # papers a section question is about
     while len(sections) < MAX_QUESTIONS:  # on other papers and other words than the topics
         avoid = asked.union(*(t.items for t in chosen))
@@ -146,20 +152,22 @@ def questions_for(papers: list[Paper]) -> list[str]:
         if not question:
             break
         asked.add(key)
-        sections.append(question)
+        sections.append((question, frozenset({key})))
     ordered = [
-        f"How do my papers approach {first.phrase}, and where do they differ?" if first else "",
-        sections[0] if sections else "",
-        f"What do my papers say about {second.phrase}, and do they agree?" if second else "",
+        (f"How do my papers approach {first.phrase}, and where do they differ?", first.items)
+        if first else None,
+        sections[0] if sections else None,
+        (f"What do my papers say about {second.phrase}, and do they agree?", second.items)
+        if second else None,
         *sections[1:],
     ]
-    questions = [q for q in ordered if q]
-    if not questions:  # no headings and no shared phrase: the newest paper
+    suggestions = [s for s in ordered if s is not None]
+    if not suggestions:  # no headings and no shared phrase: the newest paper
         titled = sorted((p for p in papers if p.title), key=lambda p: (-p.year, p.title))
         if titled:
-            questions.append(f"What problem does “{_short_title(titled[0].title, 70)}” "
-                             "address, and how?")
-    return questions[:MAX_QUESTIONS]
+            suggestions.append((f"What problem does “{_short_title(titled[0].title, 70)}” "
+                                "address, and how?", frozenset({titled[0].key})))
+    return suggestions[:MAX_QUESTIONS]
 
 
 # ---------------------------------------------------------------------------- reading
@@ -363,5 +371,13 @@ def _write_cache(index: Index, generation: str | None, questions: list[str]) -> 
         tmp.unlink(missing_ok=True)
 
 
-__all__ = ["Paper", "Topic", "cached_example_questions", "example_questions", "library_topics",
-           "papers_of", "questions_for"]
+__all__ = [
+    "Paper",
+    "Topic",
+    "cached_example_questions",
+    "example_questions",
+    "library_topics",
+    "papers_of",
+    "questions_for",
+    "suggestions_for",
+]

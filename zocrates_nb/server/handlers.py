@@ -206,6 +206,9 @@ class _StreamHandler(ZocratesHandler):
         try:
             await asyncio.to_thread(check)
             await self.runtime.warm()
+        except Exception as e:
+            turns.release()
+            raise service.http_error(e) from e  # a refusal: its status, one plain log line
         except BaseException:
             turns.release()
             raise

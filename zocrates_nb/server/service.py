@@ -15,6 +15,7 @@ from zocrates_nb.app import (
     OnBegin,
     SessionBusy,
     SessionNotFound,
+    WrongCheckpoint,
     describe_error,
 )
 from zocrates_nb.errors import ZocratesError
@@ -36,6 +37,8 @@ def http_error(e: BaseException) -> web.HTTPError:
     The message is always plain text for a person (no exception names)."""
     if isinstance(e, web.HTTPError):
         return e
+    if isinstance(e, WrongCheckpoint):
+        return web.HTTPError(400, describe_error(e), reason="Bad Request")
     if isinstance(e, CheckpointPending | NoPendingCheckpoint | SessionBusy):
         return web.HTTPError(409, describe_error(e), reason="Conflict")
     if isinstance(e, SessionNotFound):
@@ -52,40 +55,14 @@ def check_chat(app: App, req: ChatRequest) -> None:
     if req.model:
         app.check_models(req.model)
     app.check_scope(req.options().scope)
-    if req.session_id is None:
-        return
-    try:
-        pending = app.session(req.session_id).pending_checkpoint
-        running = app.running_turn(req.session_id)
-    except SessionNotFound as e:
-        raise http_error(e) from None
-    if running is not None:
-        raise http_error(SessionBusy(req.session_id, running))
-    if pending is not None:
-        raise web.HTTPError(
-            409,
-            f"session {req.session_id} has a pending checkpoint ({pending}): resume it with "
-            "extend_budget or synthesize before asking a new question",
-            reason="Conflict",
-        )
+    if req.session_id is not None:
+        app.check_ask(req.session_id)  # mapped by `http_error` (the handler's `write_error`)
 
 
 def check_resume(app: App, req: ResumeRequest) -> None:
-    """Unknown session (404), nothing to resume (409), not this checkpoint's id (400)."""
-    try:
-        pending = app.session(req.session_id).pending_checkpoint
-    except SessionNotFound as e:
-        raise http_error(e) from None
-    if pending is None:
-        raise web.HTTPError(
-            409, f"session {req.session_id} has no pending checkpoint", reason="Conflict"
-        )
-    if pending != req.interrupt_id:
-        raise web.HTTPError(
-            400,
-            f"interrupt_id {req.interrupt_id!r} is not the pending checkpoint's ({pending!r})",
-            reason="Bad Request",
-        )
+    """Unknown session (404), nothing to resume or held by another resume (409), not this
+    checkpoint's id (400)."""
+    app.check_resume(req.session_id, req.interrupt_id)
 
 
 def ask(

@@ -2,6 +2,7 @@
 per-session state, numbered migrations and post-turn compaction. Knows nothing of agent
 behaviour."""
 
+from zocrates_nb.sessions.checkpoints import refuse_new_turn, refuse_resume
 from zocrates_nb.sessions.claims import LEASE_SECONDS, RENEW_SECONDS, claim_holds
 from zocrates_nb.sessions.compaction import (
     SUMMARY_PREFIX,
@@ -24,6 +25,7 @@ from zocrates_nb.sessions.errors import (
     NoPendingCheckpoint,
     SessionBusy,
     SessionNotFound,
+    WrongCheckpoint,
 )
 from zocrates_nb.sessions.migrations import SCHEMA_VERSION, NewerSessionStore
 from zocrates_nb.sessions.records import (
@@ -72,12 +74,15 @@ __all__ = [
     "SessionState",
     "SessionStore",
     "Summarizer",
+    "WrongCheckpoint",
     "claim_holds",
     "compact",
     "estimate_tokens",
     "maybe_compact",
     "offline_summarize",
     "prompt_tokens",
+    "refuse_new_turn",
+    "refuse_resume",
     "render_transcript",
     "should_compact",
     "summary_message",

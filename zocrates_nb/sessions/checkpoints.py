@@ -9,7 +9,14 @@ import time
 
 from zocrates_nb.sessions.claims import LEASE_SECONDS, claim_holds, new_claim
 from zocrates_nb.sessions.database import Database
-from zocrates_nb.sessions.errors import CheckpointClaimed, NoPendingCheckpoint, SessionNotFound
+from zocrates_nb.sessions.errors import (
+    CheckpointClaimed,
+    CheckpointPending,
+    NoPendingCheckpoint,
+    SessionBusy,
+    SessionNotFound,
+    WrongCheckpoint,
+)
 from zocrates_nb.sessions.records import TurnStatus
 from zocrates_nb.sessions.state import CheckpointClaim, CheckpointSnapshot, SessionState
 from zocrates_nb.turn import TurnResult
@@ -94,18 +101,7 @@ class CheckpointStore(Database):
         with self._tx() as c:
             self._require(c, session_id)
             state = self._load_state(c, session_id)
-            snap = state.checkpoint
-            if snap is None:
-                raise NoPendingCheckpoint(
-                    f"session {session_id} has no checkpoint waiting (it may have been "
-                    "answered already)"
-                )
-            if interrupt_id and interrupt_id != snap.interrupt_id:
-                raise NoPendingCheckpoint(
-                    f"session {session_id} waits at {snap.interrupt_id}, not {interrupt_id}"
-                )
-            if claim_holds(snap.claim, lease=lease, now=now):
-                raise CheckpointClaimed(session_id, snap)
+            snap = refuse_resume(session_id, state.checkpoint, interrupt_id, lease=lease, now=now)
             return self._put_claim(c, session_id, snap, new_claim(), "running", now)
 
     def renew_claim(self, session_id: str, token: str) -> bool:
@@ -184,6 +180,38 @@ def _waiting_status(snap: CheckpointSnapshot) -> TurnStatus:
 def supersedable(snap: CheckpointSnapshot) -> bool:
     """A failed answer kept for a retry gives way to a new question (unless a retry runs)."""
     return snap.kind == "answer" and not claim_holds(snap.claim)
+
+
+def refuse_new_turn(session_id: str, state: SessionState, now: float | None = None) -> None:
+    """The one rule for a new question in a session: refused while a checkpoint waits for the
+    researcher's decision (`CheckpointPending`; a failed answer kept for a retry gives way) or
+    while a live turn holds the session (`SessionBusy`)."""
+    snap = state.checkpoint
+    if snap is not None and not supersedable(snap):
+        raise CheckpointPending(session_id, snap)
+    if state.running is not None and claim_holds(state.running, now=now):
+        raise SessionBusy(session_id, state.running)
+
+
+def refuse_resume(
+    session_id: str,
+    snap: CheckpointSnapshot | None,
+    interrupt_id: str | None,
+    *,
+    lease: float = LEASE_SECONDS,
+    now: float | None = None,
+) -> CheckpointSnapshot:
+    """The one rule for a resume: the checkpoint waiting (`NoPendingCheckpoint` when none), the
+    one named (`WrongCheckpoint`), not held by another live resume (`CheckpointClaimed`)."""
+    if snap is None:
+        raise NoPendingCheckpoint(
+            f"session {session_id} has no checkpoint waiting (it may have been answered already)"
+        )
+    if interrupt_id and interrupt_id != snap.interrupt_id:
+        raise WrongCheckpoint(session_id, snap, interrupt_id)
+    if claim_holds(snap.claim, lease=lease, now=now):
+        raise CheckpointClaimed(session_id, snap)
+    return snap
 
 
 def drop_checkpoint(state: SessionState) -> None:

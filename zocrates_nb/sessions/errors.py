@@ -37,6 +37,21 @@ class NoPendingCheckpoint(ZocratesError, LookupError):
     """
 
 
+class WrongCheckpoint(NoPendingCheckpoint):
+    """A resume named another checkpoint than the one waiting (a stale card, a retried request).
+
+    Surfaces map it to a bad request (HTTP 400): the caller's id is wrong, not the session.
+    """
+
+    def __init__(self, session_id: str, snapshot: CheckpointSnapshot, asked: str) -> None:
+        self.session_id = session_id
+        self.interrupt_id = snapshot.interrupt_id
+        super().__init__(
+            f"interrupt_id {asked!r} is not the checkpoint waiting in session {session_id} "
+            f"({snapshot.interrupt_id})"
+        )
+
+
 class CheckpointClaimed(NoPendingCheckpoint):
     """The checkpoint is pending but another resume (this or another process) holds it.
 

@@ -12,8 +12,9 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from zocrates_nb.retrieval.state import CompletionReport
 from zocrates_nb.turn import Scope
 
 MAX_AUDIT_TURNS = 5
@@ -42,7 +43,12 @@ class AuditRecord(_Doc):
     search_goal: str = ""
     active_items: list[ActiveItem] = Field(default_factory=list)
     scope: Scope = Field(default_factory=Scope)
-    report: dict[str, Any] = Field(default_factory=dict)  # the search's CompletionReport
+    report: CompletionReport | None = None  # what the search concluded
+
+    @field_validator("report", mode="before")
+    @classmethod
+    def _no_report(cls, value: Any) -> Any:
+        return value or None  # earlier versions stored a turn without one as {}
     created: float = Field(default_factory=time.time)
     updated: float = Field(default_factory=time.time)
 

@@ -15,13 +15,13 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from zocrates_nb.sessions.checkpoints import CheckpointStore, drop_checkpoint, supersedable
+from zocrates_nb.sessions.checkpoints import CheckpointStore, drop_checkpoint, refuse_new_turn
 from zocrates_nb.sessions.claims import claim_holds, host_name, new_claim
 from zocrates_nb.sessions.database import DB_FILE, session_record, turn_record
-from zocrates_nb.sessions.errors import CheckpointPending, SessionBusy, SessionNotFound
+from zocrates_nb.sessions.errors import SessionNotFound
 from zocrates_nb.sessions.migrations import result_json
 from zocrates_nb.sessions.records import TURN_STATUSES, MessageBlock, SessionRecord, make_title
-from zocrates_nb.sessions.state import CheckpointClaim, SessionState
+from zocrates_nb.sessions.state import SessionState
 from zocrates_nb.turn import AskOptions, TurnResult
 
 
@@ -191,13 +191,10 @@ class SessionStore(CheckpointStore):
         with self._tx() as c:
             self._require(c, session_id)
             state = self._load_state(c, session_id)
-            if state.checkpoint is not None and supersedable(state.checkpoint):
+            refuse_new_turn(session_id, state, now)
+            if state.checkpoint is not None:  # a failed answer kept for a retry gives way
                 self._apply_state(c, session_id, drop_checkpoint)
-            elif state.checkpoint is not None:
-                raise CheckpointPending(session_id, state.checkpoint)
-            if state.running is not None:
-                if claim_holds(state.running, now=now):
-                    raise SessionBusy(session_id, state.running)
+            if state.running is not None:  # its holder died
                 self._interrupted(c, state.running.token, now)
             idx = c.execute(
                 "SELECT COALESCE(MAX(idx), 0) + 1 FROM turns WHERE session_id = ?", (session_id,)
@@ -267,11 +264,6 @@ class SessionStore(CheckpointStore):
 
             self._apply_state(c, session_id, renew)
         return True
-
-    def running_turn(self, session_id: str) -> CheckpointClaim | None:
-        """The live lease of the session's running turn, if any (a dead holder's: None)."""
-        lease = self.get_state(session_id).running
-        return lease if claim_holds(lease) else None
 
     def recover(self) -> list[str]:
         """After a crash: fail the turns whose process died mid-turn and let checkpoints whose

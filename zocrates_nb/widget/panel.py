@@ -105,6 +105,8 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
         self.model_label = _model_label(app, model)
         self.widget_id = str(getattr(self, "model_id", "") or "")
         indexed = self._check_index()
+        if indexed and app.notices:  # what opening the home repaired or cannot do, said once
+            self._set_error(" ".join(f"{n[:1].upper()}{n[1:].rstrip('.')}." for n in app.notices))
         self.refresh_sessions()
         if session_id:
             self.session_id = session_id
@@ -245,8 +247,13 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
                 f"The question is {len(prompt):,} characters long; the limit is "
                 f"{MAX_PROMPT_CHARS:,}. Shorten it (put long text in a note instead)."
             )
-        elif self.session_id and self.app.session(self.session_id).pending_checkpoint:
-            refusal = PAUSED_HINT
+        elif self.session_id:
+            try:
+                self.app.check_ask(self.session_id)  # the one rule `ask` refuses by
+            except CheckpointPending:
+                refusal = PAUSED_HINT
+            except Exception as e:  # a turn running elsewhere, a session gone
+                refusal = describe_error(e)
         if refusal:
             self._send_event(ErrorEvent(session_id=self.session_id, message=refusal))
             return
@@ -509,14 +516,14 @@ class ChatWidget(PanelWrites, anywidget.AnyWidget):
         return self._loop
 
     def _prompt_of_interrupt(self, interrupt_id: str) -> str:
+        """The question of the turn the waiting checkpoint (or kept search) belongs to: its
+        snapshot names the turn, so no id is taken apart."""
         if not self.session_id:
             return ""
         with contextlib.suppress(Exception):
-            for turn in self.app.history(self.session_id):
-                if turn.checkpoint is not None and turn.checkpoint.interrupt_id == interrupt_id:
-                    return turn.prompt
-                if interrupt_id == f"{turn.turn_id}-answer":  # "Retry answer" of a failed turn
-                    return turn.prompt
+            snap = self.app.pending_checkpoint(self.session_id)
+            if snap is not None and snap.interrupt_id == interrupt_id:
+                return self.app.turn(snap.turn_id).prompt
         return ""
 
 

@@ -14,8 +14,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from zocrates_nb.events import Event, Final, Step, TextDelta, Thinking
-from zocrates_nb.turn import TrailStep, TurnView
+from zocrates_nb.events import Event, Final, Step, StepTimer, TextDelta, Thinking
+from zocrates_nb.turn import TurnView
 
 if TYPE_CHECKING:
     from zocrates_nb.app import App
@@ -30,9 +30,8 @@ class LiveTurn:
     turn_id: str = ""
     answer: str = ""
     thinking: str = ""
-    steps: list[TrailStep] = field(default_factory=list)
+    steps: StepTimer = field(default_factory=StepTimer)
     started: float = field(default_factory=time.monotonic)
-    step_started: float = field(default_factory=time.monotonic)
 
     def apply(self, event: Event) -> None:
         if isinstance(event, TextDelta):
@@ -40,13 +39,7 @@ class LiveTurn:
         elif isinstance(event, Thinking):
             self.thinking += event.text
         elif isinstance(event, Step):
-            now = time.monotonic()
-            if self.steps:
-                self.steps[-1].seconds = round(now - self.step_started, 3)
-            self.step_started = now
-            if event.phase != "done":
-                self.steps.append(TrailStep(phase=event.phase, label=event.label,
-                                            detail=event.detail))  # fmt: skip
+            self.steps.add(event)
         elif isinstance(event, Final):
             self.answer = event.answer
 
@@ -55,7 +48,7 @@ class LiveTurn:
         base = stored or TurnView(turn_id=self.turn_id, session_id=self.session_id)
         return base.model_copy(update={
             "prompt": base.prompt or self.prompt, "answer": self.answer, "status": "running",
-            "steps": [s.model_copy() for s in self.steps], "thinking": self.thinking,
+            "steps": [s.model_copy() for s in self.steps.steps], "thinking": self.thinking,
             "seconds": round(time.monotonic() - self.started, 1)})  # fmt: skip
 
 

@@ -1,8 +1,8 @@
 """An answer saved as a Zotero note: the question, the answer (Markdown rendered with raw HTML
 escaped, each in-text `[n]` linked to its paper in Zotero) and its cited sources with the pages
-their passages are on (each opening the PDF at that page). A child note of the cited item when
-exactly one paper is cited and the Web API can reach it; otherwise a standalone note (in
-`collection` when given). Through the Web API the note is one ledger batch: saving the same
+of the sentences they support (each opening the PDF at that page). A child note of the cited
+item when exactly one paper is cited and the Web API can reach it; otherwise a standalone note
+(in `collection` when given). Through the Web API the note is one ledger batch: saving the same
 answer again (a retry, a second click) never makes a second note."""
 
 from __future__ import annotations
