@@ -228,3 +228,34 @@ def test_a_scope_with_nothing_names_the_closest_papers_outside_it() -> None:
     clear = WriterBrief(question="q", goal="q", evidence=(), scope_label="the selected paper",
                         elsewhere=("Raft",), nearest=("Paxos Made Moderately Complex",))
     assert "closest papers" not in OfflineSynthesizer(SentenceEmbeddings()).no_evidence(clear, [])
+
+
+def test_a_part_asking_a_figure_its_paper_never_gives_is_said_and_uncited(
+    scorer: QuoteScorer,
+) -> None:
+    """A compound question's part asks its paper for a number the paper never gives: that part
+    says so, shows its closest sentence uncited, and a question no part of which is answered
+    is a plain negative with nothing cited."""
+    from zocrates_nb.agents.offline.brief import WriterBrief
+    from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+    from zocrates_nb.agents.offline.writer import OfflineSynthesizer
+    from zocrates_nb.agents.parts import Part
+
+    common = {"authors": ["A. Author"], "year": 2020, "chunk_type": "body", "section": "1"}
+    chubby = Evidence(chunk_id="C:1", attachment_key="C", item_key="C", title="Chubby", **common,
+                      text="Building Chubby was an engineering effort required to fill the "
+                           "needs mentioned above; it was not research. Google's project teams "
+                           "are free to set up their own Chubby cells.")  # fmt: skip
+    gfs = Evidence(chunk_id="G:1", attachment_key="G", item_key="G", title="GFS", **common,
+                   text="The master stores three major types of metadata in its memory. "
+                        "Clients never read and write file data through the master.")
+    parts = (Part("How many engineers built Chubby?", "Chubby", ["C"], ["Chubby"],
+                  "Chubby: how many engineers", "Chubby"),
+             Part("How many engineers built GFS?", "GFS", ["G"], ["GFS"],
+                  "GFS: how many engineers", "GFS"))  # fmt: skip
+    q = "How many engineers built Chubby and GFS?"
+    brief = WriterBrief(question=q, goal=q, evidence=(chubby, gfs), parts=parts)
+    answer = OfflineSynthesizer(SentenceEmbeddings()).answer(brief)
+    assert answer.startswith("Your papers do not give this")
+    assert "*Chubby* does not give this" in answer and "*GFS* does not give this" in answer
+    assert "[1]" not in answer and "[2]" not in answer

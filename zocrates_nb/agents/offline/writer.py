@@ -29,6 +29,7 @@ from zocrates_nb.agents.offline.quotes import (
     EvidenceChunk,
     QuoteScorer,
     Unit,
+    asks_quantity,
     chunks_of,
 )
 from zocrates_nb.agents.offline.verdict import (
@@ -241,6 +242,7 @@ class OfflineSynthesizer:
         ]
         uncovered: list[Part] = []
         used: set[str] = set()
+        cited = False
         for part in brief.parts:
             head = part.heading or part.text
             pool = [c for c in cands if c.text not in used]
@@ -249,9 +251,15 @@ class OfflineSynthesizer:
                 uncovered.append(part)
                 continue
             used |= quoted
+            cited = cited or bool(quoted)
             lines += [f"**{head}**", "", *body]
         if len(uncovered) == len(brief.parts):
             return self.no_evidence(brief, [])
+        if not cited:  # no part is answered: said plainly, nothing cited
+            lines[len(follow_up_lines(brief))] = ("Your papers do not give this: none of the "
+                                                  "passages found answers any part of it.")
+            lines.append(NO_LM_NOTE)
+            return "\n".join(lines)
         lines += uncovered_lines(brief.parts, uncovered)
         real_gaps = [
             g for g in brief.gaps
@@ -268,6 +276,8 @@ class OfflineSynthesizer:
         """A part's quoted lines and the sentences they quote: from the paper the part names
         when it holds any; from other papers under a line saying so when it holds none."""
         own = self.part_pool(part, pool, own_only=True)
+        if own and (lines := self.not_given_by(scorer, part, own)):
+            return lines, set()
         picked = self.quotes_for(scorer, part, own or pool, elsewhere, own=bool(own))
         if not picked:
             return [], set()
@@ -281,6 +291,25 @@ class OfflineSynthesizer:
                     "from other papers in your library:_")  # fmt: skip
             return [note, "", *quote_groups(picked)], quoted
         return quote_groups(picked), quoted
+
+    @staticmethod
+    def not_given_by(scorer: QuoteScorer, part: Part, own: list[Candidate]) -> list[str]:
+        """A part asking its paper for a figure it never gives: said plainly, with the closest
+        sentence shown uncited; [] when the paper gives one or comes near. Only a number
+        asked for decides it: a part's few words score lower than a whole question, and a
+        low score alone would deny the researcher a paper that does answer."""
+        query = part_query(part)
+        if not asks_quantity(query):
+            return []
+        mine = scorer.focus(query, own, PART_FOCUS_WORDS)
+        scorer.score(query, mine)
+        if not mine or verdict(query, mine) is not Verdict.NOT_GIVEN:
+            return []
+        best = max(mine, key=lambda c: c.score)
+        title = markdown_text(best.chunk.title)
+        quote = markdown_quote(best.text)
+        return [f"_*{title}* does not give this. Its closest passage, which does not answer "
+                "it:_", "", f"- “{quote}” _(closest, not cited)_", ""]  # fmt: skip
 
     @staticmethod
     def part_pool(part: Part, cands: list[Candidate], own_only: bool = False
