@@ -129,6 +129,10 @@ def test_a_read_only_home_still_answers_reading_commands_and_writes_nothing(
     assert code == 0 and err.splitlines().count(notice) == 1, err
     answered = json.loads(out)
     assert answered["status"] == "answered" and answered["citations"], answered
+    status = run(capsys, "--home", str(home), "status")[1]
+    assert "zocrates-read-only-" not in status and str(home) in status  # the home it was given
+    out = run(capsys, "--home", str(home), "ask", "What is dense retrieval?")[1]
+    assert "· not saved: the home is read-only]" in out and "· session " not in out
     # What would change the home is refused in one sentence, before anything is written.
     code, _, err = run(capsys, "--home", str(home), "index", "--sample")
     assert code == 2 and err.splitlines()[-1] == (

@@ -240,8 +240,15 @@ class AppCore:
             return self._index
 
     def status(self) -> IndexStatus:
-        """What the index holds: items, documents per status, chunks, sizes."""
-        return library.status(self.library_index)
+        """What the index holds: items, documents per status, chunks, sizes; its paths in the
+        home the researcher gave (a read-only home is read through a copy nobody keeps)."""
+        status = library.status(self.library_index)
+        if self.read_only_home is None:
+            return status
+        copy, real = str(self.home), str(self.read_only_home)
+        return status.model_copy(update={
+            k: v.replace(copy, real) for k, v in status if isinstance(v, str) and copy in v
+        })  # fmt: skip
 
     # ------------------------------------------------------------------ sessions
     def new_session(self, title: str = "") -> str:

@@ -150,8 +150,10 @@ class TurnPrinter:
             for w in f.warnings:
                 print(f"\nNote: {w}", file=o)
             spent = usage_line(f.usage)
-            print(f"\n[{f.seconds:.1f} s · {f.model}{spent} · session {self.session_id}]",
-                  file=o)  # fmt: skip
+            # A read-only home answers through a copy that is removed: no session to go back to.
+            kept = getattr(self.client, "read_only_home", None) is None
+            where = f"session {self.session_id}" if kept else "not saved: the home is read-only"
+            print(f"\n[{f.seconds:.1f} s · {f.model}{spent} · {where}]", file=o)
         elif self.checkpoint is not None:
             c = self.checkpoint
             print("\n" + "─" * 72, file=o)
