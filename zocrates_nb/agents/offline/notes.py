@@ -1,0 +1,54 @@
+"""The researcher's own notes as evidence: their lines, and questions that ask for them.
+
+A note is written in lines and list items, not a paper's sentences; a question asking what the
+researcher wrote ("my reading list", "did I note") is answered by their notes first.
+"""
+
+from __future__ import annotations
+
+import re
+
+from zocrates_nb.text import split_sentences
+
+_NOTE_MARK_RE = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+|\d{1,3}[.)]\s+)+")
+
+
+def note_lines(paragraph: str) -> list[str]:
+    """A note's evidence: the researcher writes in lines and list items ("Chubby and ZooKeeper
+    (systems built on consensus)"), not a paper's sentences; each line (a long one by its
+    sentences) without its Markdown marks. Table rows and headings (the note's title, a
+    section's label) are left out: the note is named by its title above its quotes."""
+    out: list[str] = []
+    for line in paragraph.splitlines():
+        if line.lstrip().startswith(("|", "#")):
+            continue
+        line = _NOTE_MARK_RE.sub("", line).replace("**", "").strip()
+        if line:
+            out += split_sentences(line) if len(line.split()) > 40 else [line]
+    return [" ".join(x.split()) for x in out if x.strip()]
+
+
+def is_note_line(line: str) -> bool:
+    """A line of the researcher's own note worth quoting: a few words, mostly letters."""
+    letters = sum(c.isalpha() for c in line)
+    return len(line.split()) >= 3 and letters >= 0.5 * len(line.replace(" ", ""))
+
+
+# The question asks what the researcher wrote ("my notes", "my reading list", "did I jot
+# down", "what I noted"): their own notes answer before any paper.
+_OWN_NOTES_RE = re.compile(
+    r"\bmy\s+(?:\w+\s+){0,2}?(?:notes?|list|annotations?|highlights?|comments?|summary)\b|"
+    r"\b(?:did|have|had)\s+I\s+(?:\w+\s+)?(?:note|noted|jot|write|wrote|list|listed|mark|"
+    r"marked|highlight|highlighted|annotate|annotated|comment|record|put)\b|"
+    r"\bI\s+(?:noted|jotted|wrote|listed|marked|highlighted|annotated|recorded)\b",
+    re.I,
+)
+OWN_NOTES = 0.3  # what a note gains when the question asks for the researcher's own notes
+
+
+def asks_own_notes(question: str) -> bool:
+    """Whether the question asks what the researcher wrote in their notes."""
+    return bool(_OWN_NOTES_RE.search(question))
+
+
+__all__ = ["OWN_NOTES", "asks_own_notes", "is_note_line", "note_lines"]
