@@ -128,6 +128,11 @@ def test_no_progress_bar_into_a_pipe(tmp_path: Path) -> None:
     assert "%|" not in done.stderr and "indexing" not in done.stderr, done.stderr
 
 
+def _terminal_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_during_index_is_one_line_and_130(tmp_path: Path) -> None:
     """Ctrl-C at a terminal signals the whole foreground process group: the command and its
     converter workers (started, and starting, while PDFs convert)."""
@@ -140,6 +145,9 @@ def test_ctrl_c_during_index_is_one_line_and_130(tmp_path: Path) -> None:
          "--zotero-dir", str(library)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,  # its own process group, as a shell's foreground job
+        # As a terminal starts it: Ctrl-C neither ignored nor blocked (a child inherits both
+        # from this process, and Python then never turns it into KeyboardInterrupt).
+        preexec_fn=_terminal_sigint,
     )  # fmt: skip
     def workers() -> list[psutil.Process]:  # not multiprocessing's resource tracker
         return [c for c in psutil.Process(proc.pid).children()

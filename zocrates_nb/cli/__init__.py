@@ -247,8 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zocrates-nb: interrupted", file=sys.stderr)
         # A second Ctrl-C while the workers and stores close would end the process by the
-        # signal instead (status -2, a traceback): the one line above has said it all.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # signal instead (status -2, a traceback): the one line above has said it all. Only
+        # the command's own process, which ends now: a caller in-process (a notebook, a test)
+        # keeps its Ctrl-C, and the processes it starts would inherit an ignored one.
+        if argv is None:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         return 130
     except Exception as e:  # not ours to explain: one plain line, details at debug level
         from zocrates_nb.app import describe_error, disk_full
