@@ -28,13 +28,14 @@ def shell():  # type: ignore[no-untyped-def]
     return ip
 
 
-def answered(home: Path, session_id: str) -> TurnResult:
-    """The session's last turn once it has ended (the panel runs it in the background)."""
+def answered(home: Path, session_id: str, turn: int = 1) -> TurnResult:
+    """The session's `turn`-th turn once it has ended (the panel runs it in the background:
+    right after the magic returns, the turn may not be recorded yet)."""
     deadline = time.monotonic() + 300
     with App.open(home) as app:
         while time.monotonic() < deadline:
             turns = app.history(session_id)
-            if turns and turns[-1].status != "running":
+            if len(turns) >= turn and turns[-1].status != "running":
                 return turns[-1]
             time.sleep(0.5)
     raise AssertionError("the turn did not end")
@@ -60,7 +61,7 @@ def test_a_cell_asks_within_its_scope_in_the_panel(shell, home: Path) -> None:  
     again = shell.run_line_magic(
         "zocrates", f"--home {home} --session {panel.session_id} --no-hitl Why use lock delays?")
     assert again.session_id == panel.session_id
-    assert answered(home, panel.session_id).prompt == "Why use lock delays?"
+    assert answered(home, panel.session_id, turn=2).prompt == "Why use lock delays?"
 
 
 @pytest.mark.parametrize(
