@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,6 +116,12 @@ def test_a_read_only_home_still_answers_reading_commands_and_writes_nothing(
     read_only_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home = read_only_home
+    # The mount shows the shared sample home: an App an earlier test left for the collector
+    # checkpoints its sessions.db when collected. Collected now, before the snapshot.
+    import gc
+
+    gc.collect()
+    time.sleep(0.5)
     before = _tree(home)
     notice = (f"zocrates-nb: the data home {home} is read-only: reading works, but nothing is "
               "saved there (turns, sessions, staging, indexing)")  # fmt: skip
