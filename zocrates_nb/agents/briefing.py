@@ -61,7 +61,7 @@ def writer_brief(
     if len(parts) < 2:
         catalogue = answerability.catalogue_for(turn.index)
         for m in catalogue.mentions(core_goal(state.goal)) if catalogue else []:
-            if m.keys and not (m.weak and len(m.keys) > 1):  # "ImageNet" names no one paper
+            if m.keys and not m.shared_word:
                 named.extend(k for k in m.keys if k not in named)
                 known.append(m.surface)
     return WriterBrief(

@@ -272,7 +272,7 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
 def _named(ms: list[Mention]) -> list[Mention]:
     """The mentions that can be what a part is about: not a word only abstracts use that
     names no one paper ("ImageNet", a data set several papers train on)."""
-    return [m for m in ms if not (m.weak and len(m.keys) > 1)]
+    return [m for m in ms if not m.shared_word]
 
 
 def _by_named_items(q: str, units: list[_Unit], cat: Catalogue) -> list[Part]:

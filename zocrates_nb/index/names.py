@@ -144,6 +144,12 @@ class Mention:
     # often than a name of what one of them presents.
     weak: bool = False
 
+    @property
+    def shared_word(self) -> bool:
+        """A word only abstracts use, for several papers ("ImageNet", a data set they train
+        on): it names no one paper, so it is neither a part nor a paper the question names."""
+        return self.weak and len(self.keys) > 1
+
 
 def tokens(text: str) -> list[tuple[str, int, int]]:
     return [(m.group(0), m.start(), m.end()) for m in _TOKEN_RE.finditer(text)]

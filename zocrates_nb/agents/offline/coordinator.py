@@ -231,11 +231,17 @@ def correction(
     return f"{meant}: {base}", note
 
 
+def _meant_keys(text: str, names: Catalogue) -> list[str]:
+    """The papers a correction's words name, read as the researcher wrote them, mid-sentence
+    ("I meant Raft and …": a capitalised first word is no name by itself)."""
+    return [k for x in names.mentions(f"I meant {text}") for k in x.keys]
+
+
 def _titles(text: str, names: Catalogue | None) -> list[str]:
     """The titles of the library's papers `text` names."""
     if not text or names is None:
         return []
-    keys = [k for x in names.mentions(f"I meant {text}") for k in x.keys]
+    keys = _meant_keys(text, names)
     return [names.items[k].title for k in dict.fromkeys(keys) if k in names.items]
 
 
@@ -247,9 +253,7 @@ def _by_names(base: str, meant: str, names: Catalogue, not_this: Sequence[str]
     by_title = {it.title: k for k, it in names.items.items()}
     refused = {by_title[t] for t in not_this if t in by_title}
     said = [x for x in names.mentions(base) if x.keys]
-    # Read as the researcher wrote it, mid-sentence ("I meant Raft and …"): a capitalised first
-    # word is no name by itself.
-    wanted = [k for x in names.mentions(f"I meant {meant}") for k in x.keys if k not in refused]
+    wanted = [k for k in _meant_keys(meant, names) if k not in refused]
     old = next((x for x in said if not set(x.keys) & set(wanted) or set(x.keys) & refused), None)
     if old is None or not wanted:
         return None
