@@ -298,6 +298,40 @@ def test_converter_pools_are_replaced_after_their_share_without_a_stall(
     assert_consistent(index)
 
 
+def test_a_document_waited_for_out_of_turn_is_converted_though_the_pool_has_its_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The document waited for goes to the fresh pool first. The replaced pool's cancelled
+    work is queued again, not kept as done (CI once reported a paper "the converter wrote no
+    bundle": a pool refilled by the prefetch had no room left for it)."""
+    from types import SimpleNamespace
+
+    from zocrates_nb.ingest.bundle import Bundle
+    from zocrates_nb.index import converter
+
+    monkeypatch.setattr(converter, "TASKS_PER_WORKER", 2)
+    docs = []
+    for i in range(6):
+        path = tmp_path / f"p{i}.pdf"
+        _write_pdf(path, f"Printed paper {i}", topic_paragraphs("raft", 2, seed=i))
+        record = SimpleNamespace(sha256=f"{i:064x}", kind="pdf")
+        docs.append(
+            SimpleNamespace(
+                record=record, note=None, path=path, content_type="application/pdf", fallback=None
+            )
+        )
+    index = _open(tmp_path / "home")
+    conv = converter.Converter(index, docs, max_pages=50, timeout=60, workers=2)
+    conv.prefetch()  # the first pool takes p0..p3, its share
+    try:
+        # p5 first, while p0..p3 are queued or converting; then the rest in order.
+        for doc in [docs[5], *docs[:5]]:
+            assert conv.convert(doc) is None
+            assert Bundle.exists(index.bundle_cache_dir(doc.record.sha256)), doc.path.name
+    finally:
+        conv.close(kill=True)
+
+
 def test_a_new_embedding_model_re_embeds_everything_from_cached_bundles(
     library_builder: LibraryBuilder, tmp_path: Path
 ) -> None:

@@ -246,11 +246,13 @@ class Converter:
             if id(doc) not in self._consumed:
                 self._submit(doc)
 
-    def _submit(self, doc: _Doc) -> None:
+    def _submit(self, doc: _Doc, *, waited: bool = False) -> None:
+        """Give `doc` to the pool; a pool that has its share takes no more, except the
+        document this process is about to wait for (`waited`)."""
         sha = str(doc.record.sha256)
         if sha in self._futures or not self.needs(doc):
             return
-        if self._pool is not None and len(self._in_pool) >= self._share:
+        if not waited and self._pool is not None and len(self._in_pool) >= self._share:
             return  # this pool has its share: the next one takes it (see `rotate`)
         if self._pool is None:
             context = multiprocessing.get_context("spawn")
@@ -285,7 +287,11 @@ class Converter:
         waiting = doc is not None and str(doc.record.sha256) not in self._futures
         if finished or (waiting and doc is not None and self.needs(doc)):
             self.close(kill=not finished)  # unfinished ones are queued again on the new pool
-            self._futures = {k: f for k, f in self._futures.items() if f.done()}
+            self._futures = {
+                k: f for k, f in self._futures.items() if f.done() and not f.cancelled()
+            }
+            if doc is not None:
+                self._submit(doc, waited=True)  # first: prefetch skips it (it is consumed)
             self.prefetch()
 
     def _pages(self, sha: str) -> tuple[int, int, int] | None:
@@ -315,10 +321,10 @@ class Converter:
                 self.max_pages,
                 str(self._out(doc)),
             )
-        self._submit(doc)
+        self._submit(doc, waited=True)
         sha = str(doc.record.sha256)
         future = self._futures.get(sha)
-        if future is None:
+        if future is None:  # converted meanwhile (another item holds the same file)
             return None
         deadline = time.monotonic() + self.timeout
         seen: tuple[int, int, int] | None = None
