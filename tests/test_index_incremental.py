@@ -58,8 +58,7 @@ def test_second_run_touches_nothing(library_builder: LibraryBuilder, tmp_path: P
     assert second.chunks == first.chunks == index.catalog.chunk_count()
     assert index.catalog.query("SELECT doc_key, indexed_at, sha256 FROM documents") == before
     assert index.dense.count() == vectors
-    assert set(second.to_json()) >= {"items", "attachments", "notes", "chunks", "errors",
-                                     "seconds"}
+    assert set(second.to_json()) >= {"items", "attachments", "notes", "chunks", "errors", "seconds"}
     assert_consistent(index)
 
 
@@ -71,8 +70,10 @@ def test_edited_file_is_the_only_one_reindexed(
     index_library(b.library, index, progress=False)
     path = b.library.items["OKAPI"].attachments[0].path
     assert path is not None
-    path.write_text(topic_markdown("bm25") + "\n## 7 Zebras\n\nQuagga zebras graze the okapi "
-                    "savannah.\n", "utf-8")
+    path.write_text(
+        topic_markdown("bm25") + "\n## 7 Zebras\n\nQuagga zebras graze the okapi savannah.\n",
+        "utf-8",
+    )
     report = index_library(b.library, index, progress=False)
     assert (report.converted, report.unchanged) == (1, 3)
     hits = index.search("quagga zebras", mode="bm25", limit=3)
@@ -166,8 +167,14 @@ def test_bad_files_are_reported_one_line_each_and_the_batch_goes_on(
         Attachment("LINK", "OKAPI", "Web page", "text/html", "linked_url", url="https://x.org")
     )
     item.attachments.append(
-        Attachment("GONE", "OKAPI", "Moved", "application/pdf", "linked_file",
-                   path=tmp_path / "nowhere.pdf")
+        Attachment(
+            "GONE",
+            "OKAPI",
+            "Moved",
+            "application/pdf",
+            "linked_file",
+            path=tmp_path / "nowhere.pdf",
+        )
     )
     index = _open(tmp_path / "home")
     report = index_library(b.library, index, progress=False)
@@ -175,13 +182,22 @@ def test_bad_files_are_reported_one_line_each_and_the_batch_goes_on(
         ("BROKEN", "BROKEN.pdf")
     ]
     assert "\n" not in report.errors[0]["error"] and report.errors[0]["error"]
-    assert {s["doc_key"]: s["item_key"] for s in report.skipped} == {"LINK": "OKAPI",
-                                                                     "GONE": "OKAPI"}
+    assert {s["doc_key"]: s["item_key"] for s in report.skipped} == {
+        "LINK": "OKAPI",
+        "GONE": "OKAPI",
+    }
     assert "nowhere.pdf" in next(s["reason"] for s in report.skipped if s["doc_key"] == "GONE")
     assert report.converted == 4  # the good ones
     statuses = {d.doc_key: d.status for d in index.documents()}
-    assert statuses == {"ARAFT": "done", "AOKAPI": "done", "AVELVET": "done", "NOTE1": "done",
-                        "ABROKEN": "error", "LINK": "skipped", "GONE": "skipped"}
+    assert statuses == {
+        "ARAFT": "done",
+        "AOKAPI": "done",
+        "AVELVET": "done",
+        "NOTE1": "done",
+        "ABROKEN": "error",
+        "LINK": "skipped",
+        "GONE": "skipped",
+    }
     # Unchanged bad files are reported again but not converted again.
     again = index_library(b.library, index, progress=False)
     assert (again.converted, len(again.errors), again.unchanged) == (0, 1, 4)
@@ -239,8 +255,13 @@ def test_the_default_chroma_embedding_function_is_never_reached(
         f"idx = Index.open(Path({str(home)!r}))\n"
         "print(idx.search('leader election', limit=1)[0].chunk.item_key)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "RAFT"
 
@@ -306,8 +327,8 @@ def test_a_document_waited_for_out_of_turn_is_converted_though_the_pool_has_its_
     bundle": a pool refilled by the prefetch had no room left for it)."""
     from types import SimpleNamespace
 
-    from zocrates_nb.ingest.bundle import Bundle
     from zocrates_nb.index import converter
+    from zocrates_nb.ingest.bundle import Bundle
 
     monkeypatch.setattr(converter, "TASKS_PER_WORKER", 2)
     docs = []
@@ -418,8 +439,9 @@ def _done_count(home: Path) -> int:
         return 0
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            return int(conn.execute(
-                "SELECT count(*) FROM documents WHERE status = 'done'").fetchone()[0])
+            return int(
+                conn.execute("SELECT count(*) FROM documents WHERE status = 'done'").fetchone()[0]
+            )
     except sqlite3.Error:
         return 0
 
@@ -436,15 +458,20 @@ def test_sigkill_mid_run_leaves_a_consistent_index_that_resumes(tmp_path: Path) 
             "utf-8",
         )
     for i in range(3):
-        _write_pdf(folder / f"scan{i}.pdf", f"Printed study {i}",
-                   topic_paragraphs(topics[i], 8, seed=i))
+        _write_pdf(
+            folder / f"scan{i}.pdf", f"Printed study {i}", topic_paragraphs(topics[i], 8, seed=i)
+        )
     home = tmp_path / "home"
     script = tmp_path / "run_index.py"
     script.write_text(RUNNER, "utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, str(script), str(folder), str(home)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(folder), str(home)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 600
         while _done_count(home) < 3 and proc.poll() is None and time.monotonic() < deadline:
@@ -489,8 +516,10 @@ def test_converter_upgrade_reconverts_every_converted_document(
     sha = {d.doc_key: str(d.sha256) for d in index.documents()}
     old_dirs = {k: index.bundle_cache_dir(s) for k, s in sha.items()}
     assert all(Path(d, "toc.json").is_file() for d in old_dirs.values())
-    before = {r["doc_key"]: r["indexed_at"]
-              for r in index.catalog.query("SELECT doc_key, indexed_at FROM documents")}
+    before = {
+        r["doc_key"]: r["indexed_at"]
+        for r in index.catalog.query("SELECT doc_key, indexed_at FROM documents")
+    }
 
     monkeypatch.setattr(ingest_bundle, "CONVERTER_VERSION", ingest_bundle.CONVERTER_VERSION + 1)
     upgraded = index_library(b.library, index, progress=False)
@@ -499,10 +528,13 @@ def test_converter_upgrade_reconverts_every_converted_document(
     assert all(new_dirs[k] != old_dirs[k] for k in sha)
     assert all(Path(d, "toc.json").is_file() for d in new_dirs.values())
     assert not any(d.exists() for d in old_dirs.values())
-    assert [p.name for p in (index.home / "bundles").iterdir()] == [new_dirs[k].parent.name
-                                                                   for k in list(sha)[:1]]
-    after = {r["doc_key"]: r["indexed_at"]
-             for r in index.catalog.query("SELECT doc_key, indexed_at FROM documents")}
+    assert [p.name for p in (index.home / "bundles").iterdir()] == [
+        new_dirs[k].parent.name for k in list(sha)[:1]
+    ]
+    after = {
+        r["doc_key"]: r["indexed_at"]
+        for r in index.catalog.query("SELECT doc_key, indexed_at FROM documents")
+    }
     assert set(after) == set(before) and all(after[k] >= before[k] for k in before)
     assert index.search("leader election", mode="bm25", limit=3)
     assert_consistent(index)
