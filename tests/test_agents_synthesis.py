@@ -166,6 +166,40 @@ def test_offline_quotes_keep_short_facts_and_drop_sentences_that_only_introduce(
     ],
 )
 def test_a_quantity_is_a_number_not_a_year_or_a_pointer(sentence: str, states: bool) -> None:
-    from zocrates_nb.agents.offline.quotes import states_quantity
+    from zocrates_nb.agents.offline.quantity import states_quantity
 
     assert states_quantity(sentence) is states
+
+
+@pytest.mark.parametrize(
+    ("question", "sentence", "gives"),
+    [
+        # The number must count what was asked: its unit, or the noun counted, beside it.
+        (
+            "How many TPU-hours did training take?",
+            "We trained on 128 Cloud TPUs for 800 epochs.",
+            False,
+        ),
+        ("How many TPU-hours did training take?", "Training took 4,000 TPU-hours in all.", True),
+        ("How many milliseconds does decoding take?", "There are 14 possible paths.", False),
+        (
+            "How many milliseconds does decoding take?",
+            "It takes about 2 seconds on one core.",
+            True,
+        ),
+        ("How many servers or copies does a cell use?", "Blocks are kept in 3 copies.", True),
+        (
+            "How many attention heads are used?",
+            "We employ h = 8 parallel attention layers, or heads.",
+            True,
+        ),
+        ("How much memory does the index need?", "The index fits in 1 GB.", True),
+        ("How many of those were used?", "Twelve were used.", True),  # counts nothing named
+    ],
+)
+def test_a_number_answers_how_many_only_when_it_counts_what_was_asked(
+    question: str, sentence: str, gives: bool
+) -> None:
+    from zocrates_nb.agents.offline.quantity import gives_quantity
+
+    assert gives_quantity(question, sentence) is gives

@@ -39,7 +39,7 @@ def is_about_conversation(message: str) -> bool:
 
 
 def _asks_first_question(message: str) -> bool:
-    """"What did I ask first?", "What was the first thing I asked?" (not a first in a paper)."""
+    """ "What did I ask first?", "What was the first thing I asked?" (not a first in a paper)."""
     return bool(_FIRST_QUESTION_RE.search(message) and re.search(r"\b(i|my|me)\b", message, re.I)
                 and not re.search(r"\b(answer|repl|said|say)", message, re.I))  # fmt: skip
 

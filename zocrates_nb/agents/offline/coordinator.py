@@ -135,7 +135,9 @@ def standalone_goal(message: str, turns: Sequence[PastTurn], scope_kind: str = "
 
 
 def follow_up(
-    message: str, turns: Sequence[PastTurn], scope_kind: str = "library",
+    message: str,
+    turns: Sequence[PastTurn],
+    scope_kind: str = "library",
     names: Catalogue | None = None,
 ) -> tuple[str, FollowUp | None]:
     """The goal to search for and, for a follow-up, what it builds on as a typed record: the
@@ -187,7 +189,7 @@ _OTHER_RE = re.compile(r"\bthe other\s+(?:[\w-]+\s+){0,3}?(?:one|paper|article|s
 def correction(
     msg: str, searched: Sequence[PastTurn], names: Catalogue | None = None
 ) -> tuple[str, FollowUp] | None:
-    """"No, I meant the other paper" / "I meant Zab": the earlier question asked again of what
+    """ "No, I meant the other paper" / "I meant Zab": the earlier question asked again of what
     the researcher means: another paper than the one the answer quoted, or the thing named.
     With the library's names, the paper the earlier question named gives way to the one the
     correction names ("Sorry, I meant the neural tangent kernel paper"; "the other MoCo paper,
@@ -281,7 +283,7 @@ _PAPER_REF_RE = re.compile(
 
 
 def _name_the_papers(msg: str, turn: PastTurn) -> str | None:
-    """"What does the second one say about X?" → the second paper the answer cited."""
+    """ "What does the second one say about X?" → the second paper the answer cited."""
     if not turn.papers:
         return None
     m = _PAPER_REF_RE.search(msg)
@@ -333,7 +335,7 @@ def _name_the_compared(msg: str, base: str) -> tuple[str, bool] | None:
 
 
 def _name_the_subject(msg: str, base: str) -> str | None:
-    """"What about its log compaction?" after a Raft question → "… Raft's log compaction?"."""
+    """ "What about its log compaction?" after a Raft question → "… Raft's log compaction?"."""
     who = _subjects(base)
     if who is None or not _PRONOUN_RE.search(msg):
         return None

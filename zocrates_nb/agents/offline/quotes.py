@@ -23,6 +23,7 @@ import numpy as np
 from zocrates_nb.agents.offline.aspects import aspect, bare_heading
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.notes import OWN_NOTES, asks_own_notes, is_note_line, note_lines
+from zocrates_nb.agents.offline.quantity import asks_quantity, gives_quantity
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.text import (
@@ -127,28 +128,6 @@ class Candidate:
         return self.score - self.passage
 
 
-# A question asking for a number: "how many/much/long …", or "what/which …" asking for a
-# share, size, rate, value of something. The noun alone asks nothing: "which value was
-# chosen", "old spent transactions", "what does the simple way cost" ask no figure.
-_QUANTITY_NOUNS = (
-    r"(?:rate|percentage|percent|proportion|fraction|share|ratio|size|number|amount|count|"
-    r"coefficient|factor|dimension(?:ality)?|threshold|length|duration|depth|width|price|budget|"
-    r"speed|latency|throughput|accuracy|score|error)s?"
-)
-_QUANTITY_RE = re.compile(
-    r"\bhow (?:many|much|long|large|big|small|often|fast|slow|far|deep|wide|high|low)\b|"
-    rf"\b(?:what|which|whose)\s+(?:[\w/-]+\s+){{0,3}}?{_QUANTITY_NOUNS}\b|"
-    r"\b(?:what|which)\s+(?:[\w/-]+\s+){0,2}?values?\s+(?:of|for|did|do|does|is|are)\b|"
-    r"\bby how much\b",
-    re.I,
-)
-# A number that states something: not a year, nor a pointer to a section, figure or table.
-_QUANTITY_IN_TEXT_RE = re.compile(
-    r"(?<![\w.])(?!(?:1[89]|20)\d\d[a-z]?\b)\d[\d,.]*(\s?%|\b)|"
-    r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|fifty|a hundred|"
-    r"one hundred|half|twice|double|triple)\b",
-    re.I,
-)
 # Sentences about the paper rather than its subject: a roadmap ("In Section 3 we explain …",
 # "The rest of the paper …"), a pointer to where something is said. Not evidence.
 _ROADMAP_RE = re.compile(
@@ -171,10 +150,8 @@ _CLOSED_RE = re.compile(r"[.!?][\"'”’)\]]*$")
 _REPEAT_RE = re.compile(r"\b(\w+)\s+\1\b", re.I)
 _ANAPHOR_RE = re.compile(
     r"^(?:it|this|these|they|such|its|their|thus|hence|therefore|then|here|that|instead|"
-    r"however|in contrast|nevertheless|otherwise|consequently|as a result)\b", re.I
-)
-_POINTER_RE = re.compile(
-    r"(?:\b(?:section|sec\.|table|figure|fig\.|eq\.|equation|appendix)|§)\s*[A-Z]?\d[\d.]*", re.I
+    r"however|in contrast|nevertheless|otherwise|consequently|as a result)\b",
+    re.I,
 )
 _FILLER_RE = re.compile(
     r"(as follows[.:]?$|^(in|the) (this|next|following|remainder of this) (section|paper)|"
@@ -187,40 +164,6 @@ _DANGLING = frozenset(_DANGLING_TEXT.split())
 
 
 _BACK_MATTER_RE = re.compile(r"\b(references|bibliography|acknowledge?ments?)\b", re.I)
-
-
-_MONEY_RE = re.compile(
-    r"\b(price[sd]?|cost[s]?|paid|pay|bill|budget|spend|spent|dollars?|salary|expenses?|"
-    r"money)\b", re.I
-)
-_AMOUNT_RE = re.compile(r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(dollars|cents|usd|eur|euros)\b|\bdollars?\b",
-                        re.I)  # fmt: skip
-
-
-def states_quantity(sentence: str) -> bool:
-    return bool(_QUANTITY_IN_TEXT_RE.search(_POINTER_RE.sub(" ", sentence)))
-
-
-def asks_quantity(question: str) -> bool:
-    """The question asks for a number ("how many", "what share of", "which value of")."""
-    return bool(_QUANTITY_RE.search(question))
-
-
-def gives_quantity(question: str, sentence: str) -> bool:
-    """The sentence states the kind of number asked for: an amount of money for a price, a
-    share (a percentage or a fraction) for an accuracy or a share, else any number that is
-    not a year or a pointer ("twelve hours" or "0.9 BLEU" is no accuracy)."""
-    if _MONEY_RE.search(question):
-        return bool(_AMOUNT_RE.search(sentence))
-    if _SHARE_ASKED_RE.search(question):
-        return bool(_SHARE_RE.search(_POINTER_RE.sub(" ", sentence)))
-    return states_quantity(sentence)
-
-
-# Questions for a share and the numbers that state one: "77.6%", "12 of the 15".
-_SHARE_ASKED_RE = re.compile(
-    r"\b(?:percentage|percent|proportion|fraction|share|accuracy|accuracies)\b", re.I)
-_SHARE_RE = re.compile(r"\d\s?%|\bper\s?cent\b|\b\d+\s+(?:out\s+)?of\s+(?:the\s+)?\d+\b", re.I)
 
 
 def is_roadmap(sentence: str) -> bool:
@@ -505,8 +448,12 @@ def in_passage(c: Candidate, at: dict[tuple[int, int, int], Candidate], used: se
                 continue
             edge = run[-1] if side > 0 else run[0]
             nxt = at.get((c.chunk.index, c.paragraph, edge.order + side))
-            if (nxt is None or id(nxt) in used or is_roadmap(nxt.text)
-                    or words + len(nxt.text.split()) > QUOTE_WORDS):
+            if (
+                nxt is None
+                or id(nxt) in used
+                or is_roadmap(nxt.text)
+                or words + len(nxt.text.split()) > QUOTE_WORDS
+            ):
                 room[side] = 0
                 continue
             room[side] -= 1
@@ -527,8 +474,7 @@ def cover_entities(question: str, pool: list[Unit], picked: list[Unit], used: se
 
     def covers(units: list[Unit], ent: str) -> bool:
         return any(
-            mentions(u[0][0].chunk.title + " " + " ".join(c.text for c in u[0]), ent)
-            for u in units
+            mentions(u[0][0].chunk.title + " " + " ".join(c.text for c in u[0]), ent) for u in units
         )
 
     for ent in ents:
@@ -551,13 +497,10 @@ __all__ = [
     "EvidenceChunk",
     "QuoteScorer",
     "Unit",
-    "asks_quantity",
     "chunks_of",
     "filler",
-    "gives_quantity",
     "in_passage",
     "is_prose",
     "is_roadmap",
     "quotable",
-    "states_quantity",
 ]

@@ -12,12 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from zocrates_nb.agents.offline.quotes import (
-    NUMBER_SHARE,
-    Candidate,
-    asks_quantity,
-    gives_quantity,
-)
+from zocrates_nb.agents.offline.quantity import asks_quantity, gives_quantity
+from zocrates_nb.agents.offline.quotes import NUMBER_SHARE, Candidate
 
 # Calibrated on the development questions and our own (the best sentence of an answerable
 # question scores above STATES; a plausible question the papers do not answer stays below).
@@ -44,8 +40,7 @@ def verdict(question: str, cands: Sequence[Candidate]) -> Verdict:
         top < NUMBER_CLEAR
         and asks_quantity(question)
         and not any(
-            c.relevance >= NUMBER_SHARE * top and gives_quantity(question, c.text)
-            for c in cands
+            c.relevance >= NUMBER_SHARE * top and gives_quantity(question, c.text) for c in cands
         )
     ):
         return Verdict.NOT_GIVEN  # a number was asked for, none near the best gives one, and

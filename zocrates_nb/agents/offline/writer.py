@@ -21,6 +21,7 @@ from pydantic_ai.models.function import AgentInfo
 from zocrates_nb.agents.offline.brief import WriterBrief, brief_of
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import text_response
+from zocrates_nb.agents.offline.quantity import asks_quantity
 from zocrates_nb.agents.offline.quotes import (
     FOCUS_WORDS,
     HARD_FLOOR,
@@ -29,7 +30,6 @@ from zocrates_nb.agents.offline.quotes import (
     EvidenceChunk,
     QuoteScorer,
     Unit,
-    asks_quantity,
     chunks_of,
 )
 from zocrates_nb.agents.offline.verdict import (
@@ -169,8 +169,10 @@ class OfflineSynthesizer:
         top = max((c.relevance for c in mine), default=0.0)
         plain = re.sub("|".join(rf"\b{re.escape(n)}\b" for n in brief.known_names) or "^$", " ",
                        question)  # fmt: skip
-        if not mine or self.off_topic(plain, top, missing, ents, everything) or (
-            brief.elsewhere and top < SCOPE_ANSWERS
+        if (
+            not mine
+            or self.off_topic(plain, top, missing, ents, everything)
+            or (brief.elsewhere and top < SCOPE_ANSWERS)
         ):
             return self.no_evidence(brief, missing)
         named = self.named_items(brief, chunks)
@@ -256,8 +258,9 @@ class OfflineSynthesizer:
         if len(uncovered) == len(brief.parts):
             return self.no_evidence(brief, [])
         if not cited:  # no part is answered: said plainly, nothing cited
-            lines[len(follow_up_lines(brief))] = ("Your papers do not give this: none of the "
-                                                  "passages found answers any part of it.")
+            lines[len(follow_up_lines(brief))] = (
+                "Your papers do not give this: none of the passages found answers any part of it."
+            )
             lines.append(NO_LM_NOTE)
             return "\n".join(lines)
         lines += uncovered_lines(brief.parts, uncovered)
@@ -285,8 +288,9 @@ class OfflineSynthesizer:
         if own and self.approaches(picked):
             return [PART_APPROACHED, "", *quote_groups(picked)], quoted
         if part.items and not own:
-            names = (" and ".join(f"*{markdown_text(t)}*" for t in part.titles)
-                     or "The paper it names")
+            names = (
+                " and ".join(f"*{markdown_text(t)}*" for t in part.titles) or "The paper it names"
+            )
             note = (f"_{names} has nothing on this in the evidence gathered; "
                     "from other papers in your library:_")  # fmt: skip
             return [note, "", *quote_groups(picked)], quoted
@@ -319,7 +323,11 @@ class OfflineSynthesizer:
         return own if own or own_only else cands
 
     def quotes_for(
-        self, scorer: QuoteScorer, part: Part, cands: list[Candidate], elsewhere: bool = False,
+        self,
+        scorer: QuoteScorer,
+        part: Part,
+        cands: list[Candidate],
+        elsewhere: bool = False,
         own: bool = False,
     ) -> list[Unit]:
         """The part's quotes, or none when its evidence does not answer it. From the paper the

@@ -1,0 +1,142 @@
+"""Questions that ask for a number, and sentences that give the kind of number asked for.
+
+"How many TPU-hours …" is not answered by "350 epochs", nor "how many milliseconds …" by "14
+possible paths": a number is the answer only when it counts what was asked (its unit, or the
+noun counted, stands beside it). Money asks for an amount, a share for a percentage.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A question asking for a number: "how many/much/long …", or "what/which …" asking for a
+# share, size, rate, value of something. The noun alone asks nothing: "which value was
+# chosen", "old spent transactions", "what does the simple way cost" ask no figure.
+_QUANTITY_NOUNS = (
+    r"(?:rate|percentage|percent|proportion|fraction|share|ratio|size|number|amount|count|"
+    r"coefficient|factor|dimension(?:ality)?|threshold|length|duration|depth|width|price|budget|"
+    r"speed|latency|throughput|accuracy|score|error)s?"
+)
+_QUANTITY_RE = re.compile(
+    r"\bhow (?:many|much|long|large|big|small|often|fast|slow|far|deep|wide|high|low)\b|"
+    rf"\b(?:what|which|whose)\s+(?:[\w/-]+\s+){{0,3}}?{_QUANTITY_NOUNS}\b|"
+    r"\b(?:what|which)\s+(?:[\w/-]+\s+){0,2}?values?\s+(?:of|for|did|do|does|is|are)\b|"
+    r"\bby how much\b",
+    re.I,
+)
+# A number that states something: not a year, nor a pointer to a section, figure or table.
+_QUANTITY_IN_TEXT_RE = re.compile(
+    r"(?<![\w.])(?!(?:1[89]|20)\d\d[a-z]?\b)\d[\d,.]*(\s?%|\b)|"
+    r"\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|fifty|a hundred|"
+    r"one hundred|half|twice|double|triple)\b",
+    re.I,
+)
+_POINTER_RE = re.compile(
+    r"(?:\b(?:section|sec\.|table|figure|fig\.|eq\.|equation|appendix)|§)\s*[A-Z]?\d[\d.]*", re.I
+)
+_MONEY_RE = re.compile(
+    r"\b(price[sd]?|cost[s]?|paid|pay|bill|budget|spend|spent|dollars?|salary|expenses?|"
+    r"money)\b",
+    re.I,
+)
+_AMOUNT_RE = re.compile(r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(dollars|cents|usd|eur|euros)\b|\bdollars?\b",
+                        re.I)  # fmt: skip
+
+
+def states_quantity(sentence: str) -> bool:
+    return bool(_QUANTITY_IN_TEXT_RE.search(_POINTER_RE.sub(" ", sentence)))
+
+
+def asks_quantity(question: str) -> bool:
+    """The question asks for a number ("how many", "what share of", "which value of")."""
+    return bool(_QUANTITY_RE.search(question))
+
+
+def gives_quantity(question: str, sentence: str) -> bool:
+    """The sentence states the kind of number asked for: an amount of money for a price, a
+    share (a percentage or a fraction) for an accuracy or a share, else any number that is
+    not a year or a pointer ("twelve hours" or "0.9 BLEU" is no accuracy); for "how many
+    milliseconds" a number of a time unit, for "how many GPUs" a number of GPUs."""
+    if _MONEY_RE.search(question):
+        return bool(_AMOUNT_RE.search(sentence))
+    if _SHARE_ASKED_RE.search(question):
+        return bool(_SHARE_RE.search(_POINTER_RE.sub(" ", sentence)))
+    counted = counted_unit(question)
+    if counted:
+        return counts(sentence, counted)
+    return states_quantity(sentence)
+
+
+# Questions for a share and the numbers that state one: "77.6%", "12 of the 15".
+_SHARE_ASKED_RE = re.compile(
+    r"\b(?:percentage|percent|proportion|fraction|share|accuracy|accuracies)\b", re.I
+)
+_SHARE_RE = re.compile(r"\d\s?%|\bper\s?cent\b|\b\d+\s+(?:out\s+)?of\s+(?:the\s+)?\d+\b", re.I)
+
+
+# "how many <counted> …": the word(s) counted, up to the verb or a function word.
+_COUNTED_RE = re.compile(r"\bhow (?:many|much)((?:\s+[A-Za-z][\w-]*){1,4})", re.I)
+_NOT_COUNTED = frozenset(
+    """of do does did is are was were can could would should will have has had the a an more
+    less fewer times than in on at to for by per""".split()  # noqa: SIM905
+)
+# Units of one kind answer for each other ("how many hours" → "three days"); what a unit
+# measures is asked with it ("how much memory" → "1 GB").
+_TIME = """ms msec millisecond microsecond us ns nanosecond second sec s minute min hour hr h day
+week month year time""".split()  # noqa: SIM905
+_SIZE = """byte b kb mb gb tb kib mib gib tib kilobyte megabyte gigabyte terabyte bit memory ram
+storage disk space""".split()  # noqa: SIM905
+_UNIT_FAMILIES = (frozenset(_TIME), frozenset(_SIZE))
+_NEAR = 6  # words between a number and the unit or noun it counts
+
+
+def _stem(word: str) -> str:
+    w = word.lower()
+    for end in ("ies", "es", "s"):
+        if w.endswith(end) and len(w) - len(end) >= 2:
+            return w[: -len(end)] + ("y" if end == "ies" else "")
+    return w
+
+
+def _unit_words(word: str) -> frozenset[str]:
+    stem = _stem(word)
+    for family in _UNIT_FAMILIES:
+        if stem in family:
+            return family
+    return frozenset({stem})
+
+
+def counted_unit(question: str) -> list[frozenset[str]]:
+    """What "how many …" counts: one set of acceptable words per part of the unit ("TPU-hours"
+    → {tpu} and {hour, day, …}); empty when the question counts nothing named ("how many of
+    those", "how many does …")."""
+    m = _COUNTED_RE.search(question)
+    words: list[str] = []
+    for w in m.group(1).split() if m else []:
+        if w.lower() in ("or", "and"):
+            continue  # "servers or copies": either counts
+        if w.lower() in _NOT_COUNTED or len(words) == 2:
+            break
+        words.append(w)
+    if len(words) == 1 and "-" in words[0].strip("-"):
+        return [_unit_words(p) for p in words[0].split("-") if p]
+    return [frozenset().union(*(_unit_words(w) for w in words))] if words else []
+
+
+def counts(sentence: str, counted: list[frozenset[str]]) -> bool:
+    """Whether a number in the sentence stands within a few words of every part of the unit."""
+    text = _POINTER_RE.sub(" ", sentence)
+    tokens = re.findall(r"[A-Za-z]+|\d[\d,.]*", text)
+    stems = [_stem(t) for t in tokens]
+    for i, tok in enumerate(tokens):
+        if not _QUANTITY_IN_TEXT_RE.fullmatch(tok) and not tok[0].isdigit():
+            continue
+        if tok[0].isdigit() and re.fullmatch(r"(?:1[89]|20)\d\d", tok):
+            continue  # a year
+        near = set(stems[max(0, i - _NEAR) : i + _NEAR + 1])
+        if all(part & near for part in counted):
+            return True
+    return False
+
+
+__all__ = ["asks_quantity", "counted_unit", "counts", "gives_quantity", "states_quantity"]
