@@ -111,8 +111,9 @@ def _subject(m: Mention) -> tuple[str, ...]:
 
 def _without_modifiers(text: str, ms: list[Mention]) -> list[Mention]:
     """ "Amazon's Dynamo", "Google's Spanner": a name followed by another is its modifier.
-    An author's name modifies a name the library lacks into their paper ("Kleinberg's HITS":
-    the paper never calls its method so, but its author's name says which it is)."""
+    An author's or a paper's own name modifies a name the library lacks, or one only abstracts
+    use, into that paper's ("Kleinberg's HITS": the paper never calls its method so, but its
+    author's name says which it is; "Okapi's BM25", though another abstract names BM25)."""
     toks = tokens(text)
     out: list[Mention] = []
     skip = -1
@@ -122,7 +123,8 @@ def _without_modifiers(text: str, ms: list[Mention]) -> list[Mention]:
         b = ms[i + 1] if i + 1 < len(ms) else None
         if b is not None:
             gap = text[toks[a.end - 1][2] : toks[b.start][1]]
-            if re.fullmatch(r"['’]s\s+", gap) and a.author and a.keys and not b.keys:
+            strong = a.keys and (a.author or not a.weak)
+            if re.fullmatch(r"['’]s\s+", gap) and strong and (not b.keys or b.weak):
                 out.append(dataclasses.replace(b, keys=a.keys))
                 skip = i + 1
                 continue
@@ -220,12 +222,16 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
         if len(group) >= 2:
             toks = tokens(u.text)
             lo, hi = toks[group[0].start][1], toks[group[-1].end - 1][2]
+            hi = _past_own_paper(u, group, hi)
+            whose = re.search(r"[\w-]+['’]s\s+$", u.text[:lo])  # "Okapi's BM25 and …"
+            lo -= len(whose.group(0)) if whose else 0
             last = []
             # "X and the Y paper both…", "How do GFS and Bigtable each use…"
             after = re.sub(r"^\s+(?:papers?\b\s*)?(?:each\b)?", " ", u.text[hi:])
             after = after if after.strip() else ""
             for m in group:
-                text = u.text[:lo] + m.surface + after
+                own_whose = whose.group(0) if whose and m is group[0] else ""
+                text = u.text[:lo] + own_whose + m.surface + after
                 if len(tokens(_clean(text))) <= len(tokens(m.surface)) + 1:
                     text = ""  # "Compare Raft with Zab.": the rest of the question says what
                 part = _part(_join(pending, _Unit(u.sentence, text, [])), m, cat)
@@ -267,6 +273,27 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
         part.text = part.text if part.text.endswith(("?", ".")) else part.text + "?"
     _headings(parts, own, q)
     return parts
+
+
+# "Eddy's HMM primer and the Smith-Waterman paper": what a paper is called beside its name.
+_PAPER_WORDS = frozenset({"paper", "papers", "primer", "article", "study", "the"})
+_OF_PAPER = frozenset({"from", "in", "of", "by", "the", "a", "s"})
+
+
+def _past_own_paper(u: _Unit, group: list[Mention], hi: int) -> int:
+    """Where a comparison's names end: past a paper named for the last of them ("BM25 and
+    TW-IDF from the graph-of-word paper each …"), which is no part of what is asked."""
+    toks = tokens(u.text)
+    subjects = {_subject(m) for m in group}
+    end = group[-1].end
+    for m in u.mentions:
+        if m.start < end:
+            continue
+        gap = [w.lower() for w, _, _ in toks[end : m.start]]
+        if _subject(m) not in subjects or not gap or not all(w in _OF_PAPER for w in gap):
+            break
+        hi, end = toks[m.end - 1][2], m.end
+    return hi
 
 
 def _named(ms: list[Mention]) -> list[Mention]:
@@ -322,7 +349,7 @@ def _without_others(u: _Unit, m: Mention) -> str:
         for x in beside:
             lo, hi = (x.end, o.start) if x.start < o.start else (o.end, x.start)
             gap = [w.lower() for w, _, _ in toks[lo:hi]]
-            if all(w in _CONNECTIVES or w == "s" for w in gap):
+            if all(w in _CONNECTIVES or w in _PAPER_WORDS or w == "s" for w in gap):
                 if x.start < o.start:  # "X's paper and O's paper": from X's end to O's
                     a, b = toks[x.end - 1][2], toks[o.end - 1][2]
                     tail = re.match(r"['’]s(?:\s+papers?)?\b", u.text[b:])

@@ -113,6 +113,8 @@ _LEADING_STOP = frozenset(
 _WH_START = frozenset(
     ["how", "what", "why", "which", "who", "when", "where", "is", "are", "can", "do", "does"]
 )
+
+
 @dataclass(frozen=True)
 class CatalogueItem:
     key: str
@@ -177,6 +179,11 @@ class Catalogue:
                 name = _surname(a)
                 if len(name) >= 3:
                     surnames.setdefault(name, []).append((i, it.key))
+        # Every creator's items, for a pair named together ("Smith-Waterman", "Fischer, Lynch
+        # and Paterson"): each may have written several papers, the pair only one.
+        self.creators: dict[str, set[str]] = {}
+        for name, places in surnames.items():
+            self.creators.setdefault(stem(name.lower()), set()).update(k for _, k in places)
         for name, places in surnames.items():
             # "Ghemawat's paper": the one paper they wrote, else the one they wrote first.
             firsts = [k for i, k in places if i == 0]
@@ -203,6 +210,8 @@ class Catalogue:
         self.abstract_names: dict[str, dict[str, int]] = {}  # stem → {key: count}
         for it in self.items.values():
             first = _first_word(it.title)
+            if _own_name(first, it, users):  # "Okapi at TREC-3", no abstract: its introduction
+                self.names.append(_Name(_stems([first]), it.key, strict_case=True))
             for word, n in found[it.key].items():
                 st = stem(word.lower())
                 titled = {k for k, x in self.items.items() if _first_word(x.title) == word}
@@ -263,6 +272,41 @@ class Catalogue:
             return (ranked[0][0],)
         return tuple(sorted(k for k, n in ranked[:2] if 2 * n >= top))
 
+    def _coauthors(
+        self, text: str, toks: list[tuple[str, int, int]], low: tuple[str, ...], taken: set[int]
+    ) -> list[Mention]:
+        """Creators named together ("Smith-Waterman", "Fischer, Lynch and Paterson's"): the
+        one item they all wrote, though each alone may name several or none."""
+        out: list[Mention] = []
+        i = 0
+        while i < len(toks):
+            if i in taken or low[i] not in self.creators or not toks[i][0][:1].isupper():
+                i += 1
+                continue
+            j, keys = i + 1, set(self.creators[low[i]])
+            while j < len(toks) and j not in taken:
+                gap = text[toks[j - 1][2] : toks[j][1]].strip()
+                if gap == "" and toks[j][0] == "and":
+                    j += 1  # "Lynch and Paterson"
+                    continue
+                if gap not in ("-", "–", ",", "&", "") or low[j] not in self.creators:
+                    break
+                if not toks[j][0][:1].isupper():
+                    break
+                keys &= self.creators[low[j]]
+                j += 1
+            while j > i + 1 and toks[j - 1][0] == "and":
+                j -= 1
+            names = sum(low[k] in self.creators and toks[k][0] != "and" for k in range(i, j))
+            if names >= 2 and len(keys) == 1:
+                out.append(Mention(i, j, text[toks[i][1] : toks[j - 1][2]], tuple(keys),
+                                   author=True))  # fmt: skip
+                taken.update(range(i, j))
+                i = j
+            else:
+                i += 1
+        return out
+
     def mentions(self, text: str, context: str = "") -> list[Mention]:
         """Library names and other named things in `text`, not overlapping (the longest
         wins); a name two items share goes to the one no other mention in `context` claims."""
@@ -293,6 +337,7 @@ class Catalogue:
                 spans.setdefault((i, i + n), set()).add(name.key)
                 if name.author:
                     by_author.add((i, i + n))
+        found += self._coauthors(text, toks, low, taken)  # before each name alone
         for (i, j), keys in sorted(spans.items(), key=lambda kv: (kv[0][0] - kv[0][1], kv[0])):
             if any(p in taken for p in range(i, j)):
                 continue
@@ -349,6 +394,20 @@ class Catalogue:
         return found
 
 
+def _own_name(word: str, it: CatalogueItem, users: dict[str, set[str]]) -> bool:
+    """A title's first word is the name of what the paper presents when its own text (abstract
+    and introduction) writes it capitalised mid-sentence and never in lower case, and no two
+    other abstracts use it ("Okapi at TREC-3": "the City University Okapi IR system").
+    "Identification of …", "Attention is …" are written in lower case in their papers."""
+    if len(word) < 3 or not word[:1].isupper() or word.lower() in _LEADING_STOP | _WH_START:
+        return False
+    text = f"{it.abstract}\n{it.intro}"
+    if re.search(rf"\b{re.escape(word.lower())}\b", text):
+        return False
+    mid = re.findall(rf"[^.!?\n#\s]\s+{re.escape(word)}\b", text)
+    return bool(mid) and len(users.get(stem(word.lower()), set()) - {it.key}) < 2
+
+
 def _distinctive(word: str) -> bool:
     """CamelCase, an acronym, or a word with a digit: unlikely to be an ordinary word."""
     return bool(re.search(r"[a-z][A-Z]|[A-Z]{2}|\d", word))
@@ -365,7 +424,7 @@ _SENTENCE_START_RE = re.compile(r"(?:^|[.!?:;]\s+|\n)[\"'“(]*$")
 
 
 def _surname(author: str) -> str:
-    """"Last, First" or "First Last" → Last."""
+    """ "Last, First" or "First Last" → Last."""
     if "," in author:
         return author.split(",")[0].strip()
     words = author.split()
