@@ -22,10 +22,12 @@ from pydantic_ai.models.function import AgentInfo
 from zocrates_nb.agents.offline.brief import CoordinatorBrief, PastTurn, brief_of
 from zocrates_nb.agents.offline.conversation import (
     conversation_answer,
+    conversation_intent,
     first_sentence,
     is_about_conversation,
 )
 from zocrates_nb.agents.offline.discovery import wants_discovery
+from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import text_response, tool_call
 from zocrates_nb.agents.parts import core_goal
 from zocrates_nb.index.names import Catalogue, tokens
@@ -345,7 +347,11 @@ def _name_the_subject(msg: str, base: str) -> str | None:
     return out if n + m else None
 
 
-def coordinator_compute(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+def coordinator_compute(
+    messages: list[ModelMessage], info: AgentInfo, emb: SentenceEmbeddings | None = None
+) -> ModelResponse:
+    """Banter, questions about the conversation (`emb` reads those the phrase rules miss),
+    else a search of the library for the goal."""
     brief = brief_of(CoordinatorBrief)
     message = brief.message.strip()
     if not message or _GREETING_RE.match(message) or _META_RE.search(message):
@@ -358,6 +364,9 @@ def coordinator_compute(messages: list[ModelMessage], info: AgentInfo) -> ModelR
         return text_response(SELF_DESCRIPTION)
     if is_about_conversation(message):
         return text_response(conversation_answer(message, brief.turns))
+    intent = conversation_intent(message, emb) if emb is not None and brief.turns else None
+    if intent is not None:
+        return text_response(conversation_answer(message, brief.turns, intent))
     tool_names = {t.name for t in (*info.output_tools, *info.function_tools)}
     if "search_online_literature" in tool_names and wants_discovery(message):
         return tool_call("search_online_literature", {"request": " ".join(message.split())})

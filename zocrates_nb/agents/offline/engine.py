@@ -4,6 +4,7 @@ pydantic-ai `FunctionModel`s (streaming like a real model), and the verifier's s
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import threading
@@ -108,7 +109,9 @@ class OfflineEngine:
         self, embedding_model: str | None = None, lexicon: Callable[[str], bool] | None = None
     ) -> None:
         self.emb = SentenceEmbeddings(embedding_model)
-        self.coordinator = function_model("zocrates-offline:coordinator", coordinator_compute)
+        self.coordinator = function_model(
+            "zocrates-offline:coordinator", functools.partial(coordinator_compute, emb=self.emb)
+        )
         self.search = function_model("zocrates-offline:search", OfflineSearch(self.emb))
         self.synthesizer = function_model(
             "zocrates-offline:synthesizer", OfflineSynthesizer(self.emb, lexicon)
