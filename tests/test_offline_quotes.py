@@ -259,3 +259,24 @@ def test_a_part_asking_a_figure_its_paper_never_gives_is_said_and_uncited(
     assert answer.startswith("Your papers do not give this")
     assert "*Chubby* does not give this" in answer and "*GFS* does not give this" in answer
     assert "[1]" not in answer and "[2]" not in answer
+
+
+def test_a_scope_that_does_not_give_what_is_asked_names_the_closest_papers_outside_it() -> None:
+    """The selected paper only shares the question's topic: the plain negative says so and
+    still says where else in the library to look."""
+    from zocrates_nb.agents.offline.brief import WriterBrief
+    from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+    from zocrates_nb.agents.offline.writer import OfflineSynthesizer
+
+    chubby = Evidence(chunk_id="C:1", attachment_key="C", item_key="C", title="Chubby",
+                      authors=["A. Author"], year=2006, chunk_type="body", section="1",
+                      text="Building Chubby was an engineering effort required to fill the "
+                           "needs mentioned above; it was not research. Google's project teams "
+                           "are free to set up their own Chubby cells.")  # fmt: skip
+    q = "How many engineers built Chubby?"
+    brief = WriterBrief(question=q, goal=q, evidence=(chubby,), scope_label="the selected paper",
+                        nearest=("ZooKeeper: Wait-free coordination",))  # fmt: skip
+    answer = OfflineSynthesizer(SentenceEmbeddings()).answer(brief)
+    assert answer.startswith("Your papers do not give this (the selected paper)")
+    assert "closest papers in your library are *ZooKeeper: Wait-free coordination*" in answer
+    assert "[1]" not in answer

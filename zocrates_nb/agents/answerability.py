@@ -83,8 +83,8 @@ class Elsewhere:
     sources: list[Source] = field(default_factory=list)
     widen: Scope | None = None
     note: str = ""
-    # Titles outside the scope that score at least as well as any inside, none clearly better:
-    # named when the scope has nothing on the question, so the researcher knows where to look.
+    # The best titles outside the scope, none clearly better than those inside: named when
+    # the scope has nothing on the question, so the researcher knows where to look.
     nearest: list[str] = field(default_factory=list)
 
 
@@ -121,8 +121,8 @@ def elsewhere(
         if not outside:
             continue
         top = outside[0][0]
-        for v, key in outside[:2]:
-            if v >= max(ELSEWHERE_FLOOR, best_in, 0.8 * top):
+        for v, key in outside[:2]:  # named only where the scope answers nothing
+            if v >= max(ELSEWHERE_FLOOR, 0.8 * top):
                 near[key] = max(v, near.get(key, 0.0))
         for v, key in outside[:MAX_ELSEWHERE]:
             if v < ELSEWHERE_FLOOR or v < ELSEWHERE_RATIO * best_in or v < 0.6 * top:

@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from zocrates_nb.agents.own_notes import asks_own_notes
 from zocrates_nb.index.names import (
     Catalogue,
     CatalogueItem,
@@ -205,6 +206,8 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
     one part per thing, a clause naming a new thing is a part of its own, and a clause naming
     nothing new belongs to the part(s) before it (or, before any part, to the first)."""
     q = core_goal(question)
+    if asks_own_notes(q):
+        return []  # the researcher's note is what is asked, whatever papers it names
     cat = catalogue or Catalogue([])
     units = [
         _Unit(si, c, _within_titles(c, _without_modifiers(c, _named(cat.mentions(c, q))), cat))

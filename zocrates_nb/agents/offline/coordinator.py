@@ -29,6 +29,7 @@ from zocrates_nb.agents.offline.conversation import (
 from zocrates_nb.agents.offline.discovery import wants_discovery
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import text_response, tool_call
+from zocrates_nb.agents.own_notes import asks_own_notes
 from zocrates_nb.agents.parts import core_goal
 from zocrates_nb.index.names import Catalogue, tokens
 from zocrates_nb.retrieval.state import FollowUp
@@ -362,7 +363,8 @@ def coordinator_compute(
             return text_response("Goodbye! Your conversation is saved; come back to it any time."
                                  + _OFFLINE_NOTE)  # fmt: skip
         return text_response(SELF_DESCRIPTION)
-    if is_about_conversation(message):
+    if is_about_conversation(message) and (brief.turns or not asks_own_notes(message)):
+        # (with nothing asked before, "What did I say I should compare X with?" asks the notes)
         return text_response(conversation_answer(message, brief.turns))
     intent = conversation_intent(message, emb) if emb is not None and brief.turns else None
     if intent is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from zocrates_nb.agents.own_notes import asks_own_notes
 from zocrates_nb.text import split_sentences
 
 _NOTE_MARK_RE = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+|\d{1,3}[.)]\s+)+")
@@ -34,21 +35,6 @@ def is_note_line(line: str) -> bool:
     return len(line.split()) >= 3 and letters >= 0.5 * len(line.replace(" ", ""))
 
 
-# The question asks what the researcher wrote ("my notes", "my reading list", "did I jot
-# down", "what I noted"): their own notes answer before any paper.
-_OWN_NOTES_RE = re.compile(
-    r"\bmy\s+(?:\w+\s+){0,2}?(?:notes?|list|annotations?|highlights?|comments?|summary)\b|"
-    r"\b(?:did|have|had)\s+I\s+(?:\w+\s+)?(?:note|noted|jot|write|wrote|list|listed|mark|"
-    r"marked|highlight|highlighted|annotate|annotated|comment|record|put)\b|"
-    r"\bI\s+(?:noted|jotted|wrote|listed|marked|highlighted|annotated|recorded)\b",
-    re.I,
-)
 OWN_NOTES = 0.3  # what a note gains when the question asks for the researcher's own notes
-
-
-def asks_own_notes(question: str) -> bool:
-    """Whether the question asks what the researcher wrote in their notes."""
-    return bool(_OWN_NOTES_RE.search(question))
-
 
 __all__ = ["OWN_NOTES", "asks_own_notes", "is_note_line", "note_lines"]

@@ -183,7 +183,8 @@ class OfflineSynthesizer:
         if judged is Verdict.NOT_GIVEN:
             closest = sorted(own or mine, key=lambda c: -c.score)[:2]
             body = not_given(brief.question or question, closest, brief.scope_label)
-            return "\n".join([*body, NO_LM_NOTE])
+            near = self.outside(brief)
+            return "\n".join([*body, *([near.strip(), ""] if near else []), NO_LM_NOTE])
         lead = ("What the papers in your library say, in their own words:"
                 if judged is Verdict.STATED else APPROACHED_LEAD)  # fmt: skip
         lines = [*follow_up_lines(brief), lead, ""]
@@ -357,14 +358,20 @@ class OfflineSynthesizer:
         """Whether a part's quotes only come near what it asks."""
         return max((u[0][0].relevance for u in picked), default=0.0) < STATES
 
+    @staticmethod
+    def outside(brief: WriterBrief) -> str:
+        """Where else to look when the scope does not answer: the closest papers outside it
+        (unless the pipeline names papers that answer clearly better, `elsewhere`)."""
+        if not brief.scope_label or not brief.nearest or brief.elsewhere:
+            return ""
+        titles = " and ".join(f"*{markdown_text(t)}*" for t in brief.nearest)
+        return (f" Outside it, the closest papers in your library are {titles}: "
+                "search the whole library to read them.")  # fmt: skip
+
     def no_evidence(self, brief: WriterBrief, missing: list[str]) -> str:
         about = f" (nothing in it mentions {', '.join(missing)})" if missing else ""
         if brief.scope_label:
-            near = ""
-            if brief.nearest and not brief.elsewhere:
-                titles = " and ".join(f"*{markdown_text(t)}*" for t in brief.nearest)
-                near = (f" Outside it, the closest papers in your library are {titles}: "
-                        "search the whole library to read them.")  # fmt: skip
+            near = self.outside(brief)
             return (
                 f"Not in {brief.scope_label}. None of the passages found there addresses this "
                 f"question{about}, so there is nothing I can cite from them.{near}\n\n"
