@@ -75,7 +75,11 @@ _SHARE_RE = re.compile(r"\d\s?%|\bper\s?cent\b|\b\d+\s+(?:out\s+)?of\s+(?:the\s+
 
 
 # "how many <counted> …": the word(s) counted, up to the verb or a function word.
-_COUNTED_RE = re.compile(r"\bhow (?:many|much)((?:\s+[A-Za-z][\w-]*){1,4})", re.I)
+_COUNTED_RE = re.compile(
+    r"\b(?:how (?:many|much)|(?:what|which) (?:is|was|were|are) the (?:\w+ )?(?:number|count) "
+    r"of)((?:\s+[A-Za-z][\w-]*){1,4})",
+    re.I,
+)
 _NOT_COUNTED = frozenset(
     """of do does did is are was were can could would should will have has had the a an more
     less fewer times than in on at to for by per""".split()  # noqa: SIM905
@@ -91,10 +95,14 @@ _NEAR = 6  # words between a number and the unit or noun it counts
 
 
 def _stem(word: str) -> str:
+    """The singular of a counted noun ("copies" → "copy", "boxes" → "box", "lines" → "line")."""
     w = word.lower()
-    for end in ("ies", "es", "s"):
-        if w.endswith(end) and len(w) - len(end) >= 2:
-            return w[: -len(end)] + ("y" if end == "ies" else "")
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if re.search(r"(?:s|x|z|ch|sh)es$", w):
+        return w[:-2]
+    if w.endswith("s") and not w.endswith("ss") and len(w) > 2:
+        return w[:-1]
     return w
 
 
@@ -107,9 +115,9 @@ def _unit_words(word: str) -> frozenset[str]:
 
 
 def counted_unit(question: str) -> list[frozenset[str]]:
-    """What "how many …" counts: one set of acceptable words per part of the unit ("TPU-hours"
-    → {tpu} and {hour, day, …}); empty when the question counts nothing named ("how many of
-    those", "how many does …")."""
+    """What "how many …" ("what is the number of …") counts: one set of acceptable words per
+    part of the unit ("TPU-hours" → {tpu} and {hour, day, …}); empty when the question
+    counts nothing named ("how many of those", "how many does …")."""
     m = _COUNTED_RE.search(question)
     words: list[str] = []
     for w in m.group(1).split() if m else []:
@@ -121,6 +129,14 @@ def counted_unit(question: str) -> list[frozenset[str]]:
     if len(words) == 1 and "-" in words[0].strip("-"):
         return [_unit_words(p) for p in words[0].split("-") if p]
     return [frozenset().union(*(_unit_words(w) for w in words))] if words else []
+
+
+def asks_only_count(question: str) -> bool:
+    """A question that asks nothing but how many of something ("How many lines of code is the
+    server?"): only a number of that thing answers it, however close other sentences come."""
+    return bool(counted_unit(question)) and not re.search(
+        r"\b(?:and|why|whether|how (?!many|much)\w+)\b", question, re.I
+    )
 
 
 def counts(sentence: str, counted: list[frozenset[str]]) -> bool:
@@ -139,4 +155,11 @@ def counts(sentence: str, counted: list[frozenset[str]]) -> bool:
     return False
 
 
-__all__ = ["asks_quantity", "counted_unit", "counts", "gives_quantity", "states_quantity"]
+__all__ = [
+    "asks_only_count",
+    "asks_quantity",
+    "counted_unit",
+    "counts",
+    "gives_quantity",
+    "states_quantity",
+]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import Enum
 
-from zocrates_nb.agents.offline.quantity import asks_quantity, gives_quantity
+from zocrates_nb.agents.offline.quantity import asks_only_count, asks_quantity, gives_quantity
 from zocrates_nb.agents.offline.quotes import NUMBER_SHARE, Candidate
 
 # Calibrated on the development questions and our own (the best sentence of an answerable
@@ -37,7 +37,7 @@ def verdict(question: str, cands: Sequence[Candidate]) -> Verdict:
     if top < STATES:
         return Verdict.NOT_GIVEN
     if (
-        top < NUMBER_CLEAR
+        (top < NUMBER_CLEAR or asks_only_count(question))
         and asks_quantity(question)
         and not any(
             c.relevance >= NUMBER_SHARE * top and gives_quantity(question, c.text) for c in cands
