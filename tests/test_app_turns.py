@@ -264,6 +264,11 @@ def test_a_correction_by_the_librarys_names_gives_up_the_paper_it_replaces() -> 
     goal, earlier = follow_up(msg, turns, names=names)
     assert goal == "How does Zab order the updates Zab broadcasts?"
     assert earlier is not None and earlier.not_papers == [names.items["RAFT"].title]
+    # Other words for it: "wrong paper" gives up the paper the answer quoted.
+    msg = "Sorry, wrong paper, I was thinking of the Zab one. How does it order its updates?"
+    goal, earlier = follow_up(msg, turns, names=names)
+    assert "Zab" in goal and "Raft" not in goal
+    assert earlier is not None and earlier.not_papers == [names.items["RAFT"].title]
 
 
 def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path, Any]) -> None:

@@ -179,12 +179,15 @@ def follow_up(
 
 
 _CORRECTION_RE = re.compile(
-    r"^\s*(?:(?:oh|ah|hmm|no|nope|not that|sorry|actually|wait|oops)[\s,.!-]*)*(?:i|I)\s+"
-    r"(?:meant|mean|was asking "
-    r"about|asked about)\s+(.+?)[\s.!?]*$|^\s*(?:no|nope|not that one)[\s,.!-]+(?:the other "
-    r"(?:one|paper)|(.+?))[\s.!?]*$",
+    r"^\s*(?:(?:oh|ah|hmm|no|nope|not that|sorry|actually|wait|oops|my bad|"
+    r"wrong (?:paper|one|article|study))[\s,.!-]*)*(?:i|I)\s+"
+    r"(?:meant|mean|was asking about|asked about|was thinking of|was thinking about|"
+    r"had in mind|was referring to|was talking about|wanted)\s+(.+?)[\s.!?]*$|"
+    r"^\s*(?:no|nope|not that one)[\s,.!-]+(?:the other (?:one|paper)|(.+?))[\s.!?]*$",
     re.I,
 )
+# "Sorry, wrong paper, I was thinking of …": the paper the answer quoted is not the one meant.
+_WRONG_RE = re.compile(r"\b(?:wrong|not that) (?:paper|one|article|study)\b", re.I)
 _NOT_RE = re.compile(r",?\s+(not|rather than|instead of)\s+", re.I)  # "BLAST, not BLAT"
 _OTHER_RE = re.compile(r"\bthe other\s+(?:[\w-]+\s+){0,3}?(?:one|paper|article|study)\b", re.I)
 
@@ -218,7 +221,8 @@ def correction(
     meant, not_meant = pieces[0], pieces[-1] if len(pieces) == 3 else ""
     note = FollowUp(subject=who, question=base, correction=True)
     other = bool(_OTHER_RE.search(msg)) or not meant
-    given_up = [*(turn.papers[:1] if other else ()), *_titles(not_meant, names)]
+    wrong = other or bool(_WRONG_RE.search(msg))
+    given_up = [*(turn.papers[:1] if wrong else ()), *_titles(not_meant, names)]
     if asked and meant:  # the new question's "it" is what is meant
         goal = _name_the_subject(asked, f"I meant {meant}") or asked
         return goal, note.model_copy(update={"not_papers": given_up})
