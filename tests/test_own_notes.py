@@ -34,3 +34,4 @@ def test_a_question_about_a_note_is_not_split_by_the_papers_it_names() -> None:
     )
     assert len(decompose("How do Paxos and Raft elect a leader?", cat)) == 2
     assert decompose("On my consensus reading list, what comes between Paxos and Raft?", cat) == []
+

@@ -230,7 +230,11 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
             lo -= len(whose.group(0)) if whose else 0
             last = []
             # "X and the Y paper both…", "How do GFS and Bigtable each use…"
-            after = re.sub(r"^\s+(?:papers?\b\s*)?(?:each\b)?", " ", u.text[hi:])
+            after = u.text[hi:]
+            # "… versus Kleinberg's hubs/authorities method: where does …": what the last
+            # name's possessive names is that name's, not what is asked of each.
+            after = re.sub(r"^['’]s\s+[^:;,?]{1,60}?[:;,]\s*(?=\S)", " ", after)
+            after = re.sub(r"^\s+(?:papers?\b\s*)?(?:each\b)?", " ", after)
             after = after if after.strip() else ""
             for m in group:
                 own_whose = whose.group(0) if whose and m is group[0] else ""
@@ -489,6 +493,7 @@ _WH_WORDS = frozenset([
 ])  # fmt: skip
 _COMPARING_TAIL_RE = re.compile(
     r"\s+(?:differs?|compares?|compared|contrasts?|versus|vs\.?|unlike|whereas|than|relative"
+    r"|(?:for|in) (?:each|both|all) of (?:them|the two|these|those)|for each|respectively"
     r")\b.*$", re.I)  # fmt: skip
 _SAYING_RE = re.compile(r"^(?:says?|said|writes?|wrote|reports?|claims?|states?|tells? us)\s+"
                         r"(?:about|on|regarding|of|that)?\s*", re.I)  # fmt: skip
