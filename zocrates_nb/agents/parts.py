@@ -59,6 +59,7 @@ _CONNECTIVES = frozenset(
         "also",
         "paper",
         "papers",
+        "primer",  # "Eddy's HMM primer and the Smith-Waterman paper"
     ]
 )
 # Clause boundaries inside a sentence: ", and which …", "; how …", " with what …", ", and say
@@ -230,10 +231,8 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
             lo -= len(whose.group(0)) if whose else 0
             last = []
             # "X and the Y paper both…", "How do GFS and Bigtable each use…"
-            after = u.text[hi:]
-            # "… versus Kleinberg's hubs/authorities method: where does …": what the last
-            # name's possessive names is that name's, not what is asked of each.
-            after = re.sub(r"^['’]s\s+[^:;,?]{1,60}?[:;,]\s*(?=\S)", " ", after)
+            # "… Kleinberg's hubs/authorities method: where …": that name's, not what is asked
+            after = re.sub(r"^['’]s\s+[^:;,?]{1,60}?[:;,]\s*(?=\S)", " ", u.text[hi:])
             after = re.sub(r"^\s+(?:papers?\b\s*)?(?:each\b)?", " ", after)
             after = after if after.strip() else ""
             for m in group:
@@ -282,22 +281,17 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
     return parts
 
 
-# "Eddy's HMM primer and the Smith-Waterman paper": what a paper is called beside its name.
-_PAPER_WORDS = frozenset({"paper", "papers", "primer", "article", "study", "the"})
 _OF_PAPER = frozenset({"from", "in", "of", "by", "the", "a", "s"})
 
 
 def _past_own_paper(u: _Unit, group: list[Mention], hi: int) -> int:
-    """Where a comparison's names end: past a paper named for the last of them ("BM25 and
-    TW-IDF from the graph-of-word paper each …"), which is no part of what is asked."""
-    toks = tokens(u.text)
-    subjects = {_subject(m) for m in group}
-    end = group[-1].end
-    for m in u.mentions:
-        if m.start < end:
-            continue
+    """Where a comparison's names end: past the paper named for them ("TW-IDF from the
+    graph-of-word paper each …")."""
+    toks, end = tokens(u.text), group[-1].end
+    for m in (m for m in u.mentions if m.start >= end):
         gap = [w.lower() for w, _, _ in toks[end : m.start]]
-        if _subject(m) not in subjects or not gap or not all(w in _OF_PAPER for w in gap):
+        if _subject(m) not in {_subject(g) for g in group} or not gap or not all(
+                w in _OF_PAPER for w in gap):  # fmt: skip
             break
         hi, end = toks[m.end - 1][2], m.end
     return hi
@@ -356,7 +350,7 @@ def _without_others(u: _Unit, m: Mention) -> str:
         for x in beside:
             lo, hi = (x.end, o.start) if x.start < o.start else (o.end, x.start)
             gap = [w.lower() for w, _, _ in toks[lo:hi]]
-            if all(w in _CONNECTIVES or w in _PAPER_WORDS or w == "s" for w in gap):
+            if all(w in _CONNECTIVES or w == "s" for w in gap):
                 if x.start < o.start:  # "X's paper and O's paper": from X's end to O's
                     a, b = toks[x.end - 1][2], toks[o.end - 1][2]
                     tail = re.match(r"['’]s(?:\s+papers?)?\b", u.text[b:])
