@@ -30,4 +30,5 @@ def bare_heading(heading: str) -> str:
     return re.sub(r"^\s*(?:[A-Z]|\d+)(?:\.\d+)*\.?\s+(?=[A-Za-z])", "", heading) or heading
 
 
+
 __all__ = ["aspect", "bare_heading"]

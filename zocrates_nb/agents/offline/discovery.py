@@ -44,10 +44,7 @@ _FIND = re.compile(
     r"(?:find|search(?: online)? for|look for|look up|recommend|suggest|discover|dig up|"
     r"get me|give me|fetch)\s+(?:me\s+)?(?:some\s+|more\s+|other\s+|new\s+|recent\s+|related\s+|"
     r"relevant\s+|good\s+|key\s+|additional\s+|further\s+|a few\s+|any\s+|several\s+|newer\s+)*"
-    + _OBJECT
-    + r"\s+"
-    + _ABOUT
-    + r"\b",
+    + _OBJECT + r"\s+" + _ABOUT + r"\b",
     re.I,
 )
 _RECENT = re.compile(
@@ -81,25 +78,15 @@ def wants_discovery(message: str) -> bool:
 # ---------------------------------------------------------------------------- the query
 _LEAD_INS = [
     re.compile(r"^\s*(?:please\s+)?(?:(?:can|could|would|will) you\s+)?(?:please\s+)?", re.I),
-    re.compile(
-        r"^(?:find|search(?: online)? for|look for|look up|recommend|suggest|discover|"
-        r"dig up|get me|give me|fetch|show me|list)\s+(?:me\s+)?",
-        re.I,
-    ),
+    re.compile(r"^(?:find|search(?: online)? for|look for|look up|recommend|suggest|discover|"
+               r"dig up|get me|give me|fetch|show me|list)\s+(?:me\s+)?", re.I),
     re.compile(r"^what am i missing\s*(?:" + _ABOUT + r")?\s*", re.I),
-    re.compile(
-        r"^what (?:else )?(?:should|could|must) i (?:read|add|cite)\s*(?:" + _ABOUT + r")?\s*", re.I
-    ),
-    re.compile(
-        r"^(?:(?:some|more|other|new|newer|recent|latest|newest|current|related|"
-        r"relevant|good|key|additional|further|a few|any|several)\s+)*",
-        re.I,
-    ),
-    re.compile(
-        r"^" + _OBJECT + r"\s+(?:(?:that|which)\s+)?(?:i|we)\s+(?:don't|do not|dont|"
-        r"haven't|have not)\s+(?:yet\s+)?(?:have|own|got|read)\s*(?:yet\s*)?",
-        re.I,
-    ),
+    re.compile(r"^what (?:else )?(?:should|could|must) i (?:read|add|cite)\s*(?:" + _ABOUT
+               + r")?\s*", re.I),
+    re.compile(r"^(?:(?:some|more|other|new|newer|recent|latest|newest|current|related|"
+               r"relevant|good|key|additional|further|a few|any|several)\s+)*", re.I),
+    re.compile(r"^" + _OBJECT + r"\s+(?:(?:that|which)\s+)?(?:i|we)\s+(?:don't|do not|dont|"
+               r"haven't|have not)\s+(?:yet\s+)?(?:have|own|got|read)\s*(?:yet\s*)?", re.I),
     re.compile(r"^" + _OBJECT + r"\s+", re.I),
     re.compile(r"^" + _ABOUT + r"\s+", re.I),
 ]

@@ -7,6 +7,7 @@ noun counted, stands beside it). Money asks for an amount, a share for a percent
 
 from __future__ import annotations
 
+import functools
 import re
 
 # A question asking for a number: "how many/much/long …", or "what/which …" asking for a
@@ -114,7 +115,8 @@ def _unit_words(word: str) -> frozenset[str]:
     return frozenset({stem})
 
 
-def counted_unit(question: str) -> list[frozenset[str]]:
+@functools.lru_cache(maxsize=256)  # asked once per candidate sentence of a turn
+def counted_unit(question: str) -> tuple[frozenset[str], ...]:
     """What "how many …" ("what is the number of …") counts: one set of acceptable words per
     part of the unit ("TPU-hours" → {tpu} and {hour, day, …}); empty when the question
     counts nothing named ("how many of those", "how many does …")."""
@@ -127,8 +129,8 @@ def counted_unit(question: str) -> list[frozenset[str]]:
             break
         words.append(w)
     if len(words) == 1 and "-" in words[0].strip("-"):
-        return [_unit_words(p) for p in words[0].split("-") if p]
-    return [frozenset().union(*(_unit_words(w) for w in words))] if words else []
+        return tuple(_unit_words(p) for p in words[0].split("-") if p)
+    return (frozenset().union(*(_unit_words(w) for w in words)),) if words else ()
 
 
 def asks_only_count(question: str) -> bool:
@@ -139,7 +141,7 @@ def asks_only_count(question: str) -> bool:
     )
 
 
-def counts(sentence: str, counted: list[frozenset[str]]) -> bool:
+def counts(sentence: str, counted: tuple[frozenset[str], ...]) -> bool:
     """Whether a number in the sentence stands within a few words of every part of the unit."""
     text = _POINTER_RE.sub(" ", sentence)
     tokens = re.findall(r"[A-Za-z]+|\d[\d,.]*", text)

@@ -46,8 +46,6 @@ MIN_READ_WORDS = 300  # words left below which no section is opened
 # A heading this similar to the question's aspect heads the section that answers it.
 ASPECT_HEADING = 0.62
 _SKIP_RE = re.compile(r"\b(references|bibliography|acknowledg|appendix)", re.I)
-
-
 def _norm_heading(h: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", h.lower()).strip()
 
