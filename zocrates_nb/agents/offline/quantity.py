@@ -117,9 +117,9 @@ def _unit_words(word: str) -> frozenset[str]:
 
 @functools.lru_cache(maxsize=256)  # asked once per candidate sentence of a turn
 def counted_unit(question: str) -> tuple[frozenset[str], ...]:
-    """What "how many …" ("what is the number of …") counts: one set of acceptable words per
-    part of the unit ("TPU-hours" → {tpu} and {hour, day, …}); empty when the question
-    counts nothing named ("how many of those", "how many does …")."""
+    """The unit "how many …" ("what is the number of …") counts in: one set of acceptable
+    words per part ("TPU-hours" → {tpu} and {hour, day, …}); empty when it counts no unit
+    ("how many of those", "how many copies")."""
     m = _COUNTED_RE.search(question)
     words: list[str] = []
     for w in m.group(1).split() if m else []:
@@ -129,8 +129,13 @@ def counted_unit(question: str) -> tuple[frozenset[str], ...]:
             break
         words.append(w)
     if len(words) == 1 and "-" in words[0].strip("-"):
-        return tuple(_unit_words(p) for p in words[0].split("-") if p)
-    return (frozenset().union(*(_unit_words(w) for w in words)),) if words else ()
+        parts = tuple(_unit_words(p) for p in words[0].split("-") if p)
+    else:
+        parts = (frozenset().union(*(_unit_words(w) for w in words)),) if words else ()
+    # Only a unit is checked ("milliseconds", "TPU-hours", "memory"): a counted noun has
+    # synonyms no list holds ("copies" are "three replicas"), and saying "your papers do not
+    # give this" of a figure they give is worse than quoting a loose number.
+    return parts if any(len(p) > 1 for p in parts) else ()
 
 
 def asks_only_count(question: str) -> bool:
