@@ -322,15 +322,27 @@ def test_converter_pools_are_replaced_after_their_share_without_a_stall(
 def test_a_document_waited_for_out_of_turn_is_converted_though_the_pool_has_its_share(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The document waited for goes to the fresh pool first. The replaced pool's cancelled
-    work is queued again, not kept as done (CI once reported a paper "the converter wrote no
-    bundle": a pool refilled by the prefetch had no room left for it)."""
+    """The document waited for goes to the fresh pool first. The replaced pool's cancelled or
+    broken work is queued again, not kept as done (CI once reported a paper "the converter
+    wrote no bundle": a pool refilled by the prefetch had no room left for it; later "the
+    converter stopped on this file": a future broken by the kill was kept as its outcome)."""
+    import concurrent.futures as cf
     from types import SimpleNamespace
 
     from zocrates_nb.index import converter
     from zocrates_nb.ingest.bundle import Bundle
 
     monkeypatch.setattr(converter, "TASKS_PER_WORKER", 2)
+    close = converter.Converter.close
+
+    def close_and_let_it_break(self: converter.Converter, *, kill: bool = False) -> None:
+        # A killed pool's running futures end with its breakage a moment later; under CI's
+        # load that moment came before they were sorted. Waiting for them makes it certain.
+        given = list(self._in_pool)
+        close(self, kill=kill)
+        cf.wait(given, timeout=30)
+
+    monkeypatch.setattr(converter.Converter, "close", close_and_let_it_break)
     docs = []
     for i in range(6):
         path = tmp_path / f"p{i}.pdf"

@@ -287,9 +287,7 @@ class Converter:
         waiting = doc is not None and str(doc.record.sha256) not in self._futures
         if finished or (waiting and doc is not None and self.needs(doc)):
             self.close(kill=not finished)  # unfinished ones are queued again on the new pool
-            self._futures = {
-                k: f for k, f in self._futures.items() if f.done() and not f.cancelled()
-            }
+            self._futures = {k: f for k, f in self._futures.items() if _completed(f)}
             if doc is not None:
                 self._submit(doc, waited=True)  # first: prefetch skips it (it is consumed)
             self.prefetch()
@@ -380,6 +378,13 @@ class Converter:
             for proc in list(getattr(pool, "_processes", {}).values()):
                 proc.kill()
         pool.shutdown(wait=not kill, cancel_futures=True)
+
+
+def _completed(future: cf.Future[str | None]) -> bool:
+    """Whether a future of a replaced pool holds its document's outcome. One that was running
+    when its pool was killed may already be done with the pool's breakage (`BrokenProcessPool`):
+    that is no outcome, and the document is queued again."""
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 @contextlib.contextmanager
