@@ -125,6 +125,29 @@ def test_an_author_of_several_papers_names_the_one_they_wrote_first() -> None:
     assert [m.keys for m in cat.mentions("What does Dean's paper say?")] == [("MR",)]
 
 
+def test_a_tag_on_one_item_written_as_a_name_names_that_item() -> None:
+    """The researcher's own tag ("BM25" on Okapi at TREC-3, whose title and abstract never use
+    it): a question naming the paper and its tag asks one thing, not two; a topic tag several
+    items carry ("NLP") or a plain word ("classic") names nothing."""
+    cat = Catalogue([
+        CatalogueItem("OKAPI", "Okapi at TREC-3", ("Robertson",),
+                      intro="The City University Okapi IR system was run again.",
+                      tags=("BM25", "ranking")),
+        CatalogueItem("GOW", "Graph-of-word and TW-IDF: New Approach to Ad Hoc IR",
+                      abstract="We compare TW-IDF with BM25 and BM25 baselines.",
+                      tags=("TW-IDF", "ranking", "NLP")),
+        CatalogueItem("BERT", "BERT: Pre-training of Deep Bidirectional Transformers",
+                      tags=("NLP", "classic")),
+    ])  # fmt: skip
+    q = "In the Okapi TREC-3 runs, roughly what value of b was used for BM25?"
+    assert {m.surface: m.keys for m in cat.mentions(q)} == {"Okapi": ("OKAPI",),
+                                                           "BM25": ("OKAPI",)}  # fmt: skip
+    assert decompose(q, cat) == []
+    assert [m.keys for m in cat.mentions("Which NLP papers are classic?")] in ([], [()])
+    parts = decompose("How do BM25 and TW-IDF each normalise for document length?", cat)
+    assert [p.items for p in parts] == [["OKAPI"], ["GOW"]]
+
+
 def test_a_part_named_by_its_author_is_that_paper_and_headings_are_clean_spans() -> None:
     q = "In Lamport's paper, what are the two phases of the algorithm, and how does Chubby use it?"
     parts = decompose(q, LIBRARY)

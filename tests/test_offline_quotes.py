@@ -47,6 +47,13 @@ def quoted(scorer: QuoteScorer, question: str, chunks: list[EvidenceChunk]) -> l
         ("An efqueue momentum encoder encoder encoder encoder gradient.", False),  # figure labels
         ("Raft uses randomized election timeouts to ensure that split votes are rare.", True),
         ("The big models were trained for 300,000 steps (3.5 days).", True),
+        # a primer's numbered references at the end of its last section: not what it says
+        ("1. Rabiner, L.R. A tutorial on hidden Markov models and selected applications in "
+         "speech recognition. Proc. IEEE 77, 257–286 (1989).", False),
+        ("Beyer, W. A., Smith, T. F., Stein, M. L. & Ulam, S. M. (1979). Math. Biosci. 19, "
+         "9-25.", False),
+        ("Local similarity algorithms seek only conserved subsequences (Smith & Waterman, "
+         "1981; Goad & Kanehisa, 1982).", True),
     ],
 )  # fmt: skip
 def test_only_whole_sentences_of_prose_are_quotable(sentence: str, prose: bool) -> None:
@@ -165,6 +172,22 @@ def test_a_number_nothing_gives_is_said_plainly_and_uncited(scorer: QuoteScorer)
     assert verdict(question, ok) is not Verdict.NOT_GIVEN
 
 
+def test_the_named_papers_nearest_sentences_are_said_to_come_near_not_to_be_absent() -> None:
+    """A loosely worded question ("Which one?") about a paper it names scores low against the
+    sentence that answers it: that paper's sentences come near, they are not "not given"; a
+    number asked for and given by none still is."""
+    c = Candidate(chunk("Weight normalization makes the optimization less sensitive to the "
+                        "choice of learning rate.", title="Weight Normalization"), 1,
+                  "Weight normalization makes training less sensitive to the learning rate.",
+                  score=0.36)  # fmt: skip
+    loose = "They argue it makes training less fussy about one hyperparameter. Which one?"
+    assert verdict(loose, [c]) is Verdict.NOT_GIVEN  # no paper named: nothing bears on it
+    assert verdict(loose, [c], named=True) is Verdict.APPROACHED
+    assert verdict("How many GPUs did they train on?", [c], named=True) is Verdict.NOT_GIVEN
+    c.score = 0.2  # below anything on topic
+    assert verdict(loose, [c], named=True) is Verdict.NOT_GIVEN
+
+
 def test_a_child_note_is_named_as_the_users_note_on_its_paper() -> None:
     common = {"item_key": "PAPER1", "authors": ["Daniel R. Zerbino"], "year": 2008}
     paper = Evidence(chunk_id="A:1", attachment_key="A", title="Velvet", chunk_type="body",
@@ -280,3 +303,15 @@ def test_a_scope_that_does_not_give_what_is_asked_names_the_closest_papers_outsi
     assert answer.startswith("Your papers do not give this (the selected paper)")
     assert "closest papers in your library are *ZooKeeper: Wait-free coordination*" in answer
     assert "[1]" not in answer
+
+
+def test_a_word_the_library_never_uses_is_phrasing_when_the_question_names_its_paper() -> None:
+    """ "less fussy about": no paper uses "fussy". Of a question naming no paper, that word
+    may be the subject the library lacks; of one naming a paper the evidence holds, it is how
+    the researcher put it."""
+    from zocrates_nb.agents.offline.writer import OfflineSynthesizer
+
+    synth = OfflineSynthesizer(SentenceEmbeddings(), lexicon=lambda w: w != "fussy")
+    q = "They argue the reparameterization makes training less fussy about one hyperparameter"
+    assert synth.off_topic(q, 0.37, [], [])
+    assert not synth.off_topic(q, 0.37, [], [], paper=True)

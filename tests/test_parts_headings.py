@@ -27,3 +27,50 @@ def test_a_comparison_heading_leaves_out_what_names_the_last_system() -> None:
     for p in parts:
         assert "hubs/authorities" not in p.heading and "each of them" not in p.heading
         assert "where does the user's query" in p.heading
+
+
+def test_a_heading_after_an_authors_thing_starts_at_what_is_asked() -> None:
+    """ "in Smith and Waterman's method how is …": "method" names their paper's thing; the
+    heading says what is asked of it, not "method how is …"."""
+    cat = Catalogue(
+        [
+            CatalogueItem("SW", "Identification of Common Molecular Subsequences",
+                          ("T. F. Smith", "M. S. Waterman")),
+            CatalogueItem("BLAST", "Basic Local Alignment Search Tool", ("S. F. Altschul",)),
+        ]
+    )  # fmt: skip
+    q = (
+        "Two alignment questions: in Smith and Waterman's method how is the second-best pair "
+        "of segments found, and what does Altschul and colleagues' tool do with a word hit?"
+    )
+    parts = decompose(q, cat)
+    assert [p.items for p in parts] == [["SW"], ["BLAST"]]
+    assert parts[0].heading.endswith(": how is the second-best pair of segments found")
+
+
+def test_a_clause_opened_by_a_phrase_starts_a_part_and_headings_say_what_is_asked() -> None:
+    """ ", and in the graph-of-word model what does …" starts a clause (a phrase before its
+    question word); a clause that asks nothing ("In Okapi's interactive TREC-3 interface")
+    takes its heading from the question asked of it; a lead-in ("Two unrelated things:")
+    and a pointer to the source ("according to …") are in no heading."""
+    cat = Catalogue(
+        [
+            CatalogueItem("OKAPI", "Okapi at TREC-3", ("S. E. Robertson",),
+                          intro="The City University Okapi IR system was run again."),
+            CatalogueItem("GOW", "Graph-of-word and TW-IDF: New Approach to Ad Hoc IR"),
+            CatalogueItem("SASA", "Stand-Alone Self-Attention in Vision Models"),
+            CatalogueItem("TIDY", "Tidy Data", ("Hadley Wickham",)),
+        ]
+    )  # fmt: skip
+    q = ("In Okapi's interactive TREC-3 interface, what helps searchers decide when to extract "
+         "new terms, and in the graph-of-word model what does a term's weight actually count?")
+    okapi, gow = decompose(q, cat)
+    assert okapi.heading == "Okapi: what helps searchers decide when to extract new terms"
+    assert gow.items == ["GOW"] and gow.heading.endswith(": what does a term's weight actually "
+                                                         "count")  # fmt: skip
+    assert "searchers" not in gow.text
+    q = ("Two unrelated things: what does a ResNet's stem consist of according to the "
+         "stand-alone self-attention paper, and why does Wickham call R's default model "
+         "coefficients untidy?")
+    sasa, _ = decompose(q, cat)
+    assert sasa.heading.endswith(": what does a ResNet's stem consist")

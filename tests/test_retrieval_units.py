@@ -257,6 +257,15 @@ def test_substantive_filter_drops_frontmatter_toc_and_yaml_but_never_everything(
     assert filter_substantive([front, body, toc]) == [body]
     assert filter_substantive([front, toc]) == [front, toc]  # nothing left: keep the original
     prose = "The leader sends heartbeats to every follower. " * 5
+    # A paper without early headings (a letter, an OCR scan): its s0 is its text, evidence.
+    letter = _evidence(9, chunk_id="DOC9:0002", section="", section_id="s0", text=(
+        "In this letter we extend the above ideas to find a pair of segments. The similarity "
+        "measure used here allows for arbitrary length deletions and insertions. The pair of "
+        "segments with maximum similarity is found by first locating the maximum element."))
+    title_page = _evidence(10, chunk_id="DOC10:0001", section="", section_id="s0", text=(
+        "Identification of Common Molecular Subsequences\n\nT. F. Smith and M. S. Waterman\n\n"
+        "Los Alamos Scientific Laboratory, P.O. Box 1663, Los Alamos N. Mex. 87545, U.S.A."))
+    assert is_substantive(letter) and not is_substantive(title_page)
     with_yaml = _evidence(8, text=f"---\ntitle: Raft\n---\n{prose}")
     [kept] = filter_substantive([with_yaml])
     assert kept.text == prose.strip() and kept.words == 35

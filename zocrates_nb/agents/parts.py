@@ -38,39 +38,24 @@ from zocrates_nb.text import STOPWORDS
 
 # Between two coordinated names only these may stand ("Dynamo and chain replication",
 # "MapReduce, Bigtable and GFS", "in Bigtable and in Spanner", "Raft with Zab").
-_CONNECTIVES = frozenset(
-    [
-        "and",
-        "or",
-        "with",
-        "in",
-        "of",
-        "the",
-        "a",
-        "an",
-        "both",
-        "between",
-        "versus",
-        "vs",
-        "to",
-        "from",
-        "as",
-        "well",
-        "also",
-        "paper",
-        "papers",
-        "primer",  # "Eddy's HMM primer and the Smith-Waterman paper"
-    ]
-)
+_CONNECTIVES = frozenset([
+    "and", "or", "with", "in", "of", "the", "a", "an", "both", "between", "versus", "vs", "to",
+    "from", "as", "well", "also", "paper", "papers",
+    "primer",  # "Eddy's HMM primer and the Smith-Waterman paper"
+])  # fmt: skip
 # Clause boundaries inside a sentence: ", and which …", "; how …", " with what …", ", and say
 # how …".
 _CLAUSE_RE = re.compile(
     r"(?:,\s*(?:(?:and|but|while|whereas)\s+)?|;\s*(?:and\s+)?|\s+and\s+|\s+with\s+)"
-    r"(?=(?:(?:to|in|on|for|by|at|from|of)\s+)?(?:what|which|how|why|when|where|who|whom|"
+    r"(?=(?:(?:to|in|on|for|by|at|from|of)\s+(?:[\w'’-]+\s+){0,4}?)?"  # ", and in X what …"
+    r"(?:what|which|how|why|when|where|who|whom|"
     r"whose|does|do|did|is|are|say|explain|describe|tell|state|note|compare|contrast|give|"
     r"list|show|discuss)\b)",
     re.I,
 )
+_ASKS_RE = re.compile(r"\b(?:what|which|how|why|when|where|who|whom|whose|does|do|did|is|are|"
+                      r"was|were|can|could|has|have)\b", re.I)  # fmt: skip
+_PREAMBLE_RE = re.compile(rf"^[^:?]{{1,60}}:\s+(?={_ASKS_RE.pattern})", re.I)
 _FOLLOW_UP_RE = re.compile(r"\s*\(Follow-up to the earlier question:.*$", re.S)
 # Sessions recorded before a follow-up's earlier subject was a typed field (`FollowUp`) noted it
 # in the goal ("why? — regarding: How does Raft elect a leader?"): the own words are before it.
@@ -371,8 +356,8 @@ def _headings(parts: list[Part], own: dict[int, _Unit], q: str) -> None:
     subjects = [p.subject.lower() for p in parts if p.subject]
     aspects: dict[int, str] = {}
     for part in parts:
-        clause = own.get(id(part))
-        texts = [clause.text] if clause and clause.text else []
+        clause = own.get(id(part))  # first, unless it asks nothing ("In Okapi's interface")
+        texts = [clause.text] if clause and _ASKS_RE.search(clause.text) else []
         for text in [*texts, part.text, q]:
             span = aspect_span(_plain(text), part.subject) if part.subject else ""
             if span:
@@ -409,7 +394,8 @@ def _elided(part: Part, parts: list[Part], aspects: dict[int, str], subjects: li
 
 
 def _plain(text: str) -> str:
-    return " ".join(_ASKING_RE.sub("", text.strip()).split()).rstrip(" ?.!")
+    text = _PREAMBLE_RE.sub("", text.strip())  # "Two unrelated things: what does …"
+    return " ".join(_ASKING_RE.sub("", text).split()).rstrip(" ?.!")
 
 
 _COMPARES_RE = re.compile(r"\b(compared?|differs?|versus|vs|unlike|whereas|than|relative to|"
@@ -480,7 +466,7 @@ HEADING_WORDS = 12
 _AUX_WORDS = frozenset([
     "does", "do", "did", "can", "could", "would", "will", "should", "is", "are", "was", "were",
     "has", "have", "had", "the", "a", "an", "in", "of", "on", "for", "by", "to", "from", "at",
-    "with", "paper", "papers", "its", "their",
+    "with", "paper", "papers", "its", "their", "according",
 ])  # fmt: skip
 _WH_WORDS = frozenset([
     "how", "what", "which", "why", "when", "where", "who", "whom", "whose", "whether",
@@ -527,8 +513,9 @@ def aspect_span(text: str, subject: str) -> str:
              and before[1].lower() not in _AUX_WORDS | _WH_WORDS)  # fmt: skip
     if asked:  # "Which hash function does Dynamo use?": what the question word asks for
         return _clip(" ".join(before).strip(" ,"))
-    after = re.sub(r"^(?:['’]s\b)?\s*(?:papers?\b)?\s*(?:(?:each|both)\b)?[\s,]*", "",
-                   text[m.end():])  # fmt: skip
+    after = re.sub(r"^(?:['’]s)?\s+(?:[\w-]+,?\s+){1,3}?(?=(?:how|what|which|why|when|where|"
+                   r"who)\b)", "", text[m.end():], flags=re.I)  # "X's method how is …"
+    after = re.sub(r"^(?:['’]s\b)?\s*(?:papers?\b)?\s*(?:(?:each|both)\b)?[\s,]*", "", after)
     after = re.sub(r"^(?:both|each|respectively)\s+", "", _SAYING_RE.sub("", after))
     after = _COMPARING_TAIL_RE.sub("", after) if not after.lower().startswith(
         ("and ", "or ", "with ", "as ")) else ""  # fmt: skip

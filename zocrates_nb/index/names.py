@@ -122,6 +122,7 @@ class CatalogueItem:
     authors: tuple[str, ...] = ()
     abstract: str = ""
     intro: str = ""  # the opening of its introduction, where a paper names what it presents
+    tags: tuple[str, ...] = ()  # the researcher's own tags ("BM25" on Okapi at TREC-3)
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,16 @@ class Catalogue:
             keys = [places[0][1]] if len(places) == 1 else firsts if len(firsts) == 1 else []
             for key in keys:
                 self.names.append(_Name(_stems([name]), key, strict_case=True, author=True))
+        # A tag the researcher put on one item only, written as a name ("BM25", "TW-IDF"): their
+        # own name for what it presents, though its title and abstract never use it.
+        tagged: dict[str, set[str]] = {}
+        for it in self.items.values():
+            for tag in it.tags:
+                tagged.setdefault(tag.strip(), set()).add(it.key)
+        for tag, owners in tagged.items():
+            words = [w for w, _, _ in tokens(tag)]
+            if len(owners) == 1 and len(tag.split()) == 1 and len(tag) >= 3 and _distinctive(tag):
+                self.names.append(_Name(_stems(words), next(iter(owners)), strict_case=True))
         for it in self.items.values():
             for words in _quoted_names(it):  # "our “MoCo v2” baselines"
                 self.names.append(_Name(_stems(words), it.key, strict_case=False))
@@ -527,6 +538,7 @@ def catalogue_of(records: Iterable[object], intros: dict[str, str] | None = None
                 tuple(getattr(r, "authors", ()) or ()),
                 str(getattr(r, "abstract", "") or ""),
                 intros.get(key, ""),
+                tuple(str(t) for t in getattr(r, "tags", ()) or ()),
             )
         )
     return Catalogue(items)

@@ -39,6 +39,10 @@ FALLBACK_METHOD = "biencoder-bm25-fusion"
 RETRIEVAL_ORDER = "retrieval-order"
 
 _TOC_HEADINGS = {"frontmatter", "contents", "table of contents", "toc", "outline"}
+# Sentences of prose (a capital, eight words or more, a full stop): a title page has names,
+# affiliations and addresses, not these.
+_PROSE_RE = re.compile(r"(?:^|(?<=[.!?]\s))[A-Z][^.!?\n]*(?:\s+[^.!?\s]+){7,}[.!?](?=\s|$)")
+S0_PROSE_SENTENCES = 3
 _YAML = re.compile(r"^\s*---\s*\n(.*?)\n---\s*(\n|$)", re.DOTALL)
 
 _CE_LOCK = threading.Lock()
@@ -58,9 +62,11 @@ def is_substantive(e: Evidence) -> bool:
     """False for passages with nothing to ground a claim on (frontmatter, s0, a TOC, YAML)."""
     if e.chunk_type == "frontmatter":
         return False
-    # A paper's s0 is what stands before its first heading (title, authors); a note's is the
-    # note itself (a note without headings is all s0), and the user's notes are evidence.
-    if e.chunk_type != "note" and (e.section_id == "s0" or e.chunk_id.endswith(":s0")):
+    # A paper's s0 is what stands before its first heading: a title page (title, authors),
+    # unless the paper has no early headings (a letter, an OCR scan, a primer), where it is the
+    # paper's text. A note's is the note itself, and the user's notes are evidence.
+    s0 = e.section_id == "s0" or e.chunk_id.endswith(":s0")
+    if e.chunk_type != "note" and s0 and len(_PROSE_RE.findall(e.text)) < S0_PROSE_SENTENCES:
         return False
     heading = e.section.strip().lower().strip(" .:#")
     heading = re.sub(r"^[\divxlc.]+\s+", "", heading)  # "0 Contents" → "contents"

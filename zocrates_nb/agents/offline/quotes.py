@@ -164,6 +164,15 @@ _DANGLING = frozenset(_DANGLING_TEXT.split())
 
 
 _BACK_MATTER_RE = re.compile(r"\b(references|bibliography|acknowledge?ments?)\b", re.I)
+# An entry of a reference list under another heading (a primer's numbered references at the
+# end of its last section): "1. Rabiner, L.R. A tutorial …", "Durbin, R., Eddy, S.R. & …".
+_AUTHOR_RE = re.compile(r"\b[A-Z][A-Za-z'’-]+,\s(?:[A-Z]\.\s?-?){1,3}")
+_ENTRY_RE = re.compile(r"^(?:\[\d{1,3}\]|\d{1,3}\.)\s+[A-Z][A-Za-z'’-]+,\s(?:[A-Z]\.\s?){1,3}")
+
+
+def is_reference(sentence: str) -> bool:
+    """A sentence that is an entry of a reference list, not what the paper says."""
+    return bool(_ENTRY_RE.match(sentence)) or len(_AUTHOR_RE.findall(sentence)) >= 2
 
 
 def is_roadmap(sentence: str) -> bool:
@@ -178,6 +187,8 @@ def is_prose(sentence: str) -> bool:
     signpost ("The paper is organized as follows.")."""
     s = sentence.strip()
     if s.endswith(("?", ":")) or _FILLER_RE.search(s) or not _CLOSED_RE.search(s):
+        return False
+    if is_reference(s):
         return False
     if _REPEAT_RE.search(re.sub(r"\d[\d.,]*", " ", s)):
         return False

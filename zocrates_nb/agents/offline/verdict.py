@@ -18,6 +18,8 @@ from zocrates_nb.agents.offline.quotes import NUMBER_SHARE, Candidate
 # Calibrated on the development questions and our own (the best sentence of an answerable
 # question scores above STATES; a plausible question the papers do not answer stays below).
 STATES = 0.40
+# The paper the question names comes near it from here (below, nothing of it is on topic).
+NAMED_NEAR = 0.3
 # Between STATES and CLEAR the best sentences come near the question without settling it.
 CLEAR = 0.5
 # A question asking for a number that no sentence near the best gives is not answered unless
@@ -31,10 +33,15 @@ class Verdict(Enum):
     NOT_GIVEN = "not given"  # nothing states it: said plainly, closest passages uncited
 
 
-def verdict(question: str, cands: Sequence[Candidate]) -> Verdict:
-    """How well the scored candidates answer `question`."""
+def verdict(question: str, cands: Sequence[Candidate], named: bool = False) -> Verdict:
+    """How well the scored candidates answer `question`. `named`: they are the sentences of
+    the paper the question names, which surely bears on it: a low score alone then says only
+    that they come near (a loosely worded "Which one?" scores low against its answer); a
+    number asked for and not given still says the paper does not give it."""
     top = max((c.relevance for c in cands), default=0.0)
     if top < STATES:
+        if named and top >= NAMED_NEAR and not asks_quantity(question):
+            return Verdict.APPROACHED
         return Verdict.NOT_GIVEN
     if (
         (top < NUMBER_CLEAR or asks_only_count(question))

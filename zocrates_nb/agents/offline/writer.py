@@ -121,10 +121,11 @@ class OfflineSynthesizer:
             return [], len(ws)
         return [w for w in ws if not self.lexicon(w)], len(ws)
 
-    def off_topic(
-        self, question: str, top: float, missing: list[str], named: list[str], evidence: str = ""
-    ) -> bool:
-        """The calibrated decision that the evidence holds nothing on the question."""
+    def off_topic(self, question: str, top: float, missing: list[str], named: list[str],
+                  evidence: str = "", paper: bool = False) -> bool:  # fmt: skip
+        """The calibrated decision that the evidence holds nothing on the question. `paper`:
+        the question names a paper the evidence holds; a word the library never uses is then
+        its phrasing ("less fussy about"), not a subject it lacks, unless it is most of it."""
         if top < HARD_FLOOR:
             return True
         flat = _flat(evidence)
@@ -142,7 +143,7 @@ class OfflineSynthesizer:
         share = len(unknown) / n if n else 0.0
         if share >= 0.3:
             return True
-        return share >= 0.15 and top < RELEVANCE_FLOOR
+        return share >= 0.15 and top < RELEVANCE_FLOOR and not paper
 
     # ------------------------------------------------------------------ answering
     def answer(self, brief: WriterBrief) -> str:
@@ -163,15 +164,16 @@ class OfflineSynthesizer:
         # A correction's own words name what is not meant ("BLAST, not BLAT"): the goal says
         # what is asked.
         said = "" if fu is not None and fu.correction else core_goal(brief.question)
-        ents = [e for e in entities(f"{said} {question}")
-                if e not in brief.known_names]  # fmt: skip
+        ents = [e for e in entities(f"{said} {question}")  # "Birney" of "Zerbino and Birney"
+                if not any(mentions(k, e) for k in brief.known_names)]  # fmt: skip
         missing = [e for e in ents if not mentions(everything, e)]
         top = max((c.relevance for c in mine), default=0.0)
         plain = re.sub("|".join(rf"\b{re.escape(n)}\b" for n in brief.known_names) or "^$", " ",
                        question)  # fmt: skip
+        held = bool(set(brief.named) & {c.item_key for c in chunks})
         if (
             not mine
-            or self.off_topic(plain, top, missing, ents, everything)
+            or self.off_topic(plain, top, missing, ents, everything, paper=held)
             or (brief.elsewhere and top < SCOPE_ANSWERS)
         ):
             return self.no_evidence(brief, missing)
@@ -179,7 +181,7 @@ class OfflineSynthesizer:
         # A question naming a paper asks what that paper says: another paper's figure is not
         # its answer ("What ImageNet accuracy does the Transformer reach?").
         own = [c for c in mine if c.chunk.item_key in named] if named else mine
-        judged = verdict(question, own or mine)
+        judged = verdict(question, own or mine, named=bool(own))
         if judged is Verdict.NOT_GIVEN:
             closest = sorted(own or mine, key=lambda c: -c.score)[:2]
             body = not_given(brief.question or question, closest, brief.scope_label)
