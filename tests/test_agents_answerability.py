@@ -125,6 +125,20 @@ def test_an_author_of_several_papers_names_the_one_they_wrote_first() -> None:
     assert [m.keys for m in cat.mentions("What does Dean's paper say?")] == [("MR",)]
 
 
+def test_an_author_of_several_first_authored_papers_is_the_one_the_question_names() -> None:
+    """ "van Renesse" wrote two of the papers first: alone the name is both (never a name the
+    library lacks); beside one of their titles, it is that paper."""
+    cat = Catalogue([
+        CatalogueItem("PMMC", "Paxos Made Moderately Complex", ("Robbert van Renesse",)),
+        CatalogueItem("CHAIN", "Chain Replication for Supporting High Throughput and "
+                      "Availability", ("Robbert van Renesse", "Fred B. Schneider")),
+    ])  # fmt: skip
+    q = "In van Renesse's Paxos Made Moderately Complex, why can't a client read from a replica?"
+    assert [m.keys for m in cat.mentions(q)] == [("PMMC",), ("PMMC",)]
+    assert [m.keys for m in cat.mentions("What did van Renesse write about reads?")] == [
+        ("CHAIN", "PMMC")]
+
+
 def test_a_tag_on_one_item_written_as_a_name_names_that_item() -> None:
     """The researcher's own tag ("BM25" on Okapi at TREC-3, whose title and abstract never use
     it): a question naming the paper and its tag asks one thing, not two; a topic tag several

@@ -199,6 +199,9 @@ def test_a_quantity_is_a_number_not_a_year_or_a_pointer(sentence: str, states: b
         # A counted noun is not checked: its synonyms are not listed ("copies" are "replicas").
         ("How many copies of each chunk are kept?", "By default, we store three replicas.", True),
         ("How many lines of code is the server?", "The server has 40,000 lines of Java.", True),
+        # a fee is an amount of money: a sentence about fees that names none does not give it
+        ("What transaction fee, in bitcoins, is recommended?", "Fees fund the incentive.", False),
+        ("What transaction fee, in bitcoins, is recommended?", "Attach 0.01 bitcoins.", True),
     ],
 )
 def test_a_number_answers_how_many_only_when_it_counts_what_was_asked(

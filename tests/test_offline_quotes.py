@@ -184,6 +184,10 @@ def test_the_named_papers_nearest_sentences_are_said_to_come_near_not_to_be_abse
     assert verdict(loose, [c]) is Verdict.NOT_GIVEN  # no paper named: nothing bears on it
     assert verdict(loose, [c], named=True) is Verdict.APPROACHED
     assert verdict("How many GPUs did they train on?", [c], named=True) is Verdict.NOT_GIVEN
+    fee = "What transaction fee, in bitcoins, does the paper recommend?"  # an amount of money
+    assert verdict(fee, [c], named=True) is Verdict.NOT_GIVEN
+    estimate = "What does the paper estimate mining one block costs in electricity?"
+    assert verdict(estimate, [c], named=True) is Verdict.NOT_GIVEN  # an estimate is a figure
     c.score = 0.2  # below anything on topic
     assert verdict(loose, [c], named=True) is Verdict.NOT_GIVEN
 

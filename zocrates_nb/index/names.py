@@ -15,6 +15,7 @@ question, the longest first; `resolve_names` gives the items each mention names.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from collections.abc import Iterable
@@ -27,89 +28,20 @@ if TYPE_CHECKING:
     from zocrates_nb.index.store import Index
 
 # Words that start an instruction or a question: never a name, whatever their case.
-IMPERATIVES = frozenset(
-    [
-        "compare",
-        "contrast",
-        "explain",
-        "describe",
-        "summarize",
-        "summarise",
-        "list",
-        "give",
-        "name",
-        "show",
-        "tell",
-        "discuss",
-        "outline",
-        "define",
-        "identify",
-        "evaluate",
-        "analyze",
-        "analyse",
-        "state",
-        "find",
-        "consider",
-        "note",
-        "assume",
-        "suppose",
-        "please",
-        "what",
-        "how",
-        "why",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "when",
-        "where",
-        "does",
-        "do",
-        "did",
-        "is",
-        "are",
-        "was",
-        "were",
-        "can",
-        "could",
-        "would",
-        "should",
-        "according",
-        "regarding",
-    ]
-)
+IMPERATIVES = frozenset([
+    "compare", "contrast", "explain", "describe", "summarize", "summarise", "list", "give",
+    "name", "show", "tell", "discuss", "outline", "define", "identify", "evaluate", "analyze",
+    "analyse", "state", "find", "consider", "note", "assume", "suppose", "please", "what",
+    "how", "why", "which", "who", "whom", "whose", "when", "where", "does", "do", "did", "is",
+    "are", "was", "were", "can", "could", "would", "should", "according", "regarding",
+])  # fmt: skip
 _TITLE_SPLIT_RE = re.compile(r"\s*(?::|—|–|\s-\s)\s*")
 _TOKEN_RE = re.compile(r"[A-Za-z0-9]+")
-_LEADING_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "for",
-        "in",
-        "on",
-        "at",
-        "to",
-        "with",
-        "by",
-        "from",
-        "using",
-        "via",
-        "and",
-        "or",
-        "as",
-        "is",
-        "are",
-        "towards",
-        "toward",
-        "into",
-        "over",
-        "under",
-        "about",
-        "through",
-    ]
-)
+_LEADING_STOP = frozenset([
+    "a", "an", "the", "of", "for", "in", "on", "at", "to", "with", "by", "from", "using", "via",
+    "and", "or", "as", "is", "are", "towards", "toward", "into", "over", "under", "about",
+    "through",
+])  # fmt: skip
 _WH_START = frozenset(
     ["how", "what", "why", "which", "who", "when", "where", "is", "are", "can", "do", "does"]
 )
@@ -186,9 +118,10 @@ class Catalogue:
         for name, places in surnames.items():
             self.creators.setdefault(stem(name.lower()), set()).update(k for _, k in places)
         for name, places in surnames.items():
-            # "Ghemawat's paper": the one paper they wrote, else the one they wrote first.
+            # "Ghemawat's paper": the one paper they wrote, else the one they wrote first, else
+            # (several firsts: "van Renesse") each, for the question's other names to choose.
             firsts = [k for i, k in places if i == 0]
-            keys = [places[0][1]] if len(places) == 1 else firsts if len(firsts) == 1 else []
+            keys = firsts if len(firsts) == 1 else sorted({k for _, k in places})
             for key in keys:
                 self.names.append(_Name(_stems([name]), key, strict_case=True, author=True))
         # A tag the researcher put on one item only, written as a name ("BM25", "TW-IDF"): their
@@ -511,13 +444,15 @@ def _first_word(title: str) -> str:
 
 
 def _disambiguate(mentions: list[Mention], claimed: set[str]) -> list[Mention]:
-    """A name two items share ("de Bruijn graphs") names the one no other mention claims."""
+    """A name two items share ("de Bruijn graphs") names the one no other mention claims; an
+    author of several papers, the one another name claims ("van Renesse's Paxos Made
+    Moderately Complex")."""
     out = []
     for m in mentions:
         if len(m.keys) > 1:
-            rest = tuple(k for k in m.keys if k not in claimed)
+            rest = tuple(k for k in m.keys if (k in claimed) is m.author)
             if rest:
-                m = Mention(m.start, m.end, m.surface, rest)
+                m = dataclasses.replace(m, keys=rest)
         out.append(m)
     return out
 

@@ -16,13 +16,13 @@ import re
 _QUANTITY_NOUNS = (
     r"(?:rate|percentage|percent|proportion|fraction|share|ratio|size|number|amount|count|"
     r"coefficient|factor|dimension(?:ality)?|threshold|length|duration|depth|width|price|budget|"
-    r"speed|latency|throughput|accuracy|score|error)s?"
+    r"speed|latency|throughput|accuracy|score|error|fee|salary|wage)s?"
 )
 _QUANTITY_RE = re.compile(
     r"\bhow (?:many|much|long|large|big|small|often|fast|slow|far|deep|wide|high|low)\b|"
     rf"\b(?:what|which|whose)\s+(?:[\w/-]+\s+){{0,3}}?{_QUANTITY_NOUNS}\b|"
     r"\b(?:what|which)\s+(?:[\w/-]+\s+){0,2}?values?\s+(?:of|for|did|do|does|is|are)\b|"
-    r"\bby how much\b",
+    r"\bby how much\b|\b(?:what|which)\b.*\bestimates?\b",
     re.I,
 )
 # A number that states something: not a year, nor a pointer to a section, figure or table.
@@ -36,11 +36,12 @@ _POINTER_RE = re.compile(
     r"(?:\b(?:section|sec\.|table|figure|fig\.|eq\.|equation|appendix)|§)\s*[A-Z]?\d[\d.]*", re.I
 )
 _MONEY_RE = re.compile(
-    r"\b(price[sd]?|cost[s]?|paid|pay|bill|budget|spend|spent|dollars?|salary|expenses?|"
+    r"\b(price[sd]?|cost[s]?|fees?|paid|pay|bill|budget|spend|spent|dollars?|salary|expenses?|"
     r"money)\b",
     re.I,
 )
-_AMOUNT_RE = re.compile(r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(dollars|cents|usd|eur|euros)\b|\bdollars?\b",
+_AMOUNT_RE = re.compile(r"[$€£¥]\s?\d|\b\d[\d,.]*\s?(dollars|cents|usd|eur|euros|btc|bitcoins?|"
+                        r"coins?)\b|\bdollars?\b",
                         re.I)  # fmt: skip
 
 
