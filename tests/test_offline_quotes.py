@@ -319,3 +319,21 @@ def test_a_word_the_library_never_uses_is_phrasing_when_the_question_names_its_p
     q = "They argue the reparameterization makes training less fussy about one hyperparameter"
     assert synth.off_topic(q, 0.37, [], [])
     assert not synth.off_topic(q, 0.37, [], [], paper=True)
+
+
+def test_a_parts_own_sentences_are_scored_against_what_is_asked_not_its_papers_names() -> None:
+    """A part named by its authors carries its paper's title in quotes (for the search); its
+    sentences all come from that paper, so the title and the name are left out of the
+    query that scores them."""
+    from zocrates_nb.agents.offline.writer import part_query
+    from zocrates_nb.agents.parts import Part
+
+    title = "Identification of Common Molecular Subsequences"
+    part = Part(text=f"In “{title}” method how is the second-best pair of segments found?",
+                subject="Smith and Waterman", items=["SW"], titles=[title])  # fmt: skip
+    assert part_query(part) == "In method how is the second-best pair of segments found?"
+    named = Part(text="How does Raft's leader handle a client read?", subject="Raft",
+                 items=["RAFT"], titles=["In Search of an Understandable Consensus Algorithm"])
+    assert part_query(named) == "How does leader handle a client read?"
+    bare = Part(text="How does Raft?", subject="Raft", items=["RAFT"])
+    assert part_query(bare) == "How does Raft?"  # nothing would be left: the part's text

@@ -73,8 +73,18 @@ _NAME_RE = re.compile(r"(?<![.?!]\s)(?<!^)\b([A-Z][\w-]+(?:\s+[A-Z][\w-]+)+)")
 
 def part_query(part: Part) -> str:
     """What a part asks of its own paper: the thing itself ("how Chubby's fail-over differs"
-    is answered by how its fail-over works, not by sentences about differences)."""
+    is answered by how its fail-over works, not by sentences about differences), without the
+    names of the paper its sentences all come from (a title put in for "Smith and Waterman's"
+    would outweigh what is asked of it)."""
     query = " ".join(_COMPARING_RE.sub(" ", part.text).split())
+    if part.items:
+        bare = query
+        for title in part.titles:
+            bare = bare.replace(f"“{title}”", " ")
+        if part.subject:
+            bare = re.sub(rf"\b{re.escape(part.subject)}(?:['’]s)?(?!\w)", " ", bare, flags=re.I)
+        if len(re.findall(r"\w+", bare)) >= 3:
+            query = " ".join(bare.split())
     return query if len(query.split()) >= 3 else part.text
 
 
