@@ -315,10 +315,13 @@ def test_a_word_the_library_never_uses_is_phrasing_when_the_question_names_its_p
     the researcher put it."""
     from zocrates_nb.agents.offline.writer import OfflineSynthesizer
 
-    synth = OfflineSynthesizer(SentenceEmbeddings(), lexicon=lambda w: w != "fussy")
+    synth = OfflineSynthesizer(SentenceEmbeddings(),
+                               lexicon=lambda w: w not in ("fussy", "rid", "kademlia"))
     q = "They argue the reparameterization makes training less fussy about one hyperparameter"
     assert synth.off_topic(q, 0.37, [], [])
     assert not synth.off_topic(q, 0.37, [], [], paper=True)
+    assert not synth.off_topic("How does it get rid of tips?", 0.73, [], [], paper=True)
+    assert synth.off_topic("Does it use Kademlia?", 0.73, [], [], paper=True)  # a name
 
 
 def test_a_parts_own_sentences_are_scored_against_what_is_asked_not_its_papers_names() -> None:

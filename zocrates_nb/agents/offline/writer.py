@@ -134,8 +134,8 @@ class OfflineSynthesizer:
     def off_topic(self, question: str, top: float, missing: list[str], named: list[str],
                   evidence: str = "", paper: bool = False) -> bool:  # fmt: skip
         """The calibrated decision that the evidence holds nothing on the question. `paper`:
-        the question names a paper the evidence holds; a word the library never uses is then
-        its phrasing ("less fussy about"), not a subject it lacks, unless it is most of it."""
+        the question names a paper the evidence holds; a word in lower case the library never
+        uses is then its phrasing ("get rid of", "less fussy about"), not a subject it lacks."""
         if top < HARD_FLOOR:
             return True
         flat = _flat(evidence)
@@ -150,6 +150,8 @@ class OfflineSynthesizer:
         ):
             return True
         unknown, n = self.unknown_words(question)
+        if paper:
+            unknown = [w for w in unknown if not re.search(rf"\b{w}\b", question)]
         share = len(unknown) / n if n else 0.0
         if share >= 0.3:
             return True
@@ -358,7 +360,7 @@ class OfflineSynthesizer:
         top = max((c.relevance for c in mine), default=0.0)
         floor = OWN_FLOOR if own else HARD_FLOOR
         if not mine or top < floor or self.off_topic(part.text, max(top, HARD_FLOOR), missing,
-                                                     named, text):  # fmt: skip
+                                                     named, text, paper=own):  # fmt: skip
             return []
         if elsewhere and top < SCOPE_ANSWERS:
             return []
