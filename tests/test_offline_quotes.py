@@ -340,3 +340,28 @@ def test_a_parts_own_sentences_are_scored_against_what_is_asked_not_its_papers_n
     assert part_query(named) == "How does leader handle a client read?"
     bare = Part(text="How does Raft?", subject="Raft", items=["RAFT"])
     assert part_query(bare) == "How does Raft?"  # nothing would be left: the part's text
+
+
+def test_the_sentence_stating_the_value_chosen_leads_when_the_choice_is_asked(
+    scorer: QuoteScorer,
+) -> None:
+    """ "Which window size did they settle on?" is answered by the sentence stating their
+    choice, not by one giving another value of it in passing (an example's)."""
+    from zocrates_nb.agents.offline.quantity import asks_choice, states_choice
+    from zocrates_nb.agents.offline.quotes import CHOICE
+
+    question = "Which window size did they settle on?"
+    assert asks_choice(question) and not asks_choice("How large is the sliding window?")
+    assert states_choice("We set it to a default value of 4.")
+    assert states_choice("We have found in practice that T = 17 is a good choice.")
+    assert not states_choice("We set the window to span several sentences.")  # no value
+    assert not states_choice("With a window size of 3 terms, the graph has eleven edges.")
+    text = ("With a window size of 3 terms, the graph of the example in Figure 2 has eleven "
+            "edges.\n\nWe set the window size to 4 by default, after trying values from 2 "
+            "to 10.")  # fmt: skip
+    cands = scorer.candidates([chunk(text, title="Graph-of-word", section="4.4")])
+    scorer.score(question, cands)
+    example, chosen = cands
+    assert chosen.score - example.score > CHOICE  # leads, its choice counted
+    quotes = quoted(scorer, question, [chunk(text, title="Graph-of-word", section="4.4")])
+    assert quotes[0].startswith("We set the window size to 4 by default")

@@ -171,3 +171,26 @@ __all__ = [
     "gives_quantity",
     "states_quantity",
 ]
+
+
+# "Which window size did they settle on?", "What value of b was used?": a value the authors
+# chose, answered by the sentence stating their choice ("we set it to 4", "T = 17 is a good
+# choice", "the common configuration is (3,2,2)"), not one mentioning another value in passing.
+_ASKS_CHOICE_RE = re.compile(
+    r"\b(?:uses?|used|using|chose|choose|chosen|settled?|settles|pick(?:ed|s)?|set|"
+    r"select(?:ed|s)?|recommend(?:ed|s)?|defaults?|typical(?:ly)?|usually|best|optimal)\b", re.I)
+_STATES_CHOICE_RE = re.compile(
+    r"\b(?:we|they|it|which|was|were|is|are)\s+(?:\w+\s+){0,2}?(?:set|sets|use|used|uses|chose|"
+    r"take|took|fixed|select(?:ed)?|recommend|found|find|settled)\b|\b(?:default|typically|"
+    r"usually|optimal|best|good choice|common)\b", re.I)
+
+
+def asks_choice(question: str) -> bool:
+    """The question asks for a value the authors chose or usually use."""
+    return asks_quantity(question) and bool(_ASKS_CHOICE_RE.search(question))
+
+
+def states_choice(sentence: str) -> bool:
+    """The sentence states a value as chosen, found best or usual."""
+    return bool(_STATES_CHOICE_RE.search(sentence)) and states_quantity(sentence)
+

@@ -23,7 +23,12 @@ import numpy as np
 from zocrates_nb.agents.offline.aspects import aspect, bare_heading
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.notes import OWN_NOTES, asks_own_notes, is_note_line, note_lines
-from zocrates_nb.agents.offline.quantity import asks_quantity, gives_quantity
+from zocrates_nb.agents.offline.quantity import (
+    asks_choice,
+    asks_quantity,
+    gives_quantity,
+    states_choice,
+)
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.text import (
@@ -42,6 +47,7 @@ from zocrates_nb.text import (
 HARD_FLOOR = 0.30
 PER_PAPER = 3  # quotes from one paper, unless a further one scores with the best (ADDS)
 ADDS = 0.95
+CHOICE = 0.06  # a sentence stating the value chosen, when the question asks which was chosen
 NUMBER_SHARE = 0.7  # a sentence giving the number asked for leads from this share of the best
 CONTEXT = 0.45  # the share of a sentence's closeness that its neighbourhood's makes
 # A quote is the chosen sentence in its passage: up to two after it (and the one before when
@@ -330,6 +336,7 @@ class QuoteScorer:
         q_terms = terms(question)
         rank = {i: r for r, i in enumerate(sorted({c.chunk.index for c in cands}), 1)}
         wants_number = asks_quantity(question)
+        wants_choice = asks_choice(question)
         own_notes = OWN_NOTES if asks_own_notes(question) else 0.0
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
         context = _context(cands, q)
@@ -338,6 +345,7 @@ class QuoteScorer:
             lex = stats.overlap(q_terms, t)
             c.passage = PASSAGE_PRIOR / rank[c.chunk.index]
             states = 0.08 if wants_number and gives_quantity(question, c.text) else 0.0
+            states += CHOICE if wants_choice and states_choice(c.text) else 0.0
             c.heading = fit.get(c.chunk.section, 0.0)
             bonus = 0.4 * max(c.heading - 0.45, 0.0)
             mine = own_notes if c.chunk.is_note else 0.0
