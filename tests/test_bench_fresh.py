@@ -21,7 +21,7 @@ def _module(name: str) -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("suffix", ["", "2"])  # set 1 and the second set, written blind
+@pytest.mark.parametrize("suffix", ["", "2", "3", "4"])  # set 1 and the sets written blind
 def test_every_sentence_is_in_its_paper_or_note(shared_corpus: Path, suffix: str) -> None:
     check = _module("check_fresh")
     corpus = check.Corpus(shared_corpus)
