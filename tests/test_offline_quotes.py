@@ -322,6 +322,10 @@ def test_a_word_the_library_never_uses_is_phrasing_when_the_question_names_its_p
     assert not synth.off_topic(q, 0.37, [], [], paper=True)
     assert not synth.off_topic("How does it get rid of tips?", 0.73, [], [], paper=True)
     assert synth.off_topic("Does it use Kademlia?", 0.73, [], [], paper=True)  # a name
+    synth = OfflineSynthesizer(SentenceEmbeddings(), lexicon=lambda w: w not in ("traitors",
+                                                                                 "oral"))
+    many = "In his generals paper, how many traitors can oral messages tolerate?"
+    assert synth.off_topic(many, 0.41, [], [], paper=True)  # two: a subject it lacks
 
 
 def test_a_parts_own_sentences_are_scored_against_what_is_asked_not_its_papers_names() -> None:

@@ -134,8 +134,9 @@ class OfflineSynthesizer:
     def off_topic(self, question: str, top: float, missing: list[str], named: list[str],
                   evidence: str = "", paper: bool = False) -> bool:  # fmt: skip
         """The calibrated decision that the evidence holds nothing on the question. `paper`:
-        the question names a paper the evidence holds; a word in lower case the library never
-        uses is then its phrasing ("get rid of", "less fussy about"), not a subject it lacks."""
+        the question names a paper the evidence holds; one word in lower case the library never
+        uses is then its phrasing ("get rid of", "less fussy about"), not a subject it lacks
+        (two are: "Lamport's Byzantine generals paper … traitors … oral messages")."""
         if top < HARD_FLOOR:
             return True
         flat = _flat(evidence)
@@ -150,8 +151,9 @@ class OfflineSynthesizer:
         ):
             return True
         unknown, n = self.unknown_words(question)
-        if paper:
-            unknown = [w for w in unknown if not re.search(rf"\b{w}\b", question)]
+        lower = [w for w in unknown if re.search(rf"\b{w}\b", question)]
+        if paper and len(lower) == 1:  # one odd word is phrasing; several, another subject
+            unknown = [w for w in unknown if w not in lower]
         share = len(unknown) / n if n else 0.0
         if share >= 0.3:
             return True
