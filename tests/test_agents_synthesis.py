@@ -202,6 +202,9 @@ def test_a_quantity_is_a_number_not_a_year_or_a_pointer(sentence: str, states: b
         # a fee is an amount of money: a sentence about fees that names none does not give it
         ("What transaction fee, in bitcoins, is recommended?", "Fees fund the incentive.", False),
         ("What transaction fee, in bitcoins, is recommended?", "Attach 0.01 bitcoins.", True),
+        # "time" near a number is no number of seconds ("this time we choose β = 1.0")
+        ("How many seconds did the iteration take?", "This time we choose β = 1.0.", False),
+        ("How many seconds did the iteration take?", "It took 2 seconds.", True),
     ],
 )
 def test_a_number_answers_how_many_only_when_it_counts_what_was_asked(
@@ -210,6 +213,14 @@ def test_a_number_answers_how_many_only_when_it_counts_what_was_asked(
     from zocrates_nb.agents.offline.quantity import gives_quantity
 
     assert gives_quantity(question, sentence) is gives
+
+
+def test_a_metric_asked_for_by_its_name_asks_for_a_number() -> None:
+    from zocrates_nb.agents.offline.quantity import asks_quantity
+
+    assert asks_quantity("What mask AP does MoCo v2 get on COCO instance segmentation?")
+    assert asks_quantity("What BLEU does the big Transformer reach on English-French?")
+    assert not asks_quantity("What map function does MapReduce use?")  # a word, not mAP
 
 
 def test_a_question_asking_only_how_many_is_answered_only_by_that_number() -> None:

@@ -16,7 +16,8 @@ import re
 _QUANTITY_NOUNS = (
     r"(?:rate|percentage|percent|proportion|fraction|share|ratio|size|number|amount|count|"
     r"coefficient|factor|dimension(?:ality)?|threshold|length|duration|depth|width|price|budget|"
-    r"speed|latency|throughput|accuracy|score|error|fee|salary|wage)s?"
+    r"speed|latency|throughput|accuracy|score|error|fee|salary|wage|precision|recall|"
+    r"perplexity|top-[15]|(?-i:AP|mAP|BLEU|F1|AUC))s?"
 )
 _QUANTITY_RE = re.compile(
     r"\bhow (?:many|much|long|large|big|small|often|fast|slow|far|deep|wide|high|low)\b|"
@@ -89,7 +90,7 @@ _NOT_COUNTED = frozenset(
 # Units of one kind answer for each other ("how many hours" → "three days"); what a unit
 # measures is asked with it ("how much memory" → "1 GB").
 _TIME = """ms msec millisecond microsecond us ns nanosecond second sec s minute min hour hr h day
-week month year time""".split()  # noqa: SIM905
+week month year""".split()  # noqa: SIM905
 _SIZE = """byte b kb mb gb tb kib mib gib tib kilobyte megabyte gigabyte terabyte bit memory ram
 storage disk space""".split()  # noqa: SIM905
 _UNIT_FAMILIES = (frozenset(_TIME), frozenset(_SIZE))
