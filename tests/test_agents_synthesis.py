@@ -205,6 +205,10 @@ def test_a_quantity_is_a_number_not_a_year_or_a_pointer(sentence: str, states: b
         # "time" near a number is no number of seconds ("this time we choose β = 1.0")
         ("How many seconds did the iteration take?", "This time we choose β = 1.0.", False),
         ("How many seconds did the iteration take?", "It took 2 seconds.", True),
+        ("How many seconds did it take?", "This lets us choose β = 1.0 for Jacot's run.", False),
+        ("How many seconds did it take?", "The second component is ten times bigger.", False),
+        ("What mask AP does it get on COCO?", "It achieves 71.1% on ImageNet.", False),
+        ("What mask AP does it get on COCO?", "It reaches 37.2 AP on COCO.", True),
     ],
 )
 def test_a_number_answers_how_many_only_when_it_counts_what_was_asked(

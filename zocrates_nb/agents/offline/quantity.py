@@ -67,7 +67,13 @@ def gives_quantity(question: str, sentence: str) -> bool:
     counted = counted_unit(question)
     if counted:
         return counts(sentence, counted)
+    metrics = _METRIC_RE.findall(question)  # "What mask AP …": a number beside "AP"
+    if metrics:
+        return counts(sentence, (frozenset(m.lower() for m in metrics),))
     return states_quantity(sentence)
+
+
+_METRIC_RE = re.compile(r"\b(AP|mAP|BLEU|F1|AUC)\b")
 
 
 # Questions for a share and the numbers that state one: "77.6%", "12 of the 15".
@@ -94,6 +100,9 @@ week month year""".split()  # noqa: SIM905
 _SIZE = """byte b kb mb gb tb kib mib gib tib kilobyte megabyte gigabyte terabyte bit memory ram
 storage disk space""".split()  # noqa: SIM905
 _UNIT_FAMILIES = (frozenset(_TIME), frozenset(_SIZE))
+# Units that are also words or letters ("lets us", "Jacot's", "h = 8", "the second principal
+# component"): only right after a number.
+_SHORT_UNITS = frozenset({"s", "h", "us", "b", "ms", "ns", "min", "sec", "hr", "second"})
 _NEAR = 6  # words between a number and the unit or noun it counts
 
 
@@ -158,7 +167,8 @@ def counts(sentence: str, counted: tuple[frozenset[str], ...]) -> bool:
             continue
         if tok[0].isdigit() and re.fullmatch(r"(?:1[89]|20)\d\d", tok):
             continue  # a year
-        near = set(stems[max(0, i - _NEAR) : i + _NEAR + 1])
+        near = {w for w in stems[max(0, i - _NEAR) : i + _NEAR + 1] if w not in _SHORT_UNITS}
+        near |= set(stems[i + 1 : i + 2])  # "2 s", "5 h": a short unit right after its number
         if all(part & near for part in counted):
             return True
     return False
