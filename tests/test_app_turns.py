@@ -269,6 +269,15 @@ def test_a_correction_by_the_librarys_names_gives_up_the_paper_it_replaces() -> 
     goal, earlier = follow_up(msg, turns, names=names)
     assert "Zab" in goal and "Raft" not in goal
     assert earlier is not None and earlier.not_papers == [names.items["RAFT"].title]
+    # A take-back first ("Scratch that"), a colon after "wrong paper", "wanted" for "meant".
+    msg = "Scratch that, wrong paper: I wanted Zab. How does it order its updates?"
+    goal, earlier = follow_up(msg, turns, names=names)
+    assert "Zab" in goal and "Raft" not in goal
+    assert earlier is not None and earlier.not_papers == [names.items["RAFT"].title]
+    # "I wanted to know …" is a question, not a correction.
+    goal, earlier = follow_up("In Zab, I wanted to know how updates are ordered.", turns,
+                              names=names)  # fmt: skip
+    assert earlier is None or not earlier.correction
 
 
 def test_app_lists_sessions_titles_and_doctor(tmp_path: Path, small: tuple[Path, Any]) -> None:

@@ -180,9 +180,11 @@ def follow_up(
 
 _CORRECTION_RE = re.compile(
     r"^\s*(?:(?:oh|ah|hmm|no|nope|not that|sorry|actually|wait|oops|my bad|"
-    r"wrong (?:paper|one|article|study))[\s,.!-]*)*(?:i|I)\s+"
+    r"wrong (?:paper|one|article|study)|(?:scratch|forget|ignore|never mind|strike|cancel)"
+    r"(?:\s+(?:that|this|it))?)[\s,.!:;-]*)*"  # "Scratch that, wrong paper: I wanted …"
+    r"(?:i|I)\s+"
     r"(?:meant|mean|was asking about|asked about|was thinking of|was thinking about|"
-    r"had in mind|was referring to|was talking about|wanted)\s+(.+?)[\s.!?]*$|"
+    r"had in mind|was referring to|was talking about|wanted(?!\s+to\b))\s+(.+?)[\s.!?]*$|"
     r"^\s*(?:no|nope|not that one)[\s,.!-]+(?:the other (?:one|paper)|(.+?))[\s.!?]*$",
     re.I,
 )
