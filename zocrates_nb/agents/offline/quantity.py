@@ -10,6 +10,9 @@ from __future__ import annotations
 import functools
 import re
 
+# Metrics asked for by their acronym, in their own case ("what map function" asks no number).
+_METRICS = r"AP|mAP|BLEU|F1|AUC"
+_METRIC_RE = re.compile(rf"\b({_METRICS})\b")
 # A question asking for a number: "how many/much/long …", or "what/which …" asking for a
 # share, size, rate, value of something. The noun alone asks nothing: "which value was
 # chosen", "old spent transactions", "what does the simple way cost" ask no figure.
@@ -17,7 +20,7 @@ _QUANTITY_NOUNS = (
     r"(?:rate|percentage|percent|proportion|fraction|share|ratio|size|number|amount|count|"
     r"coefficient|factor|dimension(?:ality)?|threshold|length|duration|depth|width|price|budget|"
     r"speed|latency|throughput|accuracy|score|error|fee|salary|wage|precision|recall|"
-    r"perplexity|top-[15]|(?-i:AP|mAP|BLEU|F1|AUC))s?"
+    rf"perplexity|top-[15]|(?-i:{_METRICS}))s?"
 )
 _QUANTITY_RE = re.compile(
     r"\bhow (?:many|much|long|large|big|small|often|fast|slow|far|deep|wide|high|low)\b|"
@@ -71,9 +74,6 @@ def gives_quantity(question: str, sentence: str) -> bool:
     if metrics:
         return counts(sentence, (frozenset(m.lower() for m in metrics),))
     return states_quantity(sentence)
-
-
-_METRIC_RE = re.compile(r"\b(AP|mAP|BLEU|F1|AUC)\b")
 
 
 # Questions for a share and the numbers that state one: "77.6%", "12 of the 15".
@@ -174,26 +174,20 @@ def counts(sentence: str, counted: tuple[frozenset[str], ...]) -> bool:
     return False
 
 
-__all__ = [
-    "asks_only_count",
-    "asks_quantity",
-    "counted_unit",
-    "counts",
-    "gives_quantity",
-    "states_quantity",
-]
-
-
 # "Which window size did they settle on?", "What value of b was used?": a value the authors
 # chose, answered by the sentence stating their choice ("we set it to 4", "T = 17 is a good
 # choice", "the common configuration is (3,2,2)"), not one mentioning another value in passing.
 _ASKS_CHOICE_RE = re.compile(
     r"\b(?:uses?|used|using|chose|choose|chosen|settled?|settles|pick(?:ed|s)?|set|"
-    r"select(?:ed|s)?|recommend(?:ed|s)?|defaults?|typical(?:ly)?|usually|best|optimal)\b", re.I)
+    r"select(?:ed|s)?|recommend(?:ed|s)?|defaults?|typical(?:ly)?|usually|best|optimal)\b",
+    re.I,
+)
 _STATES_CHOICE_RE = re.compile(
     r"\b(?:we|they|it|which|was|were|is|are)\s+(?:\w+\s+){0,2}?(?:set|sets|use|used|uses|chose|"
     r"take|took|fixed|select(?:ed)?|recommend|found|find|settled)\b|\b(?:default|typically|"
-    r"usually|optimal|best|good choice|common)\b", re.I)
+    r"usually|optimal|best|good choice|common)\b",
+    re.I,
+)
 
 
 def asks_choice(question: str) -> bool:
@@ -205,3 +199,14 @@ def states_choice(sentence: str) -> bool:
     """The sentence states a value as chosen, found best or usual."""
     return bool(_STATES_CHOICE_RE.search(sentence)) and states_quantity(sentence)
 
+
+__all__ = [
+    "asks_choice",
+    "asks_only_count",
+    "asks_quantity",
+    "counted_unit",
+    "counts",
+    "gives_quantity",
+    "states_choice",
+    "states_quantity",
+]
