@@ -209,6 +209,8 @@ def test_a_quantity_is_a_number_not_a_year_or_a_pointer(sentence: str, states: b
         ("How many seconds did it take?", "The second component is ten times bigger.", False),
         ("What mask AP does it get on COCO?", "It achieves 71.1% on ImageNet.", False),
         ("What mask AP does it get on COCO?", "It reaches 37.2 AP on COCO.", True),
+        ("How many full nodes were running?", "2) Each node collects new transactions.", False),
+        ("How many full nodes were running?", "About 120 nodes (3) were running.", True),
     ],
 )
 def test_a_number_answers_how_many_only_when_it_counts_what_was_asked(

@@ -188,6 +188,10 @@ def test_the_named_papers_nearest_sentences_are_said_to_come_near_not_to_be_abse
     assert verdict(fee, [c], named=True) is Verdict.NOT_GIVEN
     estimate = "What does the paper estimate mining one block costs in electricity?"
     assert verdict(estimate, [c], named=True) is Verdict.NOT_GIVEN  # an estimate is a figure
+    sized = Candidate(c.chunk, 2, "Input and output have dmodel = 512, the inner layer dff = 4096.",
+                      score=0.34)
+    big = "Roughly how big is the hidden layer inside its feed-forward blocks?"
+    assert verdict(big, [sized], named=True) is Verdict.APPROACHED  # a number is given
     c.score = 0.2  # below anything on topic
     assert verdict(loose, [c], named=True) is Verdict.NOT_GIVEN
 

@@ -37,7 +37,9 @@ _QUANTITY_IN_TEXT_RE = re.compile(
     re.I,
 )
 _POINTER_RE = re.compile(
-    r"(?:\b(?:section|sec\.|table|figure|fig\.|eq\.|equation|appendix)|§)\s*[A-Z]?\d[\d.]*", re.I
+    r"(?:\b(?:section|sec\.|table|figure|fig\.|eq\.|equation|appendix)|§)\s*[A-Z]?\d[\d.]*|"
+    r"(?<![\w.])\(?\d{1,2}\)",  # an item of a list ("2) Each node …", "(3)") counts nothing
+    re.I,
 )
 _MONEY_RE = re.compile(
     r"\b(price[sd]?|cost[s]?|fees?|paid|pay|bill|budget|spend|spent|dollars?|salary|expenses?|"

@@ -37,18 +37,19 @@ def verdict(question: str, cands: Sequence[Candidate], named: bool = False) -> V
     """How well the scored candidates answer `question`. `named`: they are the sentences of
     the paper the question names, which surely bears on it: a low score alone then says only
     that they come near (a loosely worded "Which one?" scores low against its answer); a
-    number asked for and not given still says the paper does not give it."""
+    number asked for and given by none near the best still says the paper does not give it."""
     top = max((c.relevance for c in cands), default=0.0)
+    asked = asks_quantity(question)
+    gives = asked and any(c.relevance >= NUMBER_SHARE * top and gives_quantity(question, c.text)
+                          for c in cands)  # fmt: skip
     if top < STATES:
-        if named and top >= NAMED_NEAR and not asks_quantity(question):
+        if named and top >= NAMED_NEAR and (gives or not asked):
             return Verdict.APPROACHED
         return Verdict.NOT_GIVEN
     if (
         (top < NUMBER_CLEAR or asks_only_count(question))
-        and asks_quantity(question)
-        and not any(
-            c.relevance >= NUMBER_SHARE * top and gives_quantity(question, c.text) for c in cands
-        )
+        and asked
+        and not gives
     ):
         return Verdict.NOT_GIVEN  # a number was asked for, none near the best gives one, and
         # the best only shares the topic (a question that also asks whether or how may be
