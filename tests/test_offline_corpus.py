@@ -141,3 +141,16 @@ def test_a_contrast_follow_up_quotes_the_other_side_and_recalls_the_first_in_one
     assert then.cited_sources[0].title.startswith("Bigtable")
     asked = terminal(run(corpus_app.ask("What did I ask first?", session_id=sid)))
     assert "“How does GFS handle chunk server failures?”" in asked.answer
+
+
+def test_a_collection_without_the_answer_names_the_paper_holding_it_first(
+    corpus_app: App,
+) -> None:
+    """The paper named elsewhere is the one with the passage that answers (Spanner, on why
+    Megastore was built), not the one the question's subject fills most passages of
+    (Bigtable): that named the wrong paper as the place to look."""
+    question = "What did Bigtable users complain about that led Google to build Megastore?"
+    final = terminal(run(corpus_app.ask(question, collections=["Consensus"], hitl=False)))
+    assert final.type == "final"
+    assert [s.title for s in final.elsewhere][:1] == [TITLES["Spanner"]]
+    assert not final.cited_sources  # nothing from outside the collection

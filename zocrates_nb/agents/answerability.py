@@ -27,11 +27,12 @@ from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.turn import Scope, Source
 
-# How much better a paper outside the scope must stand in the library-wide search than the
-# scope's best paper to be named (each paper scored by its passages among the top 20: rank
-# weight × (0.5 + stored-window cosine)), and the least it must score. Calibrated on the dev
-# sets' scoped questions: scopes that answer stand at 1.1× the best outside paper or better;
-# scopes that do not, at a 30th of it or less.
+# How much better the best paper outside the scope must stand in the library-wide search than
+# the scope's best paper for the scope to be passed over (each paper scored by its passages
+# among the top 20: rank weight × (0.5 + stored-window cosine)), and the least it must score.
+# Calibrated on the dev sets' scoped questions: scopes that answer stand at 1.1× the best
+# outside paper or better; scopes that do not, at a 30th of it or less. The papers then named
+# are those whose best passage is within 0.6 of the best one's.
 ELSEWHERE_RATIO = 2.0
 ELSEWHERE_FLOOR = 0.5
 WIDE_DEPTH = 20
@@ -109,11 +110,14 @@ def elsewhere(
     for q in queries:
         hits = index.search(q, None, limit=WIDE_DEPTH, merge_twins=False)
         sims = vectors.chunk_similarity(q, [h.chunk.chunk_id for h in hits])
-        score: dict[str, float] = {}
+        score: dict[str, float] = {}  # a paper's passages together: how much it is on the topic
+        best: dict[str, float] = {}  # its best passage: whether it holds the answer
         section: dict[str, tuple[float, str]] = {}
         for rank, (h, s) in enumerate(zip(hits, sims, strict=True), 1):
             key = h.chunk.item_key
-            score[key] = score.get(key, 0.0) + (0.5 + (s or 0.0)) / (2 + rank)
+            weight = (0.5 + (s or 0.0)) / (2 + rank)
+            score[key] = score.get(key, 0.0) + weight
+            best[key] = max(best.get(key, 0.0), weight)
             if s is not None and s > section.get(key, (-1.0, ""))[0]:
                 section[key] = (s, h.chunk.section)
         best_in = max((v for k, v in score.items() if k in inside), default=0.0)
@@ -124,11 +128,17 @@ def elsewhere(
         for v, key in outside[:2]:  # named only where the scope answers nothing
             if v >= max(ELSEWHERE_FLOOR, 0.8 * top):
                 near[key] = max(v, near.get(key, 0.0))
-        for v, key in outside[:MAX_ELSEWHERE]:
-            if v < ELSEWHERE_FLOOR or v < ELSEWHERE_RATIO * best_in or v < 0.6 * top:
+        if top < ELSEWHERE_FLOOR or top < ELSEWHERE_RATIO * best_in:
+            continue  # the scope stands as well as the rest of the library
+        # Which papers answer: those holding the best single passages. The paper that names
+        # the question's subject most often ("Bigtable" in "which gap in Bigtable was
+        # Percolator built to fill?") gathers the most passages, not the one that answers.
+        holders = sorted((k for k in score if k not in inside), key=lambda k: -best[k])
+        for key in holders[:MAX_ELSEWHERE]:
+            if best[key] < 0.6 * best[holders[0]]:
                 break
-            if key not in found or found[key][0] < v:
-                found[key] = (v, section.get(key, (0.0, ""))[1])
+            if key not in found or found[key][0] < best[key]:
+                found[key] = (best[key], section.get(key, (0.0, ""))[1])
     if not found:
         ranked = sorted(near, key=lambda k: -near[k])
         return Elsewhere(nearest=[it.title for k in ranked if (it := index.item(k)) is not None])
