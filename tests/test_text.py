@@ -165,6 +165,29 @@ def test_a_sentence_cut_by_an_interleaved_caption_is_joined_and_the_caption_kept
     assert paragraphs[1].startswith("**Figure 2:**") and is_caption(paragraphs[1])
 
 
+def test_a_word_broken_before_the_authors_address_goes_on_only_in_lower_case() -> None:
+    # The HMM primer as converted: a column puts the author's address and Figure 1's labels
+    # between "draw-" and "ing"; the address is no half of the word.
+    text = (
+        "They provide a conceptual toolkit for building complex models just by draw-\n\n"
+        "Sean R. Eddy is at Howard Hughes Medical Institute, Saint Louis, Missouri, USA.\n\n"
+        "1.0 0.1 0.9 Sequence:\n\n"
+        "**Figure 1:** A toy HMM for 5′ splice site recognition.\n\n"
+        "ing an intuitive picture. HMMs are the Legos of computational sequence analysis."
+    )
+    sentences = split_sentences(text)
+    assert sentences[0] == ("They provide a conceptual toolkit for building complex models just "
+                            "by drawing an intuitive picture.")  # fmt: skip
+    assert "Sean R. Eddy is at Howard Hughes Medical Institute, Saint Louis, Missouri, USA." in (
+        sentences
+    )
+    assert not any("drawSean" in s for s in sentences)
+    # A broken word whose other half never comes is not joined to prose a page later.
+    later = "Results are in Table 2.\n\n" * 6 + "and so the model is small."
+    far = split_sentences("It runs by draw-\n\n" + later)
+    assert not any(s.startswith("It runs by drawand") for s in far)
+
+
 def test_a_sentence_cut_at_a_page_break_joins_and_a_list_opener_keeps_its_first_item() -> None:
     text = (
         "A candidate must contact a majority of the cluster, which means that every committed\n\n"

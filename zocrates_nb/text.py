@@ -211,14 +211,20 @@ def _open_prose(paragraph: str) -> bool:
     return not _CLOSED_RE.search(p)
 
 
+_BROKEN_WORD_RE = re.compile(r"[A-Za-z]-$")
+_MAX_HELD = 4  # a page's running head, address and figure labels; not the rest of a page
+
+
 def _continues(prev: str, nxt: str) -> bool:
     """Whether `nxt` carries on the sentence `prev` breaks off: it starts in lower case, or
     `prev` stops on a word no sentence ends with ("… the", "… of every")."""
     n = nxt.lstrip()
     if not n or n.startswith(("#", "- ", "* ")) or is_caption(n):
         return False
-    if n[0].islower() or prev.rstrip().endswith("-"):
+    if n[0].islower():
         return True
+    if _BROKEN_WORD_RE.search(prev):
+        return False  # "draw-" + "Sean R. Eddy is at …": not the word's other half
     last = re.sub(r"[^\w]", "", prev.split()[-1]).lower() if prev.split() else ""
     return last in _FUNCTION_WORDS
 
@@ -235,11 +241,12 @@ def clean_passage(text: str) -> str:
     a sentence that a page break or an interleaved caption cut in two (the caption is kept,
     after the joined paragraph)."""
     t = text.replace("\r", "")
-    t = re.sub(r"(\w)-\n\s*(\w)", r"\1\2", t)
+    t = re.sub(r"(\w)-\n[ \t]*(\w)", r"\1\2", t)  # within a paragraph only
     t = re.sub(r"[ \t]+", " ", t)
     paras = re.split(r"\n\s*\n", t)
     out: list[str] = []
     prose = -1  # index in `out` of the last prose paragraph, while it is still open
+    held = 0  # paragraphs set aside since it; past _MAX_HELD it is closed
     for p in paras:
         lines = [ln.strip() for ln in p.split("\n") if ln.strip()]
         if not lines:
@@ -251,12 +258,20 @@ def clean_passage(text: str) -> str:
             para = " ".join(lines)
         if prose >= 0 and _continues(out[prose], para):
             out[prose] = _join(out[prose], para)
-        elif is_caption(para) and prose >= 0:
-            out.append(para)  # set aside: the sentence it interrupts may go on after it
+        elif (
+            prose >= 0
+            and held < _MAX_HELD
+            and (is_caption(para) or _BROKEN_WORD_RE.search(out[prose]))
+        ):
+            # Set aside: the sentence it interrupts may go on after it. A word broken at the
+            # end ("just by draw-") goes on only in lower case ("ing an intuitive picture"),
+            # never in the author's address or a figure's labels between them.
+            out.append(para)
+            held += 1
             continue
         else:
             out.append(para)
-            prose = len(out) - 1
+            prose, held = len(out) - 1, 0
         if not _open_prose(out[prose]):
             prose = -1
     return "\n\n".join(out)
