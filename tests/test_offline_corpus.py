@@ -154,3 +154,17 @@ def test_a_collection_without_the_answer_names_the_paper_holding_it_first(
     assert final.type == "final"
     assert [s.title for s in final.elsewhere][:1] == [TITLES["Spanner"]]
     assert not final.cited_sources  # nothing from outside the collection
+
+
+def test_a_question_on_what_i_wrote_searches_my_notes_and_quotes_the_line(
+    corpus_app: App,
+) -> None:
+    """Among the Transformer paper's passages, the reading note's short 'Key ideas' lines rank
+    below the paper they are on: the notes are searched on their own, and the line is cited."""
+    question = "What did I write in my notes on how the Transformer keeps track of token positions?"
+    final = terminal(run(corpus_app.ask(question, hitl=False)))
+    assert final.type == "final"
+    bullets = [ln for ln in final.answer.splitlines() if ln.startswith("- ")]
+    assert any(b.startswith("- Sinusoidal positional encodings added to the input embeddings.")
+               for b in bullets[:3]), final.answer  # fmt: skip
+    assert any(c.chunk_id.startswith("QLG29MTK:") for c in final.citations)

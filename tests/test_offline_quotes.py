@@ -6,6 +6,8 @@ notes are named as theirs (issue 27)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
@@ -373,3 +375,54 @@ def test_the_sentence_stating_the_value_chosen_leads_when_the_choice_is_asked(
     assert chosen.score - example.score > CHOICE  # leads, its choice counted
     quotes = quoted(scorer, question, [chunk(text, title="Graph-of-word", section="4.4")])
     assert quotes[0].startswith("We set the window size to 4 by default")
+
+
+def test_a_papers_sentences_are_ordered_as_if_the_question_did_not_name_it(
+    scorer: QuoteScorer,
+) -> None:
+    """Every sentence of ZooKeeper's paper is about ZooKeeper: the name in the question drew
+    the ones that repeat it ("… partitioning the ZooKeeper data …") ahead of the
+    one that answers. How well a sentence answers stays the question's own measure."""
+    from zocrates_nb.agents.offline.writer import without_names
+
+    text = (
+        "We increase write throughput by partitioning the ZooKeeper data into multiple "
+        "ZooKeeper ensembles. In theory the performance of Figure 7 would match the performance "
+        "of ZooKeeper with 100% writes. Read throughput is higher than write throughput because "
+        "reads do not use atomic broadcast. By processing reads locally, we obtain excellent "
+        "read performance because it is just an in-memory operation on the local server, and "
+        "there is no disk activity or agreement protocol to run."
+    )
+    question = "Why is ZooKeeper faster at reads than at writes?"
+    unnamed = without_names(question, ["ZooKeeper"])
+    assert unnamed == "Why is faster at reads than at writes?"
+    papers = [EvidenceChunk(1, "ZooKeeper", "Hunt et al.", "2010", "5.1 Throughput", text, "ZK")]
+    plain = scorer.candidates(papers)
+    scorer.score(question, plain)
+    assert not max(plain, key=lambda c: c.score).text.startswith("Read")  # the name's lead
+    bare = scorer.candidates(papers)
+    scorer.score(question, bare, unnamed, frozenset({"ZK"}))
+    assert max(bare, key=lambda c: c.score).text.startswith("Read throughput is higher")
+    assert [round(c.relevance, 6) for c in bare] == [round(c.relevance, 6) for c in plain]
+    # Another paper's sentences are not lifted: the question's names may be theirs to answer.
+    other = scorer.candidates([dataclasses.replace(papers[0], item_key="OTHER")])
+    scorer.score(question, other, unnamed, frozenset({"ZK"}))
+    assert [c.score for c in other] == pytest.approx([c.score for c in plain])
+
+
+@pytest.mark.parametrize(
+    ("question", "names", "bare"),
+    [
+        ("For the birds data set, Snell and colleagues build class embeddings. Why?", ["Snell"],
+         "For the birds data set, build class embeddings. Why?"),
+        ("What makes a read cheaper than a write in ZooKeeper?", ["ZooKeeper"],
+         "What makes a read cheaper than a write?"),
+        ("How does Raft's leader commit?", ["Raft"], "How does leader commit?"),
+        ("How does Raft work?", ["Raft"], ""),  # nothing left to ask
+    ],
+)
+def test_a_question_without_the_names_of_its_papers(question: str, names: list[str], bare: str
+                                                    ) -> None:  # fmt: skip
+    from zocrates_nb.agents.offline.writer import without_names
+
+    assert without_names(question, names) == bare

@@ -125,12 +125,15 @@ class Candidate:
     heading: float = 0.0  # how well its section's heading names the question's aspect
     prior: float = 0.0  # its passage window's stored cosine to the question
     vec: np.ndarray | None = None
-    passage: float = 0.0  # the part of `score` that its passage's retrieval rank gave
+    # The part of `score` that orders without saying whether it answers: its passage's
+    # retrieval rank, the researcher's own note when their notes are asked for, its closeness
+    # to the question without its paper's name.
+    passage: float = 0.0
 
     @property
     def relevance(self) -> float:
-        """How closely the sentence itself answers: its score without its passage's rank,
-        which orders sentences but says nothing of whether any of them answers."""
+        """How closely the sentence itself answers: its score without `passage`, which orders
+        sentences but says nothing of whether any of them answers."""
         return self.score - self.passage
 
 
@@ -322,15 +325,28 @@ class QuoteScorer:
         if texts:
             self.emb.embed(list(dict.fromkeys(texts)))
 
-    def score(self, question: str, cands: list[Candidate]) -> None:
-        """Meaning (embedded), words, the section heading, a stated number when asked for."""
+    def score(self, question: str, cands: list[Candidate], unnamed: str = "",
+              named: frozenset[str] = frozenset()) -> None:  # fmt: skip
+        """Meaning (embedded), words, the section heading, a stated number when asked for.
+
+        `unnamed`: the question without the names of the papers it names (`named`, item keys).
+        A paper's sentences need not repeat its name ("Why is ZooKeeper faster at reads…?" is
+        answered by "Read throughput is higher … because reads do not use atomic broadcast"):
+        theirs are ordered by the closer of the two, while how well they answer (`relevance`)
+        stays the question's own measure."""
         if not cands:
             return
         vecs = self.emb.embed([question, *(c.text for c in cands)])
         q = vecs[0]
         for c, v in zip(cands, vecs[1:], strict=True):
             c.vec = v
-        dense = vecs[1:] @ q
+        dense = _meaning(vecs[1:] @ q, _context(cands, q))
+        lift = np.zeros(len(cands))
+        if unnamed and named:
+            qb = self.emb.embed([unnamed])[0]
+            own = np.array([c.chunk.item_key in named for c in cands])
+            lift = np.where(own, np.maximum(_meaning(vecs[1:] @ qb, _context(cands, qb)) - dense,
+                                            0.0), 0.0)  # fmt: skip
         doc_terms = [terms(c.text) for c in cands]
         stats = TermStats(doc_terms)
         q_terms = terms(question)
@@ -339,17 +355,15 @@ class QuoteScorer:
         wants_choice = asks_choice(question)
         own_notes = OWN_NOTES if asks_own_notes(question) else 0.0
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
-        context = _context(cands, q)
-        for c, d, t, ctx in zip(cands, dense, doc_terms, context, strict=True):
-            d = (1 - CONTEXT) * float(d) + CONTEXT * ctx
+        for c, d, t, up in zip(cands, dense, doc_terms, lift, strict=True):
             lex = stats.overlap(q_terms, t)
-            c.passage = PASSAGE_PRIOR / rank[c.chunk.index]
+            mine = own_notes if c.chunk.is_note else 0.0
+            c.passage = PASSAGE_PRIOR / rank[c.chunk.index] + mine + 0.72 * float(up)
             states = 0.08 if wants_number and gives_quantity(question, c.text) else 0.0
             states += CHOICE if wants_choice and states_choice(c.text) else 0.0
             c.heading = fit.get(c.chunk.section, 0.0)
             bonus = 0.4 * max(c.heading - 0.45, 0.0)
-            mine = own_notes if c.chunk.is_note else 0.0
-            c.score = (0.72 * float(d) + 0.28 * lex + c.passage + states + bonus + mine
+            c.score = (0.72 * float(d) + 0.28 * lex + c.passage + states + bonus
                        - filler(c))  # fmt: skip
 
     def heading_fit(self, question: str, sections: Sequence[str]) -> dict[str, float]:
@@ -437,6 +451,11 @@ def _context(cands: Sequence[Candidate], q: np.ndarray) -> list[float]:
         n = float(np.linalg.norm(m))
         out.append(float(m @ q) / n if n > 0 else 0.0)
     return out
+
+
+def _meaning(own: np.ndarray, context: Sequence[float]) -> np.ndarray:
+    """A sentence's closeness: its own, with its neighbourhood's (`CONTEXT`)."""
+    return (1 - CONTEXT) * own + CONTEXT * np.asarray(context, dtype=own.dtype)
 
 
 def _cos(a: np.ndarray | None, b: np.ndarray | None) -> float:

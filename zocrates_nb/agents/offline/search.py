@@ -2,9 +2,10 @@
 stored window vectors come to the goal (the index's own vectors: nothing the tools returned is
 embedded again), concluding with the gaps when the plan outgrows the budget.
 
-Plan: passage search for the goal → survey candidate papers (frontmatter) → for the best one to
-three papers: a focused search inside the paper, its outline, and a read of the one or two
-sections the passages and headings point to → conclude. A question in parts searches and reads
+Plan: (the researcher's notes first, when the question asks what they wrote) passage search for
+the goal → survey candidate papers (frontmatter) → for the best one to three papers: a focused
+search inside the paper, its outline, and a read of the one or two sections the passages and
+headings point to → conclude. A question in parts searches and reads
 for each part, inside the paper it names. Guidance from a checkpoint goes first in the next
 pass: the papers and sections it names are opened before anything else.
 """
@@ -32,6 +33,7 @@ from zocrates_nb.agents.offline.search_state import (
     SearchPlanState,
     read_plan_state,
 )
+from zocrates_nb.agents.own_notes import asks_own_notes
 from zocrates_nb.agents.parts import Part
 from zocrates_nb.text import entities, mentions
 
@@ -468,6 +470,15 @@ class OfflineSearch:
                 return tool_call("read_document", {"item_key": key, "asset_id": ", ".join(ids)})
             return None
 
+        def own_notes() -> ModelResponse | None:
+            # The researcher's few notes are searched on their own: among a paper's passages
+            # a short note ranks below the paper it is on, whose words it shares.
+            if not asks_own_notes(st.question) or (st.goal, "note", str(scope_key)) in (
+                st.searched_queries
+            ):
+                return None
+            return _search(st.goal, scope_key, chunk_type="note", limit=5)
+
         def guided_search() -> ModelResponse | None:
             guided = self._guided(st)
             if not guided or (guided, "", str(scope_key)) in st.searched_queries:
@@ -475,6 +486,7 @@ class OfflineSearch:
             return _search(guided, scope_key, limit=8)
 
         plan: list[tuple[str, Callable[[], ModelResponse | None]]] = [
+            ("notes", own_notes),
             ("passages", passage_search),
             ("guided", guided_search),
         ]
@@ -500,7 +512,7 @@ class OfflineSearch:
             if not st.exhausted and remaining > 0:
                 part = action.parts[0]
                 if (
-                    name not in ("passages", "survey", "guided")
+                    name not in ("notes", "passages", "survey", "guided")
                     and isinstance(part, ToolCallPart)
                     and self.calls_for(st, name) > remaining
                     and st.read
@@ -511,7 +523,7 @@ class OfflineSearch:
             # Out of budget: what the plan still wanted to do is the gap to report.
             if name == "passages":
                 gaps.append(f"passages not yet searched for: {st.question}")
-            elif name not in ("survey", "guided"):
+            elif name not in ("notes", "survey", "guided"):
                 gaps.append(self._unopened(st, name))
         return self.conclude(st, sims, gaps)
 

@@ -46,6 +46,7 @@ from zocrates_nb.text import (
     markdown_quote,
     markdown_text,
     mentions,
+    terms,
 )
 
 NO_LM_NOTE = (
@@ -86,6 +87,18 @@ def part_query(part: Part) -> str:
         if len(re.findall(r"\w+", bare)) >= 3:
             query = " ".join(bare.split())
     return query if len(query.split()) >= 3 else part.text
+
+
+def without_names(question: str, names: Sequence[str]) -> str:
+    """The question without the names it gives papers ("Velvet", "Snell and colleagues"), or
+    "" when too little is left to ask anything."""
+    bare = question
+    for name in names:
+        bare = re.sub(rf"\b{re.escape(name)}(?:['’]s)?(?:\s+(?:et al\.?|and (?:colleagues|"
+                      rf"coauthors|co-authors)))?(?!\w)", " ", bare)  # fmt: skip
+    bare = re.sub(r"\s+(?:in|of|by|for|from|on|at|to)(?=\s*[?.!]|$)", "", bare)
+    bare = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(bare.split()))
+    return bare if bare != question and len(set(terms(bare))) >= 2 else ""
 
 
 def asked(brief: WriterBrief) -> str:
@@ -171,8 +184,9 @@ class OfflineSynthesizer:
             return self.answer_parts(brief, scorer, chunks)
         cands = scorer.candidates(chunks)
         mine = scorer.focus(question, cands, FOCUS_WORDS)
-        scorer.prefetch([(question, mine)])
-        scorer.score(question, mine)
+        unnamed = without_names(question, brief.known_names)
+        scorer.prefetch([(question, mine), *([(unnamed, [])] if unnamed else [])])
+        scorer.score(question, mine, unnamed, frozenset(brief.named))
         everything = " ".join(f"{c.title} {c.section} {c.text}" for c in chunks)
         # A name the library knows stands for its paper, which need not repeat it ("Ghemawat").
         # A correction's own words name what is not meant ("BLAST, not BLAT"): the goal says
@@ -209,7 +223,7 @@ class OfflineSynthesizer:
             lines += [f"The evidence does not mention: {', '.join(missing)}.", ""]
         real_gaps = [g for g in brief.gaps if not g.startswith("passages not yet")]
         if real_gaps:
-            lines += ["Not covered by the evidence gathered: " + "; ".join(real_gaps) + ".", ""]
+            lines += [gaps_line(real_gaps), ""]
         lines.append(NO_LM_NOTE)
         return "\n".join(lines)
 
@@ -286,7 +300,7 @@ class OfflineSynthesizer:
             if not g.startswith(("passages not yet", "nothing found about", "no passage"))
         ]  # fmt: skip
         if real_gaps:
-            lines += ["Not covered by the evidence gathered: " + "; ".join(real_gaps) + ".", ""]
+            lines += [gaps_line(real_gaps), ""]
         lines.append(NO_LM_NOTE)
         return "\n".join(lines)
 
@@ -436,6 +450,13 @@ def follow_up_lines(brief: WriterBrief) -> list[str]:
         on = f", on {fu.subject}" if fu.subject else ""
         return [f"_Earlier{on}: {fu.answer}_", ""]
     return []
+
+
+def gaps_line(gaps: Sequence[str]) -> str:
+    """What the search left uncovered, one sentence ("… the question: What did I say …?", not
+    "…?.")."""
+    text = "Not covered by the evidence gathered: " + "; ".join(gaps)
+    return text if re.search(r"[.?!][”’\"')]*$", text) else text + "."
 
 
 def quote_groups(picked: list[Unit]) -> list[str]:
