@@ -344,3 +344,19 @@ def test_convert_file_raises_only_plain_conversion_errors(tmp_path: Path) -> Non
     nuls.write_bytes(b"\x00" * 40)
     with pytest.raises(ConversionError, match=r"^no text in the file"):
         convert_file(nuls)
+
+
+def test_a_word_broken_at_a_line_end_is_joined_as_the_document_writes_it() -> None:
+    """'proof-' + 'of-work' was 'proofof-work' and 'Append-' + 'Entries' 'Append- Entries':
+    the document's own spelling elsewhere decides; without one, a lower-case half joins the
+    word and a capitalised one keeps its hyphen ('non-Gaussian')."""
+    from zocrates_nb.ingest.text import join_lines, word_forms
+
+    forms = word_forms(["a chain of proof-of-work blocks", "the AppendEntries RPC"])
+    assert join_lines(["each block holds a proof-", "of-work for its hash"], forms) == (
+        "each block holds a proof-of-work for its hash")  # fmt: skip
+    assert join_lines(["the leader retries Append-", "Entries RPCs"], forms) == (
+        "the leader retries AppendEntries RPCs")  # fmt: skip
+    assert join_lines(["a distri-", "buted system"], forms) == "a distributed system"
+    assert join_lines(["globally-", "distributed"], forms) == "globally-distributed"
+    assert join_lines(["a non-", "Gaussian prior"], forms) == "a non-Gaussian prior"

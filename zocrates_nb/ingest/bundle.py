@@ -21,7 +21,9 @@ TOC = "toc.json"
 # Bump whenever any converter (PDF, HTML/notes, Markdown, text) would write a different bundle
 # for the same input: the bundle cache and the index fingerprints include it, so an upgrade
 # re-converts and re-indexes every converted document instead of keeping stale bundles.
-CONVERTER_VERSION = 5  # 5: a page that begins inside a paragraph (`Toc.page_cols`)
+# 5: a page that begins inside a paragraph (`Toc.page_cols`); 6: a word broken at a line end
+# is joined as the document writes it elsewhere ("proof-of-work", "AppendEntries")
+CONVERTER_VERSION = 6
 
 
 @dataclass

@@ -42,7 +42,7 @@ from zocrates_nb.ingest.pdf_layout import (
 from zocrates_nb.ingest.pdf_pages import page_breaks, page_starts_of
 from zocrates_nb.ingest.pdf_style import BodyStyle, family, measure_body
 from zocrates_nb.ingest.pdf_tables import page_ranges, table_rows
-from zocrates_nb.ingest.text import join_lines
+from zocrates_nb.ingest.text import join_lines, word_forms
 from zocrates_nb.ingest.toc import TocInfo, build_toc, find_year, markdown_table, normalize_text
 
 CONVERTER = f"pypdfium2-{pdfium.version.PYPDFIUM_INFO}"
@@ -337,6 +337,11 @@ def _assemble(
                 table_of[cap.index] = (rows, row_pages)
                 in_table.update(used)
 
+    forms = word_forms(dl.line.text for dl in lines)  # how it writes a word broken at a line end
+
+    def join(texts: list[str]) -> str:
+        return fix_accents(join_lines(texts, forms))
+
     md: list[str] = []
     md_pages: list[int] = []
     # md line index → (column, page) where a paragraph running across pages reaches the next
@@ -368,7 +373,7 @@ def _assemble(
         if para and _is_figure_debris(para, body):
             para = []
         if para:
-            joined = fix_accents(join_lines([ln.text for ln in para]))
+            joined = join([ln.text for ln in para])
             text = joined
             if re.match(r"^[#|>]|^\*\*", text):
                 text = "\\" + text  # body text, not Markdown structure
@@ -377,7 +382,7 @@ def _assemble(
             if text.strip():
                 emit(text, para_page)
                 breaks = page_breaks([ln.text for ln in para], para_pages, len(text) - len(joined),
-                                     lambda texts: fix_accents(join_lines(texts)))
+                                     join)
                 if breaks:
                     md_breaks[len(md) - 1] = breaks
                 if not any(h < para_start for h in head_at):
@@ -386,7 +391,7 @@ def _assemble(
 
     title_text = ""
     if title_idx:
-        title_text = fix_accents(join_lines([lines[i].line.text for i in title_idx]))
+        title_text = join([lines[i].line.text for i in title_idx])
         title_text = title_text.rstrip("∗*†‡ ")
         emit(title_text, lines[title_idx[0]].page)
     i = 0
@@ -408,7 +413,7 @@ def _assemble(
         if i in cap_at:
             flush()
             cap = cap_at[i]
-            emit(_caption_md(cap, lines), cap.page)
+            emit(_caption_md(cap, lines, join), cap.page)
             if cap.index in table_of:
                 rows, row_pages = table_of[cap.index]
                 # Header, separator, then each row on its own page.
@@ -501,8 +506,8 @@ def _heading_md(c: Candidate) -> str:
     return "#" * max(c.level, 1) + " " + num + title
 
 
-def _caption_md(cap: Caption, lines: list[DocLine]) -> str:
-    text = fix_accents(join_lines([lines[cap.index + k].line.text for k in range(cap.count)]))
+def _caption_md(cap: Caption, lines: list[DocLine], join: Callable[[list[str]], str]) -> str:
+    text = join([lines[cap.index + k].line.text for k in range(cap.count)])
     m = _CAPTION.match(text)
     rest = text[m.end() :] if m else text
     rest = re.sub(r"^[\s.:|—–-]+", "", rest).strip()

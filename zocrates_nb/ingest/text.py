@@ -7,6 +7,7 @@ are joined back into paragraphs and obviously numbered headings ("2.1 Data model
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from statistics import median
 
@@ -51,12 +52,25 @@ def read_text(path: Path) -> DecodedText:
 
 
 _HYPHENATED = re.compile(r"[A-Za-z]-$")
+_HEAD_RE = re.compile(r"([^\W\d_]+)-$")
+_TAIL_RE = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+_FORM_RE = re.compile(r"\w+(?:-\w+)*")
 
 
-def join_lines(lines: list[str]) -> str:
+def word_forms(texts: Iterable[str]) -> frozenset[str]:
+    """How a document writes its words inside its lines, lower case, compounds whole
+    ("proof-of-work", "appendentries"): what a word broken at a line end is, by the document's
+    own usage."""
+    return frozenset(w.lower() for t in texts for w in _FORM_RE.findall(t))
+
+
+def join_lines(lines: list[str], forms: Collection[str] = frozenset()) -> str:
     """One paragraph from wrapped lines, re-joining words hyphenated across line ends.
 
-    Linear in the paragraph's length: only the end of the previous line is looked at (a
+    A broken word is joined as the document writes it elsewhere (`forms`): "proof-" +
+    "of-work" keeps its hyphen, "Append-" + "Entries" is "AppendEntries". Otherwise "distri-"
+    + "buted" is one word and "globally-" + "distributed" or "non-" + "Gaussian" keeps its
+    hyphen. Linear in the paragraph's length: only the end of the previous line is looked at (a
     table run together into one paragraph has thousands of lines).
     """
     parts: list[str] = []
@@ -65,9 +79,16 @@ def join_lines(lines: list[str]) -> str:
         if not line:
             continue
         prev = parts[-1] if parts else ""
-        if prev and _HYPHENATED.search(prev[-2:]) and "a" <= line[0] <= "z":
-            # "distri-" + "buted" → "distributed"; "globally-" + "distributed" keeps its hyphen.
-            if not prev.endswith("ly-"):
+        if prev and _HYPHENATED.search(prev[-2:]) and line[0].isalpha():
+            head, tail = _HEAD_RE.search(prev), _TAIL_RE.match(line)
+            pair = (head.group(1).lower(), tail.group(0).lower()) if head and tail else ("", "")
+            if pair[0] and f"{pair[0]}-{pair[1]}" in forms:
+                keep = True
+            elif pair[0] and f"{pair[0]}{pair[1]}" in forms:
+                keep = False
+            else:
+                keep = not line[0].islower() or prev.endswith("ly-")
+            if not keep:
                 parts[-1] = prev[:-1]
             parts.append(line)
         elif prev:
