@@ -16,6 +16,7 @@ from zocrates_nb.text import (
     clean_passage,
     entities,
     is_caption,
+    mentions,
     split_sentences,
     stem,
     terms,
@@ -213,3 +214,12 @@ def test_paragraphs_that_end_their_sentence_stay_apart_and_numbered_items_are_th
         "1. FLP (1985)",
         "2. Paxos Made Simple",
     ]
+
+
+def test_a_name_asked_in_the_plural_is_mentioned_by_its_singular() -> None:
+    """'Do bigger Wide-ResNets want harsher augmentation?' was 'no evidence (nothing in it
+    mentions Wide-ResNets)' over RandAugment's 'Wide-ResNet-28-2'."""
+    assert mentions("we train Wide-ResNet-28-2 and Wide-ResNet-28-10", "Wide-ResNets")
+    assert mentions("two Transformers", "Transformer")  # and the other way, as before
+    assert not mentions("the GF of a graph", "GFS")  # an acronym's S is no plural
+    assert not mentions("a class", "classes")  # only an 's' is taken off

@@ -328,10 +328,17 @@ def entities(question: str) -> list[str]:
 
 
 def mentions(text: str, entity: str) -> bool:
-    """Whether `text` mentions `entity` (case-insensitive, plural/possessive tolerant)."""
-    e = re.escape(entity.lower())
-    pattern = r"(?<![a-z0-9])" + e + r"(?:s|es|'s|’s)?(?![a-z0-9])"
-    return re.search(pattern, text.lower()) is not None
+    """Whether `text` mentions `entity` (case-insensitive, plural/possessive tolerant both
+    ways: "Wide-ResNets" asked is "Wide-ResNet" written; an acronym's capital S is no plural)."""
+    forms = [entity]
+    if re.search(r"[a-z]s$", entity) and not entity.endswith("ss") and len(entity) > 3:
+        forms.append(entity[:-1])
+    low = text.lower()
+    for form in forms:
+        pattern = r"(?<![a-z0-9])" + re.escape(form.lower()) + r"(?:s|es|'s|’s)?(?![a-z0-9])"
+        if re.search(pattern, low):
+            return True
+    return False
 
 
 class TermStats:
