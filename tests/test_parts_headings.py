@@ -74,3 +74,23 @@ def test_a_clause_opened_by_a_phrase_starts_a_part_and_headings_say_what_is_aske
          "coefficients untidy?")
     sasa, _ = decompose(q, cat)
     assert sasa.heading.endswith(": what does a ResNet's stem consist")
+
+
+def test_a_maker_named_in_another_papers_title_is_no_part_of_its_own() -> None:
+    """'How many years did it take Google to get Spanner to its published design' was split
+    into a 'Google' part (The Google File System: 'Your papers do not give this') and Spanner.
+    Spanner's title names Google as its maker; a question naming both systems still has two."""
+    cat = Catalogue(
+        [
+            CatalogueItem("GFS", "The Google File System", ("Sanjay Ghemawat",)),
+            CatalogueItem("SP", "Spanner: Google's Globally-Distributed Database",
+                          ("James C. Corbett",)),
+            CatalogueItem("DY", "Dynamo: Amazon's Highly Available Key-value Store",
+                          ("Giuseppe DeCandia",)),
+        ]
+    )  # fmt: skip
+    q = "How many years did it take Google to get Spanner to its published design?"
+    assert [m.keys for m in cat.mentions(q)] == [("SP",)]
+    assert decompose(q, cat) == []
+    both = decompose("How do the Google File System and Spanner replicate data?", cat)
+    assert [p.items for p in both] == [["GFS"], ["SP"]]

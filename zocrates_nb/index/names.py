@@ -257,7 +257,20 @@ class Catalogue:
         found = self._find(text)
         around = self._find(context) if context and context != text else found
         claimed = {k for m in around if len(m.keys) == 1 for k in m.keys}
-        return _disambiguate(found, claimed)
+        return self._without_makers(_disambiguate(found, claimed))
+
+    def _without_makers(self, ms: list[Mention]) -> list[Mention]:
+        """A name another named paper's title gives in the possessive is its maker, not a
+        thing of its own: "Why did Google build Spanner?" names only "Spanner: Google's
+        Globally-Distributed Database", though "Google" alone names "The Google File System"."""
+        def title(key: str) -> str:
+            return " ".join(self.items[key].title.split()).casefold() if key in self.items else ""
+
+        return [m for m in ms if not any(
+            n is not m and set(n.keys) - set(m.keys) and any(
+                re.search(rf"(?<!\w){re.escape(m.surface.casefold())}['’]s\b", title(k))
+                for k in n.keys)
+            for n in ms)]  # fmt: skip
 
     def _find(self, text: str) -> list[Mention]:
         toks = tokens(text)
