@@ -19,6 +19,7 @@ from zocrates_nb.text import (
     mentions,
     split_sentences,
     stem,
+    strip_reference_markers,
     terms,
     words,
 )
@@ -223,3 +224,11 @@ def test_a_name_asked_in_the_plural_is_mentioned_by_its_singular() -> None:
     assert mentions("two Transformers", "Transformer")  # and the other way, as before
     assert not mentions("the GF of a graph", "GFS")  # an acronym's S is no plural
     assert not mentions("a class", "classes")  # only an 's' is taken off
+
+
+def test_an_interval_in_brackets_is_no_reference_marker() -> None:
+    """RandAugment's 'ranging from [0, 30]' was quoted as 'ranging from 2.' (the interval
+    taken for a citation, the footnote's number left)."""
+    text = "M is on a uniform linear scale ranging from [0, 30] as in prior work [12, 31]."
+    assert strip_reference_markers(text) == (
+        "M is on a uniform linear scale ranging from [0, 30] as in prior work.")  # fmt: skip

@@ -42,7 +42,8 @@ described explain explains tell tells does did question questions answer library
 STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9'’\-]*[A-Za-z0-9]|[A-Za-z]|\d+(?:\.\d+)?")
-_REF_MARKER_RE = re.compile(r"\s?\[(?:\d{1,3}(?:\s*[,–-]\s*\d{1,3})*)\]")
+# A citation's numbers start at 1: "[0, 30]" is an interval ("a scale ranging from [0, 30]").
+_REF_MARKER_RE = re.compile(r"\s?\[(?:[1-9]\d{0,2}(?:\s*[,–-]\s*\d{1,3})*)\]")
 _ABBREV = (
     "e.g.",
     "i.e.",
