@@ -35,6 +35,13 @@ def chunk(text: str, index: int = 1, title: str = "The Google File System",
     return EvidenceChunk(index, title, "Ghemawat et al.", "2003", section, text)
 
 
+def body_passage(key: str, title: str, text: str, section: str = "1") -> Evidence:
+    """A passage of a paper's body, as the index returns it."""
+    return Evidence(chunk_id=f"{key}:1", attachment_key=key, item_key=key, title=title,
+                    authors=["A. Author"], year=2006, chunk_type="body", section=section,
+                    text=text)  # fmt: skip
+
+
 def quoted(scorer: QuoteScorer, question: str, chunks: list[EvidenceChunk]) -> list[str]:
     cands = scorer.candidates(chunks)
     scorer.score(question, cands)
@@ -301,11 +308,9 @@ def test_a_scope_that_does_not_give_what_is_asked_names_the_closest_papers_outsi
     from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
     from zocrates_nb.agents.offline.writer import OfflineSynthesizer
 
-    chubby = Evidence(chunk_id="C:1", attachment_key="C", item_key="C", title="Chubby",
-                      authors=["A. Author"], year=2006, chunk_type="body", section="1",
-                      text="Building Chubby was an engineering effort required to fill the "
-                           "needs mentioned above; it was not research. Google's project teams "
-                           "are free to set up their own Chubby cells.")  # fmt: skip
+    chubby = body_passage("C", "Chubby", "Building Chubby was an engineering effort required to "
+                          "fill the needs mentioned above; it was not research. Google's project "
+                          "teams are free to set up their own Chubby cells.")  # fmt: skip
     q = "How many engineers built Chubby?"
     brief = WriterBrief(question=q, goal=q, evidence=(chubby,), scope_label="the selected paper",
                         nearest=("ZooKeeper: Wait-free coordination",))  # fmt: skip
@@ -426,3 +431,21 @@ def test_a_question_without_the_names_of_its_papers(question: str, names: list[s
     from zocrates_nb.agents.offline.writer import without_names
 
     assert without_names(question, names) == bare
+
+
+def test_the_answer_does_not_say_no_passage_matches_beside_the_passage_that_does() -> None:
+    """The planner's rough "no passage … closely matches" gap was printed under quotes the
+    writer had judged to state the answer ("What the papers in your library say …")."""
+    from zocrates_nb.agents.offline.brief import WriterBrief
+    from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+    from zocrates_nb.agents.offline.writer import OfflineSynthesizer
+
+    gfs = body_passage("G", "GFS", "The master stores three major types of metadata in its "
+                       "memory: the file and chunk namespaces, the mapping from files to chunks, "
+                       "and the locations of each chunk's replicas.", "2.6 Metadata")  # fmt: skip
+    q = "What kinds of metadata does the master keep in memory?"
+    gap = f"no passage in the library closely matches the question: {q}"
+    brief = WriterBrief(question=q, goal=q, evidence=(gfs,), gaps=(gap, "§4 of GFS not read"))
+    answer = OfflineSynthesizer(SentenceEmbeddings()).answer(brief)
+    assert "[1]" in answer and "closely matches" not in answer
+    assert "Not covered by the evidence gathered: §4 of GFS not read." in answer

@@ -221,7 +221,9 @@ class OfflineSynthesizer:
         lines += self.attributed(scorer, question, mine, named, max_sentences=5, max_words=200)
         if missing:
             lines += [f"The evidence does not mention: {', '.join(missing)}.", ""]
-        real_gaps = [g for g in brief.gaps if not g.startswith("passages not yet")]
+        # Whether the passages answer is the writer's verdict, said above the quotes: the
+        # planner's rougher "no passage … closely matches" would contradict or repeat it.
+        real_gaps = [g for g in brief.gaps if not g.startswith(("passages not yet", "no passage"))]
         if real_gaps:
             lines += [gaps_line(real_gaps), ""]
         lines.append(NO_LM_NOTE)
