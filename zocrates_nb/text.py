@@ -212,7 +212,7 @@ def _open_prose(paragraph: str) -> bool:
     return not _CLOSED_RE.search(p)
 
 
-_BROKEN_WORD_RE = re.compile(r"[A-Za-z]-$")
+BROKEN_WORD_RE = re.compile(r"[A-Za-z]-$")  # a line or paragraph ending in half a word
 _MAX_HELD = 4  # a page's running head, address and figure labels; not the rest of a page
 
 
@@ -224,7 +224,7 @@ def _continues(prev: str, nxt: str) -> bool:
         return False
     if n[0].islower():
         return True
-    if _BROKEN_WORD_RE.search(prev):
+    if BROKEN_WORD_RE.search(prev):
         return False  # "draw-" + "Sean R. Eddy is at …": not the word's other half
     last = re.sub(r"[^\w]", "", prev.split()[-1]).lower() if prev.split() else ""
     return last in _FUNCTION_WORDS
@@ -262,7 +262,7 @@ def clean_passage(text: str) -> str:
         elif (
             prose >= 0
             and held < _MAX_HELD
-            and (is_caption(para) or _BROKEN_WORD_RE.search(out[prose]))
+            and (is_caption(para) or BROKEN_WORD_RE.search(out[prose]))
         ):
             # Set aside: the sentence it interrupts may go on after it. A word broken at the
             # end ("just by draw-") goes on only in lower case ("ing an intuitive picture"),

@@ -14,6 +14,7 @@ from statistics import median
 from zocrates_nb.ingest.bundle import Bundle, ConversionError
 from zocrates_nb.ingest.toc import TocInfo, make_bundle, normalize_text, split_number
 from zocrates_nb.library.encoding import DecodedText, decode_text
+from zocrates_nb.text import BROKEN_WORD_RE
 
 # Text, Markdown and HTML files are read whole: beyond this they are data dumps, not documents.
 MAX_TEXT_BYTES = 64 * 1024 * 1024
@@ -51,7 +52,6 @@ def read_text(path: Path) -> DecodedText:
     return decoded
 
 
-_HYPHENATED = re.compile(r"[A-Za-z]-$")
 _HEAD_RE = re.compile(r"([^\W\d_]+)-$")
 _TAIL_RE = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 _FORM_RE = re.compile(r"\w+(?:-\w+)*")
@@ -79,7 +79,7 @@ def join_lines(lines: list[str], forms: Collection[str] = frozenset()) -> str:
         if not line:
             continue
         prev = parts[-1] if parts else ""
-        if prev and _HYPHENATED.search(prev[-2:]) and line[0].isalpha():
+        if prev and BROKEN_WORD_RE.search(prev[-2:]) and line[0].isalpha():
             head, tail = _HEAD_RE.search(prev), _TAIL_RE.match(line)
             pair = (head.group(1).lower(), tail.group(0).lower()) if head and tail else ("", "")
             if pair[0] and f"{pair[0]}-{pair[1]}" in forms:

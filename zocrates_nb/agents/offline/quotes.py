@@ -128,13 +128,13 @@ class Candidate:
     # The part of `score` that orders without saying whether it answers: its passage's
     # retrieval rank, the researcher's own note when their notes are asked for, its closeness
     # to the question without its paper's name.
-    passage: float = 0.0
+    lift: float = 0.0
 
     @property
     def relevance(self) -> float:
-        """How closely the sentence itself answers: its score without `passage`, which orders
+        """How closely the sentence itself answers: its score without `lift`, which orders
         sentences but says nothing of whether any of them answers."""
-        return self.score - self.passage
+        return self.score - self.lift
 
 
 # Sentences about the paper rather than its subject: a roadmap ("In Section 3 we explain …",
@@ -313,7 +313,8 @@ class QuoteScorer:
         return sorted(picked, key=lambda c: (c.chunk.index, c.order))
 
     # ------------------------------------------------------------------ scoring
-    def prefetch(self, asks: Sequence[tuple[str, Sequence[Candidate]]]) -> None:
+    def prefetch(self, asks: Sequence[tuple[str, Sequence[Candidate]]],
+                 extra: Sequence[str] = ()) -> None:  # fmt: skip
         """Embed in one call everything scoring these (question, candidates) pairs needs: the
         questions, their aspects, the section headings and the sentences. Each call to the
         model costs far more than its texts on a busy CPU; the scoring then reads the cache."""
@@ -322,6 +323,7 @@ class QuoteScorer:
             texts += [question, aspect(question)]
             texts += [bare_heading(h) for h in sorted({c.chunk.section for c in cands} - {""})]
             texts += [c.text for c in cands]
+        texts += [t for t in extra if t]
         if texts:
             self.emb.embed(list(dict.fromkeys(texts)))
 
@@ -341,12 +343,12 @@ class QuoteScorer:
         for c, v in zip(cands, vecs[1:], strict=True):
             c.vec = v
         dense = _meaning(vecs[1:] @ q, _context(cands, q))
-        lift = np.zeros(len(cands))
+        unnamed_lift = np.zeros(len(cands))
         if unnamed and named:
             qb = self.emb.embed([unnamed])[0]
             own = np.array([c.chunk.item_key in named for c in cands])
-            lift = np.where(own, np.maximum(_meaning(vecs[1:] @ qb, _context(cands, qb)) - dense,
-                                            0.0), 0.0)  # fmt: skip
+            closer = np.maximum(_meaning(vecs[1:] @ qb, _context(cands, qb)) - dense, 0.0)
+            unnamed_lift = np.where(own, closer, 0.0)
         doc_terms = [terms(c.text) for c in cands]
         stats = TermStats(doc_terms)
         q_terms = terms(question)
@@ -355,15 +357,15 @@ class QuoteScorer:
         wants_choice = asks_choice(question)
         own_notes = OWN_NOTES if asks_own_notes(question) else 0.0
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
-        for c, d, t, up in zip(cands, dense, doc_terms, lift, strict=True):
+        for c, d, t, up in zip(cands, dense, doc_terms, unnamed_lift, strict=True):
             lex = stats.overlap(q_terms, t)
             mine = own_notes if c.chunk.is_note else 0.0
-            c.passage = PASSAGE_PRIOR / rank[c.chunk.index] + mine + 0.72 * float(up)
+            c.lift = PASSAGE_PRIOR / rank[c.chunk.index] + mine + 0.72 * float(up)
             states = 0.08 if wants_number and gives_quantity(question, c.text) else 0.0
             states += CHOICE if wants_choice and states_choice(c.text) else 0.0
             c.heading = fit.get(c.chunk.section, 0.0)
             bonus = 0.4 * max(c.heading - 0.45, 0.0)
-            c.score = (0.72 * float(d) + 0.28 * lex + c.passage + states + bonus
+            c.score = (0.72 * float(d) + 0.28 * lex + c.lift + states + bonus
                        - filler(c))  # fmt: skip
 
     def heading_fit(self, question: str, sections: Sequence[str]) -> dict[str, float]:

@@ -83,10 +83,16 @@ def part_query(part: Part) -> str:
         for title in part.titles:
             bare = bare.replace(f"“{title}”", " ")
         if part.subject:
-            bare = re.sub(rf"\b{re.escape(part.subject)}(?:['’]s)?(?!\w)", " ", bare, flags=re.I)
+            bare = _drop_name(bare, part.subject)
         if len(re.findall(r"\w+", bare)) >= 3:
             query = " ".join(bare.split())
     return query if len(query.split()) >= 3 else part.text
+
+
+def _drop_name(text: str, name: str) -> str:
+    """`text` without a paper's name, its possessive and its "et al." ("Snell and colleagues")."""
+    return re.sub(rf"\b{re.escape(name)}(?:['’]s)?(?:\s+(?:et al\.?|and (?:colleagues|"
+                  rf"coauthors|co-authors)))?(?!\w)", " ", text, flags=re.I)  # fmt: skip
 
 
 def without_names(question: str, names: Sequence[str]) -> str:
@@ -94,8 +100,7 @@ def without_names(question: str, names: Sequence[str]) -> str:
     "" when too little is left to ask anything."""
     bare = question
     for name in names:
-        bare = re.sub(rf"\b{re.escape(name)}(?:['’]s)?(?:\s+(?:et al\.?|and (?:colleagues|"
-                      rf"coauthors|co-authors)))?(?!\w)", " ", bare)  # fmt: skip
+        bare = _drop_name(bare, name)
     bare = re.sub(r"\s+(?:in|of|by|for|from|on|at|to)(?=\s*[?.!]|$)", "", bare)
     bare = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(bare.split()))
     return bare if bare != question and len(set(terms(bare))) >= 2 else ""
@@ -185,7 +190,7 @@ class OfflineSynthesizer:
         cands = scorer.candidates(chunks)
         mine = scorer.focus(question, cands, FOCUS_WORDS)
         unnamed = without_names(question, brief.known_names)
-        scorer.prefetch([(question, mine), *([(unnamed, [])] if unnamed else [])])
+        scorer.prefetch([(question, mine)], extra=[unnamed])
         scorer.score(question, mine, unnamed, frozenset(brief.named))
         everything = " ".join(f"{c.title} {c.section} {c.text}" for c in chunks)
         # A name the library knows stands for its paper, which need not repeat it ("Ghemawat").
