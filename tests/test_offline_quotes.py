@@ -55,6 +55,10 @@ def quoted(scorer: QuoteScorer, question: str, chunks: list[EvidenceChunk]) -> l
          False),  # cut at a page break: never shown as if complete
         ("An efqueue momentum encoder encoder encoder encoder gradient.", False),  # figure labels
         ("Raft uses randomized election timeouts to ensure that split votes are rare.", True),
+        # a label ends it, not an article: the sentence is whole
+        ("These results show that bigger models are more label-efficient (more discussions in "
+         "Appendix A).", True),
+        ("Servers cut at a column break keep the log of a.", False),
         ("The big models were trained for 300,000 steps (3.5 days).", True),
         # a primer's numbered references at the end of its last section: not what it says
         ("1. Rabiner, L.R. A tutorial on hidden Markov models and selected applications in "

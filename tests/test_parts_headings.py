@@ -3,7 +3,7 @@ is a clean span of the question."""
 
 from __future__ import annotations
 
-from zocrates_nb.agents.parts import decompose
+from zocrates_nb.agents.parts import aspect_span, decompose
 from zocrates_nb.index.names import Catalogue, CatalogueItem
 
 
@@ -94,3 +94,11 @@ def test_a_maker_named_in_another_papers_title_is_no_part_of_its_own() -> None:
     assert decompose(q, cat) == []
     both = decompose("How do the Google File System and Spanner replicate data?", cat)
     assert [p.items for p in both] == [["GFS"], ["SP"]]
+
+
+
+def test_a_heading_is_one_sentence_of_the_question() -> None:
+    """A part asking two sentences ("… rely on a recurrence over a matrix. What do they each
+    compute with it?") is headed by a clean span of one, not the two glued together."""
+    text = "Eddy's HMM rely on a recurrence over a matrix. What do they each compute with it"
+    assert aspect_span(text, "HMM") == "rely on a recurrence over a matrix"

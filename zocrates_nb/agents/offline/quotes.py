@@ -210,8 +210,9 @@ def is_prose(sentence: str) -> bool:
     alpha_words = [w for w in ws if re.fullmatch(r"[A-Za-z][A-Za-z'’-]*[,.;:]?", w)]
     if len(alpha_words) < 0.6 * len(ws):
         return False
-    # A sentence cut at a page or column break ends on a function word ("… rare; this.").
-    last = ws[-1].rstrip(".!?:;,\"')”’").lower()
+    # A sentence cut at a page or column break ends on a function word ("… rare; this."); a
+    # capital is a label or a symbol ("… in Appendix A).", "… of AT."), not an article.
+    last = ws[-1].rstrip(".!?:;,\"')”’")
     return last not in _DANGLING and not sentence[:1].islower()
 
 
