@@ -534,7 +534,7 @@ def _capital(subject: str) -> str:
 
 def _clip(text: str) -> str:
     # One sentence: "rely on a recurrence over a matrix. What do they each compute…" glues two.
-    text = re.split(r"(?<=[\w)][.!?])\s+(?=[A-Z])", text.strip())[0].rstrip(".!?")
+    text = (_sentences(text) or [""])[0].rstrip(".!?")
     words = text.strip(" ,:;").split()
     while len(words) > 1 and words[-1].lower() in _AUX_WORDS:
         words.pop()  # "the distillation step for" ends at "step"
