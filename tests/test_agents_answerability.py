@@ -125,6 +125,20 @@ def test_an_author_of_several_papers_names_the_one_they_wrote_first() -> None:
     assert [m.keys for m in cat.mentions("What does Dean's paper say?")] == [("MR",)]
 
 
+def test_authors_named_together_name_the_paper_whose_byline_they_lead() -> None:
+    """ "Dean and Ghemawat" wrote MapReduce together, and also Spanner (among many): the pair
+    is MapReduce's byline, not two parts (MapReduce by Dean, GFS by Ghemawat)."""
+    cat = Catalogue([
+        CatalogueItem("GFS", "The Google File System", ("Sanjay Ghemawat", "Howard Gobioff")),
+        CatalogueItem("MR", "MapReduce: Simplified Data Processing", ("Dean, Jeffrey",
+                                                                      "Ghemawat, Sanjay")),
+        CatalogueItem("SP", "Spanner: Google's Globally-Distributed Database",
+                      ("James C. Corbett", "Jeffrey Dean", "Sanjay Ghemawat")),
+    ])  # fmt: skip
+    q = "Dean and Ghemawat: how does their library find out that a record keeps crashing?"
+    assert [(m.surface, m.keys) for m in cat.mentions(q)] == [("Dean and Ghemawat", ("MR",))]
+
+
 def test_an_author_of_several_first_authored_papers_is_the_one_the_question_names() -> None:
     """ "van Renesse" wrote two of the papers first: alone the name is both (never a name the
     library lacks); beside one of their titles, it is that paper."""

@@ -159,14 +159,14 @@ def test_folder_papers_other_attachments_and_unplaceable_quotes_are_named_as_ski
     app, turns = answered
     files = pdfs(app)
     turn = turns[0]
-    quotes, _ = verified_quotes(turn)
+    quotes = [q for q in verified_quotes(turn)[0] if q.doc_key in files]  # not the user's notes
     first = quotes[0].doc_key
 
     def as_folder(key: str) -> Attachment | None:
-        return Attachment(key, "pdf", files[key], in_zotero=False)
+        return Attachment(key, "pdf", files[key], in_zotero=False) if key in files else None
 
     def as_html(key: str) -> Attachment | None:
-        return Attachment(key, "html", files[key], in_zotero=True)
+        return Attachment(key, "html", files[key], in_zotero=True) if key in files else None
 
     for resolver, why in ((as_folder, "read from a folder"), (as_html, "not a PDF (html)")):
         highlights, skipped = plan(turn, resolver)
@@ -195,6 +195,18 @@ def test_a_paraphrase_or_an_unverified_turn_is_no_quote() -> None:
                                         "the paper"]  # fmt: skip
     unverified = turn.model_copy(update={"citations_verified": False})
     assert verified_quotes(unverified)[0] == []
+
+
+def test_a_quote_of_the_users_own_note_is_skipped_as_a_note() -> None:
+    """Notes are evidence and are quoted, but they have no PDF to highlight: the user is
+    told it was their note, not that a file is missing."""
+    line = "Short note: Raft splits consensus into leader election, log replication and safety."
+    cite = Citation(n=1, chunk_id="YJWHUYBU:0001", item_key="YJWHUYBU", title="Raft", text=line)
+    turn = TurnResult(turn_id="t", session_id="s", index=1, prompt="q", status="answered",
+                      citations=[cite], citations_verified=True, answer=f"- {line} [1]")
+    highlights, skipped = plan(turn, lambda k: Attachment(k, "note", "", in_zotero=True))
+    assert not highlights and [s.why for s in skipped] == [
+        "your own note, not a PDF: there is nothing to highlight"]
 
 
 def test_the_cited_page_is_only_a_hint_and_a_sentence_across_pages_is_two_highlights(

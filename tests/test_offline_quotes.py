@@ -67,6 +67,9 @@ def quoted(scorer: QuoteScorer, question: str, chunks: list[EvidenceChunk]) -> l
          "9-25.", False),
         ("Local similarity algorithms seek only conserved subsequences (Smith & Waterman, "
          "1981; Goad & Kanehisa, 1982).", True),
+        ("We set K = 65536 and m = 0.999.", True),  # a setting, stated in symbols and values
+        ("= 0.5 x + 3.2 y − 1.7 z ≈ 4.1 (12).", False),  # a formula
+        ("ResNet-50 76.5 81.2 69.3 72.4 70.0 68.1.", False),  # a table's row
     ],
 )  # fmt: skip
 def test_only_whole_sentences_of_prose_are_quotable(sentence: str, prose: bool) -> None:
@@ -77,6 +80,9 @@ def test_roadmaps_and_pointers_are_not_evidence() -> None:
     assert is_roadmap("In Section 3.1, we mention that BERT uses a mixed strategy for masking.")
     assert is_roadmap("Section 2 gives a mathematical description of PageRank.")
     assert is_roadmap("First, as previously mentioned (§4.5), we review how teams use Chubby.")
+    assert is_roadmap("Leader election: a new leader must be chosen when an existing leader "
+                      "fails (Section 5.2).")  # fmt: skip
+    assert is_roadmap("See also arXiv:1706.03762.")  # a note's pointer, not what it says
     assert not is_roadmap("In this paper, we show that no asynchronous consensus protocol "
                           "can tolerate even a single unannounced process death.")  # fmt: skip
 
@@ -229,7 +235,8 @@ def test_a_question_on_my_notes_is_answered_by_the_notes_lines(scorer: QuoteScor
     note = Evidence(chunk_id="N:0", attachment_key="N", item_key="N", title="Reading list",
                     chunk_type="note", section="Reading list",
                     text="# Reading list\n\n1. Leases for caches (1989)\n"
-                         "2. Chubby and ZooKeeper (systems built on consensus)\n3. Raft",
+                         "2. Chubby and ZooKeeper (systems built on consensus)\n3. Raft\n\n"
+                         "See also arXiv:1706.03762.",
                     **common)  # fmt: skip
     paper = Evidence(chunk_id="P:1", attachment_key="P", item_key="P", title="ZooKeeper",
                      chunk_type="body", section="1 Introduction",
@@ -241,6 +248,7 @@ def test_a_question_on_my_notes_is_answered_by_the_notes_lines(scorer: QuoteScor
     lines = [c.text for c in quotable(chunks) if c.chunk.is_note]
     assert "Chubby and ZooKeeper (systems built on consensus)" in lines
     assert not any(line.startswith(("#", "Reading list")) for line in lines)  # the title names it
+    assert not any(line.startswith("See also") for line in lines)  # a pointer says nothing
     assert chunks[1].source_line() == "Your note “Reading list”"
     assert "Chubby and ZooKeeper" in quoted(scorer, question, chunks)[0]
 
@@ -453,3 +461,59 @@ def test_the_answer_does_not_say_no_passage_matches_beside_the_passage_that_does
     answer = OfflineSynthesizer(SentenceEmbeddings()).answer(brief)
     assert "[1]" in answer and "closely matches" not in answer
     assert "Not covered by the evidence gathered: §4 of GFS not read." in answer
+
+
+def test_the_sentence_in_the_passage_window_nearest_the_question_leads(
+    scorer: QuoteScorer,
+) -> None:
+    """A sentence alone says less than its passage: "logs statistics … at the end of each job"
+    shares the question's words, while the backup-task sentence sits in the window the index
+    found nearest the question (`Candidate.prior`, as `focus` reads it from stored vectors).
+    The window orders the sentences; how well each answers (`relevance`) is its own."""
+    question = "How does MapReduce cope with a few slow workers near the end of a job?"
+    backup = EvidenceChunk(
+        1, "MapReduce", "Dean & Ghemawat", "2004", "3.6 Backup Tasks",
+        "When a MapReduce operation is close to completion, the master schedules backup "
+        "executions of the remaining in-progress tasks. The task is marked as completed whenever "
+        "either the primary or the backup execution completes.", "MR")  # fmt: skip
+    stats = dataclasses.replace(
+        backup, index=2, section="6 Experience",
+        text="At the end of each job, the MapReduce library logs statistics about the "
+        "computational resources used by the job. Slow machines are common in large clusters "
+        "of commodity machines.")  # fmt: skip
+    alone = scorer.candidates([backup, stats])
+    scorer.score(question, alone)
+    assert not max(alone, key=lambda c: c.score).text.startswith("When a MapReduce")
+    placed = scorer.candidates([backup, stats])
+    for c in placed:
+        c.prior = 0.70 if c.chunk is backup else 0.42
+    scorer.score(question, placed)
+    assert max(placed, key=lambda c: c.score).text.startswith("When a MapReduce operation")
+    assert [round(c.relevance, 6) for c in placed] == [round(c.relevance, 6) for c in alone]
+
+
+def test_a_notes_lines_are_ordered_by_what_they_say_not_by_their_window(
+    scorer: QuoteScorer,
+) -> None:
+    """A note is written in lines that stand alone: the line naming the follow-up papers
+    answers "which later papers did I mark as building on the Transformer", though the stored
+    window of its section ("Results to remember") is further from the question than the
+    note's opening."""
+    common = {"item_key": "NOTE", "attachment_key": "NOTE", "authors": [], "year": None,
+              "chunk_type": "note", "title": "Reading notes: the Transformer"}  # fmt: skip
+    opening = Evidence(chunk_id="NOTE:0", section="Reading notes: the Transformer",
+                       text="Encoder-decoder model built only from attention and position-wise "
+                            "feed-forward layers: no recurrence and no convolution.",
+                       **common)  # fmt: skip
+    results = Evidence(chunk_id="NOTE:1", section="Results to remember",
+                       text="Follow-ups in this library: BERT (pre-training the encoder) and "
+                            "stand-alone self-attention for vision.", **common)  # fmt: skip
+    question = "Which later papers in my library did I mark down as building on the Transformer?"
+    gaps = []
+    for near, far in ((0.36, 0.12), (0.12, 0.36)):
+        cands = scorer.candidates(chunks_of([opening, results]))
+        for c in cands:
+            c.prior = near if c.chunk.section.startswith("Reading") else far
+        scorer.score(question, cands)
+        gaps.append(round(cands[1].score - cands[0].score, 6))
+    assert gaps[0] == gaps[1]

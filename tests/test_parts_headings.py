@@ -102,3 +102,21 @@ def test_a_heading_is_one_sentence_of_the_question() -> None:
     compute with it?") is headed by a clean span of one, not the two glued together."""
     text = "Eddy's HMM rely on a recurrence over a matrix. What do they each compute with it"
     assert aspect_span(text, "HMM") == "rely on a recurrence over a matrix"
+
+
+def test_a_clause_naming_whose_answer_is_asked_is_no_part_of_its_own() -> None:
+    """ "According to the Spanner authors, why did … Google applications stick with Megastore"
+    was two parts: "Spanner: authors" and Google (The Google File System, quoted at random).
+    The first clause asks nothing: it says whose answer the next asks for. Spanner's title
+    names Google as its maker, also from another clause; a name the library lacks in a clause
+    of its own that asks is still its own part."""
+    cat = Catalogue([
+        CatalogueItem("GFS", "The Google File System", ("Sanjay Ghemawat",)),
+        CatalogueItem("SP", "Spanner: Google's Globally-Distributed Database", ("Corbett",)),
+    ])  # fmt: skip
+    q = ("According to the Spanner authors, why did hundreds of Google applications stick with "
+         "Megastore despite its poor write performance?")
+    assert [m.keys for m in cat.mentions(q.split(", ")[1], q)] == [()]  # Megastore alone
+    assert decompose(q, cat) == []
+    two = decompose("In Spanner, how are reads done, and how does Cassandra handle it?", cat)
+    assert [(p.items, p.subject) for p in two] == [(["SP"], "Spanner"), ([], "Cassandra")]

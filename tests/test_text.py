@@ -167,6 +167,16 @@ def test_a_sentence_cut_by_an_interleaved_caption_is_joined_and_the_caption_kept
     assert paragraphs[1].startswith("**Figure 2:**") and is_caption(paragraphs[1])
 
 
+def test_a_footnote_number_after_a_full_stop_ends_the_sentence_and_a_decimal_stays() -> None:
+    # MoCo as converted: footnote 4's mark sits on the full stop ("following.4 We set").
+    text = ("The dictionary size is a hyper-parameter we study in the following.4 We set "
+            "K = 65536 and m = 0.999. It runs on Python 3.6 Then it stops.")  # fmt: skip
+    sentences = split_sentences(text)
+    assert sentences[0] == "The dictionary size is a hyper-parameter we study in the following."
+    assert sentences[1] == "We set K = 65536 and m = 0.999."
+    assert any("Python 3.6 Then" in s for s in sentences)
+
+
 def test_a_word_broken_before_the_authors_address_goes_on_only_in_lower_case() -> None:
     # The HMM primer as converted: a column puts the author's address and Figure 1's labels
     # between "draw-" and "ing"; the address is no half of the word.

@@ -244,6 +244,8 @@ def clean_passage(text: str) -> str:
     t = text.replace("\r", "")
     t = re.sub(r"(\w)-\n[ \t]*(\w)", r"\1\2", t)  # within a paragraph only
     t = re.sub(r"[ \t]+", " ", t)
+    # A footnote's number after a full stop ("… following.4 We set …") is not a decimal.
+    t = re.sub(r"(?<=[a-z]{3})\.\d{1,2}(?= [A-Z][a-z])", ".", t)
     paras = re.split(r"\n\s*\n", t)
     out: list[str] = []
     prose = -1  # index in `out` of the last prose paragraph, while it is still open

@@ -205,6 +205,7 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
     pending: list[_Unit] = []
     seen: set[tuple[str, ...]] = set()
     own: dict[int, _Unit] = {}  # id(part) → the clause that names it
+    prev: _Unit | None = None
     for u in units:
         group = [m for m in _group(u.text, u.mentions) if _subject(m) not in seen]
         new = [m for m in u.mentions if _subject(m) not in seen]
@@ -238,6 +239,11 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
                 last.append(part)
             parts.extend(last)
             pending = []
+        elif new and not any(m.keys for m in new) and _asks_of(last, own, prev, u):
+            # "According to the Spanner authors, why did … stick with Megastore?": the clause
+            # before asked nothing, it said whose answer this one asks for.
+            for part in last:
+                part.text = _append(part.text, u.text, same_sentence=True)
         elif new:
             # The thing the library knows is what the clause asks about ("Does TCP/IP appear
             # in the Bitcoin paper?"): an unknown name beside it is part of its question.
@@ -253,6 +259,7 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
         else:
             pending.append(u)
         seen.update(_subject(m) for m in u.mentions)
+        prev = u
     if len(parts) < 2:
         return _by_named_items(q, units, cat)
     rest = " ".join(u.text for u in pending)
@@ -264,6 +271,16 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
         part.text = part.text if part.text.endswith(("?", ".")) else part.text + "?"
     _headings(parts, own, q)
     return parts
+
+
+def _asks_of(last: list[Part], own: dict[int, _Unit], prev: _Unit | None, u: _Unit) -> bool:
+    """Whether clause `u` asks the question of the one part the clause just before it named,
+    in its sentence, asking nothing ("According to the Spanner authors")."""
+    if len(last) != 1 or not last[0].items:
+        return False
+    clause = own.get(id(last[0]))
+    return (clause is not None and clause is prev and clause.sentence == u.sentence
+            and not _ASKS_RE.search(clause.text) and bool(_ASKS_RE.search(u.text)))  # fmt: skip
 
 
 _OF_PAPER = frozenset({"from", "in", "of", "by", "the", "a", "s"})

@@ -242,6 +242,9 @@ class Catalogue:
             while j > i + 1 and toks[j - 1][0] == "and":
                 j -= 1
             names = sum(low[k] in self.creators and toks[k][0] != "and" for k in range(i, j))
+            if len(keys) > 1:  # several wrote together: the paper they lead ("Dean and Ghemawat")
+                named = {low[k] for k in range(i, j) if toks[k][0] != "and"}
+                keys = {k for k in keys if self._led_by(k, named)} or keys
             if names >= 2 and len(keys) == 1:
                 out.append(Mention(i, j, text[toks[i][1] : toks[j - 1][2]], tuple(keys),
                                    author=True))  # fmt: skip
@@ -251,18 +254,26 @@ class Catalogue:
                 i += 1
         return out
 
+    def _led_by(self, key: str, named: set[str]) -> bool:
+        """Whether `named` (stemmed surnames) are the item's first authors: a paper is called by
+        the names on its byline's head, the way it is cited."""
+        head = self.items[key].authors[: len(named)]
+        return {stem(_surname(a).lower()) for a in head} == named
+
     def mentions(self, text: str, context: str = "") -> list[Mention]:
         """Library names and other named things in `text`, not overlapping (the longest
         wins); a name two items share goes to the one no other mention in `context` claims."""
         found = self._find(text)
         around = self._find(context) if context and context != text else found
         claimed = {k for m in around if len(m.keys) == 1 for k in m.keys}
-        return self._without_makers(_disambiguate(found, claimed))
+        return self._without_makers(_disambiguate(found, claimed), around)
 
-    def _without_makers(self, ms: list[Mention]) -> list[Mention]:
+    def _without_makers(self, ms: list[Mention], around: list[Mention]) -> list[Mention]:
         """A name another named paper's title gives in the possessive is its maker, not a
         thing of its own: "Why did Google build Spanner?" names only "Spanner: Google's
-        Globally-Distributed Database", though "Google" alone names "The Google File System"."""
+        Globally-Distributed Database", though "Google" alone names "The Google File System";
+        also when the paper is named in another clause ("According to the Spanner authors,
+        why did Google's applications …")."""
         def title(key: str) -> str:
             return " ".join(self.items[key].title.split()).casefold() if key in self.items else ""
 
@@ -270,7 +281,7 @@ class Catalogue:
             n is not m and set(n.keys) - set(m.keys) and any(
                 re.search(rf"(?<!\w){re.escape(m.surface.casefold())}['’]s\b", title(k))
                 for k in n.keys)
-            for n in ms)]  # fmt: skip
+            for n in [*ms, *around])]  # fmt: skip
 
     def _find(self, text: str) -> list[Mention]:
         toks = tokens(text)

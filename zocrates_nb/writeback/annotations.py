@@ -193,6 +193,8 @@ def plan(turn: TurnResult, attachments: Attachments) -> tuple[list[Highlight], l
 def _unusable(doc: Attachment | None) -> str:
     if doc is None:
         return "its document is no longer in the index"
+    if doc.kind == "note":
+        return "your own note, not a PDF: there is nothing to highlight"
     if not doc.in_zotero:
         return "read from a folder, not from Zotero: there is no Zotero PDF to highlight"
     if doc.kind != "pdf":

@@ -61,6 +61,14 @@ QUOTE_WORDS = 90
 # what a sentence alone does not: the answering sentence is in the first passage in most
 # questions. Its weight: PASSAGE_PRIOR / (the passage's rank among those scored).
 PASSAGE_PRIOR = 0.1
+# The same order at the scale of the sentence: its passage window's stored closeness to the
+# question (`Candidate.prior`, above or below the candidates' mean), its share of the question's
+# rarer words, and a number when one is asked for. They order; they do not say it answers.
+WINDOW_PRIOR = 0.8
+LEX_ORDER = 0.3
+NUMBER_ORDER = 0.28
+# A section whose heading names what is asked ("5.2 Leader election"): its sentences state it.
+HEADING_FIT = 0.8
 # Words of sentences embedded per question (≈ 60 sentences), and per part of a compound one.
 FOCUS_WORDS = 900
 PART_FOCUS_WORDS = 450
@@ -146,7 +154,8 @@ _ROADMAP_RE = re.compile(
     r"discusses|shows?|covers?|explains?|reviews?|introduces?|concludes?|summari[sz]es?)\b|"
     r"\b(?:rest|remainder) of (?:this|the) (?:paper|article|section)\b|"
     r"\bas (?:previously |already |briefly )?(?:mentioned|noted|described|discussed|explained)"
-    r" (?:above|earlier|before|in|\()|\(§\s*\d|"
+    r" (?:above|earlier|before|in|\()|\((?:see )?(?:§|sections?|sec\.)\s*\d|"
+    r"^(?:see also|cf\.)\s|"  # a pointer to elsewhere ("See also arXiv:1706.03762.")
     r"^(?:we|this paper|here we|in this paper,? we) (?:first |then |next |now |briefly )?"
     r"(?:describe|present|discuss|review|introduce|outline|explain|summari[sz]e|turn to)\b",
     re.I,
@@ -204,11 +213,16 @@ def is_prose(sentence: str) -> bool:
     ws = sentence.split()
     if len(ws) < 6 or len(ws) > 90:
         return False
-    letters = sum(c.isalpha() for c in sentence)
+    # Digits count with letters: "We set K = 65536 and m = 0.999." states a setting; a formula
+    # or a figure's axis is mostly symbols, and a table row fails the word test below.
+    letters = sum(c.isalnum() for c in sentence)
     if letters < 0.6 * len(sentence.replace(" ", "")):
         return False
+    # Words among the tokens that are not numbers or operators ("K = 65536" is a word and a
+    # value); a table row or a formula has too few of them at all.
     alpha_words = [w for w in ws if re.fullmatch(r"[A-Za-z][A-Za-z'’-]*[,.;:]?", w)]
-    if len(alpha_words) < 0.6 * len(ws):
+    valued = [w for w in ws if not re.fullmatch(r"[=<>≈×~+−-]|[(\[]?[\d.,%]+[)\]]?[,.;:]?", w)]
+    if len(alpha_words) < max(0.6 * len(valued), 0.4 * len(ws), 4):
         return False
     # A sentence cut at a page or column break ends on a function word ("… rare; this."); a
     # capital is a label or a symbol ("… in Appendix A).", "… of AT."), not an article.
@@ -252,7 +266,8 @@ def quotable(chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
             for sent in units:
                 order += 1
                 key = sent.lower()
-                if key in seen or not (is_note_line(sent) if ch.is_note else is_prose(sent)):
+                note = ch.is_note and is_note_line(sent) and not is_roadmap(sent)
+                if key in seen or not (note if ch.is_note else is_prose(sent)):
                     continue
                 seen.add(key)
                 out.append(Candidate(ch, order, sent, paragraph=para_no))
@@ -358,14 +373,24 @@ class QuoteScorer:
         wants_choice = asks_choice(question)
         own_notes = OWN_NOTES if asks_own_notes(question) else 0.0
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
-        for c, d, t, up in zip(cands, dense, doc_terms, unnamed_lift, strict=True):
+        # A note's lines stand alone (`note_lines`): the note's nearest window is each line's.
+        note_prior: dict[str, float] = {}
+        for c in cands:
+            if c.chunk.is_note:
+                note_prior[c.chunk.item_key] = max(note_prior.get(c.chunk.item_key, -1.0), c.prior)
+        window = [note_prior[c.chunk.item_key] if c.chunk.is_note else c.prior for c in cands]
+        mean_prior = float(np.mean(window))
+        for c, d, t, up, w in zip(cands, dense, doc_terms, unnamed_lift, window, strict=True):
             lex = stats.overlap(q_terms, t)
             mine = own_notes if c.chunk.is_note else 0.0
-            c.lift = PASSAGE_PRIOR / rank[c.chunk.index] + mine + 0.72 * float(up)
-            states = 0.08 if wants_number and gives_quantity(question, c.text) else 0.0
+            gives = wants_number and gives_quantity(question, c.text)
+            c.lift = (PASSAGE_PRIOR / rank[c.chunk.index] + mine + 0.72 * float(up)
+                      + WINDOW_PRIOR * (w - mean_prior) + LEX_ORDER * lex
+                      + (NUMBER_ORDER if gives else 0.0))  # fmt: skip
+            states = 0.08 if gives else 0.0
             states += CHOICE if wants_choice and states_choice(c.text) else 0.0
             c.heading = fit.get(c.chunk.section, 0.0)
-            bonus = 0.4 * max(c.heading - 0.45, 0.0)
+            bonus = HEADING_FIT * max(c.heading - 0.45, 0.0)
             c.score = (0.72 * float(d) + 0.28 * lex + c.lift + states + bonus
                        - filler(c))  # fmt: skip
 
