@@ -134,22 +134,30 @@ def test_at_most_three_quotes_from_one_paper_unless_a_further_one_answers_as_wel
     assert len(scorer.select(question, paper, max_words=1000)) == 4
 
 
-def test_a_sentence_that_leans_on_the_one_before_is_quoted_with_it(scorer: QuoteScorer) -> None:
-    text = (
-        "Sinusoidal embeddings based on the absolute position of pixels can be used, but "
-        "relative positional embeddings result in significantly better accuracies. Instead, "
-        "attention with 2D relative position embeddings, relative attention, is used."
-    )
+@pytest.mark.parametrize(
+    ("text", "leans"),
+    [
+        ("Sinusoidal embeddings based on the absolute position of pixels can be used, but "
+         "relative positional embeddings result in significantly better accuracies. Instead, "
+         "attention with 2D relative position embeddings, relative attention, is used.",
+         "Instead"),
+        # "then" within its first words goes on from the order of the columns before it
+        ("Fixed variables should come first, followed by measured variables, each ordered so "
+         "that related variables are contiguous. Rows can then be ordered by the first "
+         "variable, breaking ties with the second and subsequent (fixed) variables.", "Rows"),
+    ],
+)  # fmt: skip
+def test_a_sentence_that_leans_on_the_one_before_is_quoted_with_it(
+    scorer: QuoteScorer, text: str, leans: str
+) -> None:
     cands = scorer.candidates([chunk(text, title="Stand-Alone Self-Attention", section="2.2")])
-    lean = next(c for c in cands if c.text.startswith("Instead"))
+    lean = next(c for c in cands if c.text.startswith(leans))
     at = {(c.chunk.index, c.paragraph, c.order): c for c in cands}
-    assert [c.text[:11] for c in in_passage(lean, at, {id(lean)})] == ["Sinusoidal ", "Instead, at"]
+    both = [cands[0].text[:11], lean.text[:11]]
+    assert [c.text[:11] for c in in_passage(lean, at, {id(lean)})] == both
     # A sentence that stands by itself leads its quote: the one before stays out.
     first = cands[0]
-    assert [c.text[:11] for c in in_passage(first, at, {id(first)})] == [
-        "Sinusoidal ",
-        "Instead, at",
-    ]
+    assert [c.text[:11] for c in in_passage(first, at, {id(first)})] == both
 
 
 def test_a_quote_takes_in_the_answer_just_after_the_sentence_naming_the_topic(

@@ -239,11 +239,12 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
                 last.append(part)
             parts.extend(last)
             pending = []
-        elif new and not any(m.keys for m in new) and _asks_of(last, own, prev, u):
+        elif (new and not any(m.keys for m in new) and prev is not None and len(last) == 1
+              and last[0].items and own.get(id(last[0])) is prev and prev.sentence == u.sentence
+              and not _ASKS_RE.search(prev.text) and _ASKS_RE.search(u.text)):  # fmt: skip
             # "According to the Spanner authors, why did … stick with Megastore?": the clause
-            # before asked nothing, it said whose answer this one asks for.
-            for part in last:
-                part.text = _append(part.text, u.text, same_sentence=True)
+            # before asked nothing; it said whose answer this one asks for.
+            last[0].text = _append(last[0].text, u.text, same_sentence=True)
         elif new:
             # The thing the library knows is what the clause asks about ("Does TCP/IP appear
             # in the Bitcoin paper?"): an unknown name beside it is part of its question.
@@ -271,16 +272,6 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
         part.text = part.text if part.text.endswith(("?", ".")) else part.text + "?"
     _headings(parts, own, q)
     return parts
-
-
-def _asks_of(last: list[Part], own: dict[int, _Unit], prev: _Unit | None, u: _Unit) -> bool:
-    """Whether clause `u` asks the question of the one part the clause just before it named,
-    in its sentence, asking nothing ("According to the Spanner authors")."""
-    if len(last) != 1 or not last[0].items:
-        return False
-    clause = own.get(id(last[0]))
-    return (clause is not None and clause is prev and clause.sentence == u.sentence
-            and not _ASKS_RE.search(clause.text) and bool(_ASKS_RE.search(u.text)))  # fmt: skip
 
 
 _OF_PAPER = frozenset({"from", "in", "of", "by", "the", "a", "s"})

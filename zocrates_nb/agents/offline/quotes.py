@@ -166,9 +166,12 @@ ROADMAP_PENALTY = 0.15
 _KIND_PENALTY = {"frontmatter": 0.06, "abstract": 0.03}
 _CLOSED_RE = re.compile(r"[.!?][\"'”’)\]]*$")
 _REPEAT_RE = re.compile(r"\b(\w+)\s+\1\b", re.I)
+# A sentence that goes on from the one before: it opens with a pointer back ("It first …",
+# "However, …") or says "then"/"thus" within its first words ("Rows can then be ordered …").
 _ANAPHOR_RE = re.compile(
     r"^(?:it|this|these|they|such|its|their|thus|hence|therefore|then|here|that|instead|"
-    r"however|in contrast|nevertheless|otherwise|consequently|as a result)\b",
+    r"however|in contrast|nevertheless|otherwise|consequently|as a result)\b|"
+    r"^(?:[\w-]+\s+){1,3}(?:then|thus|hence|therefore)\b",
     re.I,
 )
 _FILLER_RE = re.compile(
