@@ -218,8 +218,7 @@ def is_prose(sentence: str) -> bool:
         return False
     # Digits count with letters: "We set K = 65536 and m = 0.999." states a setting; a formula
     # or a figure's axis is mostly symbols, and a table row fails the word test below.
-    letters = sum(c.isalnum() for c in sentence)
-    if letters < 0.6 * len(sentence.replace(" ", "")):
+    if sum(c.isalnum() for c in sentence) < 0.6 * len(sentence.replace(" ", "")):
         return False
     # Words among the tokens that are not numbers or operators ("K = 65536" is a word and a
     # value); a table row or a formula has too few of them at all.
@@ -269,8 +268,8 @@ def quotable(chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
             for sent in units:
                 order += 1
                 key = sent.lower()
-                note = ch.is_note and is_note_line(sent) and not is_roadmap(sent)
-                if key in seen or not (note if ch.is_note else is_prose(sent)):
+                ok = (is_note_line(sent) and not is_roadmap(sent)) if ch.is_note else is_prose(sent)
+                if key in seen or not ok:
                     continue
                 seen.add(key)
                 out.append(Candidate(ch, order, sent, paragraph=para_no))
@@ -378,10 +377,10 @@ class QuoteScorer:
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
         # A note's lines stand alone (`note_lines`): the note's nearest window is each line's.
         note_prior: dict[str, float] = {}
-        for c in cands:
-            if c.chunk.is_note:
-                note_prior[c.chunk.item_key] = max(note_prior.get(c.chunk.item_key, -1.0), c.prior)
-        window = [note_prior[c.chunk.item_key] if c.chunk.is_note else c.prior for c in cands]
+        for c in (c for c in cands if c.chunk.is_note):
+            note_prior[c.chunk.item_key] = max(c.prior, note_prior.get(c.chunk.item_key, c.prior))
+        window = [note_prior.get(c.chunk.item_key, c.prior) if c.chunk.is_note else c.prior
+                  for c in cands]  # fmt: skip
         mean_prior = float(np.mean(window))
         for c, d, t, up, w in zip(cands, dense, doc_terms, unnamed_lift, window, strict=True):
             lex = stats.overlap(q_terms, t)
