@@ -184,3 +184,16 @@ def test_author_year_citations_are_read_into_the_passages_of_their_paper(
     from zocrates_nb.agents.citation_forms import read_author_year
 
     assert read_author_year(written, PAPERS) == read
+
+
+def test_a_writer_citing_only_by_number_keeps_the_papers_own_brackets() -> None:
+    """The offline engine quoted "Points reflect ResNets with depths of {50, 101, 152} …" and
+    the answer showed "depths of [unsupported]": the set was read as a citation form and
+    failed the check. Its quotes are the papers' words; it cites by `[n]` alone."""
+    quote = ("- Points reflect ResNets with depths of {50, 101, 152} and width multipliers of "
+             "{1×, 2×}, as noted before (ref. 4) and in timeouts¹. [1]")
+    kept = cit.sanitize(quote, forms=False)
+    assert "{50, 101, 152}" in kept and "(ref. 4)" in kept and "timeouts¹" in kept
+    assert [o.ids for o in cit.find_occurrences(kept, 1)] == [[1]]
+    read = cit.sanitize(quote)  # a model's answer: every form it may cite in is read
+    assert "{50, 101, 152}" not in read and "[4]" in read

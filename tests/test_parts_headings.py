@@ -3,7 +3,8 @@ is a clean span of the question."""
 
 from __future__ import annotations
 
-from zocrates_nb.agents.parts import aspect_span, decompose
+from zocrates_nb.agents.headings import aspect_span
+from zocrates_nb.agents.parts import decompose
 from zocrates_nb.index.names import Catalogue, CatalogueItem
 
 
@@ -120,3 +121,82 @@ def test_a_clause_naming_whose_answer_is_asked_is_no_part_of_its_own() -> None:
     assert decompose(q, cat) == []
     two = decompose("In Spanner, how are reads done, and how does Cassandra handle it?", cat)
     assert [(p.items, p.subject) for p in two] == [(["SP"], "Spanner"), ([], "Cassandra")]
+
+
+def test_et_al_and_colleagues_belong_to_the_authors_name() -> None:
+    """ "Vaswani et al.'s translation model" was headed "Attention Is All You Need (Vaswani):
+    et al.'s translation model" and searched for "“Attention Is All You Need” et al.'s …":
+    "et al." and "and colleagues" are the rest of the name, never what is asked."""
+    cat = Catalogue([
+        CatalogueItem("TR", "Attention Is All You Need", ("Ashish Vaswani", "Noam Shazeer")),
+        CatalogueItem("SA", "Stand-Alone Self-Attention in Vision Models",
+                      ("Prajit Ramachandran", "Niki Parmar")),
+        CatalogueItem("BL", "Basic local alignment search tool", ("Stephen F. Altschul",)),
+    ])  # fmt: skip
+    parts = decompose("Did the choice matter for Vaswani et al.'s translation model, and what "
+                      "did Ramachandran et al. find comparing absolute and relative encodings?",
+                      cat)  # fmt: skip
+    assert [p.items for p in parts] == [["TR"], ["SA"]]
+    assert parts[0].heading == "Attention Is All You Need (Vaswani): translation model"
+    assert parts[1].heading == ("Stand-Alone Self-Attention in Vision Models (Ramachandran): "
+                                "find comparing absolute and relative encodings")  # fmt: skip
+    assert all("et al" not in p.text for p in parts)
+    assert "“Attention Is All You Need” translation model" in parts[0].text
+    assert aspect_span("how do Altschul and colleagues' tools extend a hit",
+                       "Altschul") == "tools extend a hit"  # fmt: skip
+
+
+def test_a_name_owned_by_what_is_asked_about_is_no_part_of_its_own() -> None:
+    """ "When a Bigtable tablet server loses its exclusive Chubby lock, what does it do?" was
+    split into a Bigtable part and a Chubby part quoting Chubby's paper at random: the lock is
+    the tablet server's ("its … Chubby lock"). A name after "its" that heads the noun phrase
+    ("its successor Spanner on …") is still a paper asked about."""
+    cat = Catalogue([
+        CatalogueItem("BT", "Bigtable: A Distributed Storage System for Structured Data"),
+        CatalogueItem("CH", "The Chubby lock service for loosely-coupled distributed systems"),
+        CatalogueItem("SP", "Spanner: Google's Globally-Distributed Database"),
+    ])  # fmt: skip
+    assert decompose("When a Bigtable tablet server loses its exclusive Chubby lock, what does "
+                     "it do?", cat) == []  # fmt: skip
+    both = decompose("Compare Bigtable and its successor Spanner on transactions.", cat)
+    assert [p.items for p in both] == [["BT"], ["SP"]]
+
+
+def test_names_the_library_lacks_compared_in_an_authors_paper_are_what_it_reports() -> None:
+    """ "When users compared Kleinberg's hub/authority output (as Clever) with Yahoo!, how often
+    did each one win?" was two parts, Clever and Yahoo, both "not in the library", and
+    Kleinberg's paper, which reports the comparison, was no part at all."""
+    cat = Catalogue([
+        CatalogueItem("HI", "Authoritative sources in a hyperlinked environment",
+                      ("Jon M. Kleinberg",)),
+        CatalogueItem("RA", "In Search of an Understandable Consensus Algorithm",
+                      ("Diego Ongaro",)),
+    ])  # fmt: skip
+    q = ("When users compared Kleinberg's hub/authority output (as Clever) with Yahoo!, how "
+         "often did each one win?")
+    assert decompose(q, cat) == []
+    two = decompose("How does Ongaro's algorithm compare with Cassandra?", cat)
+    assert [(p.items, p.subject) for p in two] == [(["RA"], "Ongaro"), ([], "Cassandra")]
+
+
+def test_names_in_what_one_paper_is_said_to_say_are_no_parts() -> None:
+    """ "What do Ongaro and Ousterhout say makes Raft easier to understand than Paxos?" was a
+    Raft part and a Paxos part ("nothing answers Paxos: makes Raft easier to understand"), and
+    "According to Lamport, why is Paxos hard …?" three parts, one asking "According to “Paxos
+    Made Simple”?". What a paper is said to say is that paper's question; two sayers, or a
+    clause of its own, are still parts."""
+    cat = Catalogue([
+        CatalogueItem("RA", "In Search of an Understandable Consensus Algorithm",
+                      ("Diego Ongaro", "John Ousterhout")),
+        CatalogueItem("PS", "Paxos Made Simple", ("Leslie Lamport",)),
+        CatalogueItem("PM", "Paxos Made Moderately Complex", ("Robbert van Renesse",)),
+    ])  # fmt: skip
+    assert decompose("What do Ongaro and Ousterhout say makes Raft easier to understand than "
+                     "Paxos?", cat) == []  # fmt: skip
+    assert decompose("According to Lamport, why is Paxos hard to understand compared with "
+                     "Raft?", cat) == []  # fmt: skip
+    each = decompose("What do Lamport and Ongaro each say about leader election?", cat)
+    assert [p.items for p in each] == [["PS"], ["RA"]]
+    two = decompose("What does Lamport say about proposers, and how does Ousterhout's algorithm "
+                    "elect a leader?", cat)  # fmt: skip
+    assert [p.items for p in two] == [["PS"], ["RA"]]

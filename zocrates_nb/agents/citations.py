@@ -91,12 +91,17 @@ def sanitize(
     keys: Iterable[str] = (),
     chunk_ids: Iterable[str] = (),
     papers: Sequence[Paper] = (),
+    forms: bool = True,
 ) -> str:
     """Strip leaked plumbing (`[Key: …]` tags, chunk ids, item keys) and read every citation
     form into the flat markers the check reads (`【1】`, `[^2]`, `[Chunk 3]` → `[1]`…);
-    with `papers` (each passage's authors and year), author-year citations too."""
+    with `papers` (each passage's authors and year), author-year citations too. `forms`
+    False: the writer cites only by `[n]` (the offline engine), and the braces, superscripts
+    and bracketed numbers of its quotes are the papers' own text ("depths of {50, 101, 152}"
+    is no citation to be marked unsupported)."""
     out = _KEY_TAG_RE.sub("", text)
-    out = read_forms(read_author_year(out, papers) if papers else out)
+    if forms:
+        out = read_forms(read_author_year(out, papers) if papers else out)
     for cid in sorted({c for c in chunk_ids if c}, key=len, reverse=True):
         out = re.sub(r"\(?`?" + re.escape(cid) + r"`?\)?", "", out)
     out = _CHUNK_WORD_RE.sub("", out)

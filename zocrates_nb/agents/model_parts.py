@@ -22,8 +22,9 @@ from pydantic import BaseModel, Field
 from pydantic_ai import Agent, ToolOutput
 
 from zocrates_nb.agents import answerability
+from zocrates_nb.agents.headings import short_title
 from zocrates_nb.agents.model_errors import ModelCallError
-from zocrates_nb.agents.parts import Part, core_goal, heading, short_title
+from zocrates_nb.agents.parts import Part, core_goal, heading
 from zocrates_nb.agents.prompts import fenced, neutral
 from zocrates_nb.agents.runtime import RoleModel, TurnContext, role_call
 from zocrates_nb.index.names import Catalogue

@@ -25,6 +25,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from zocrates_nb.agents.headings import (
+    AUX_WORDS,
+    COLLEAGUES,
+    WH_WORDS,
+    aspect_span,
+    capital,
+    clip,
+    sentences,
+    short_title,
+)
 from zocrates_nb.agents.own_notes import asks_own_notes
 from zocrates_nb.index.names import (
     Catalogue,
@@ -82,10 +92,6 @@ class Part:
 
 
 # ------------------------------------------------------------------------------ decomposition
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text.strip()) if s.strip()]
-
-
 def _clauses(sentence: str) -> list[str]:
     out = [c.strip(" ,;") for c in _CLAUSE_RE.split(sentence)]
     return [c for c in out if c]
@@ -197,9 +203,10 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
     cat = catalogue or Catalogue([])
     units = [
         _Unit(si, c, _within_titles(c, _without_modifiers(c, _named(cat.mentions(c, q))), cat))
-        for si, sent in enumerate(_sentences(q))
+        for si, sent in enumerate(sentences(q))
         for c in _clauses(sent)
     ]
+    _reported(units)
     parts: list[Part] = []
     last: list[Part] = []
     pending: list[_Unit] = []
@@ -209,7 +216,11 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
     for u in units:
         group = [m for m in _group(u.text, u.mentions) if _subject(m) not in seen]
         new = [m for m in u.mentions if _subject(m) not in seen]
-        if len(group) >= 2:
+        # "Kleinberg's output (as Clever) with Yahoo!": names the library lacks, compared in a
+        # clause naming a paper by its author, are what that paper reports on, not parts.
+        reported = (len(group) >= 2 and not any(m.keys for m in group)
+                    and any(m.author and m.keys for m in new))  # fmt: skip
+        if len(group) >= 2 and not reported:
             toks = tokens(u.text)
             lo, hi = toks[group[0].start][1], toks[group[-1].end - 1][2]
             hi = _past_own_paper(u, group, hi)
@@ -231,7 +242,7 @@ def decompose(question: str, catalogue: Catalogue | None = None) -> list[Part]:
                 last.append(part)
             parts.extend(last)
             pending = []
-        elif len(compared := _compared(u, seen)) >= 2:
+        elif not reported and len(compared := _compared(u, seen)) >= 2:
             last = []
             for m in compared:
                 part = _part(_join(pending, u), m, cat)
@@ -304,8 +315,8 @@ def _by_named_items(q: str, units: list[_Unit], cat: Catalogue) -> list[Part]:
     name alone (no clean span of the question says what is asked of each). A name several
     papers share and a name the library lacks are not papers of their own here."""
     subjects: list[Mention] = []
-    for m in (m for u in units for m in u.mentions):
-        if len(m.keys) != 1:
+    for clause, m in ((u, m) for u in units for m in u.mentions):
+        if len(m.keys) != 1 or _owned(clause.text, m):
             continue  # "Paxos groups" in a question on Spanner: a name two papers share
         if any(set(m.keys) & set(s.keys) for s in subjects):
             continue  # "Ongaro and Ousterhout": one paper, named twice
@@ -325,6 +336,48 @@ def _by_named_items(q: str, units: list[_Unit], cat: Catalogue) -> list[Part]:
     for part in parts:
         part.heading = part.name
     return parts
+
+
+# What a paper is said to say: "What do Ongaro and Ousterhout say …", "Lamport argues …",
+# "the Spanner authors report …", "According to Lamport, …".
+_SAYS_RE = re.compile(
+    COLLEAGUES + r"(?:['’]s?)?(?:\s+(?:paper|papers|authors|team|article))?\s+(?:\w+ly\s+)?"
+    r"(?:say|says|said|argue[sd]?|claim(?:s|ed)?|report(?:s|ed)?|write|writes|wrote|"
+    r"conclude[sd]?|(?:find|finds|found)(?!\s+out)|suggest(?:s|ed)?|explain(?:s|ed)?|mean|means|meant|"
+    r"think|thinks|believe[sd]?|observe[sd]?|propose[sd]?)\b",
+    re.I,
+)
+
+
+def _reported(units: list[_Unit]) -> None:
+    """The names in what one paper is said to say are what it says, not parts: "What do Ongaro
+    and Ousterhout say makes Raft easier to understand than Paxos?" asks their paper, and so
+    does "According to Lamport, why is Paxos …" (the clause after one that asks nothing)."""
+    carried: tuple[int, Mention] | None = None
+    for u in units:
+        toks = tokens(u.text)
+        joined = _group(u.text, u.mentions)  # "How do MapReduce, Bigtable and GFS find …"
+        sayers = [m for m in u.mentions if len(m.keys) == 1 and m not in joined and (
+            _SAYS_RE.match(u.text[toks[m.end - 1][2]:])
+            or re.search(r"\baccording\s+to\s+(?:the\s+)?$", u.text[: toks[m.start][1]], re.I))]
+        if not sayers and carried is not None and carried[0] == u.sentence:
+            sayers = [carried[1]]
+        if len({m.keys for m in sayers}) != 1:
+            continue
+        u.mentions = [m for m in u.mentions if m.keys == sayers[0].keys]
+        carried = (u.sentence, sayers[0]) if not _ASKS_RE.search(u.text) else None
+
+
+def _owned(text: str, m: Mention) -> bool:
+    """A name that modifies a noun of something else's ("… loses its exclusive Chubby lock"):
+    the thing asked about owns it; it is not a paper asked about."""
+    toks = tokens(text)
+    before = [w for w, _, _ in toks[max(0, m.start - 3) : m.start]]
+    owner = next((i for i, w in enumerate(before) if w.lower() in ("its", "their")), None)
+    after = toks[m.end][0] if m.end < len(toks) else ""
+    gap = text[toks[m.end - 1][2] : toks[m.end][1]] if after else ""
+    return (owner is not None and all(w.islower() for w in before[owner + 1 :])
+            and after.islower() and gap == " " and after not in _CONNECTIVES)  # fmt: skip
 
 
 def _without_others(u: _Unit, m: Mention) -> str:
@@ -390,8 +443,8 @@ def _headings(parts: list[Part], own: dict[int, _Unit], q: str) -> None:
 def _elided(part: Part, parts: list[Part], aspects: dict[int, str], subjects: list[str]) -> str:
     """The aspect a clause leaves out because a sibling clause said it: the first other
     part's span, when this part's own words say nothing but its name."""
-    own = [w for w, _, _ in tokens(part.text) if w.lower() not in STOPWORDS | _AUX_WORDS
-           | _WH_WORDS and w.lower() not in part.subject.lower()]  # fmt: skip
+    own = [w for w, _, _ in tokens(part.text) if w.lower() not in STOPWORDS | AUX_WORDS
+           | WH_WORDS and w.lower() not in part.subject.lower()]  # fmt: skip
     if len(own) > 1:
         return ""
     for other in parts:
@@ -451,40 +504,17 @@ def _part(text: str, m: Mention, cat: Catalogue) -> Part:
     at = text.find(subject)
     if at > 0 and (p := _PARTICLE_RE.search(text[:at])):
         subject = f"{p.group(1)} {subject}"  # "de Bruijn", "van Renesse"
-    name = _capital(subject)
+    name = capital(subject)
     if m.author and len(titles) == 1:
         # "Lamport's paper", "FLP": the paper is what the part is about, and its title is what
         # its text can answer to (the paper never calls itself so).
         if not subject.isupper():
             name = f"{short_title(titles[0])} ({subject})"
-        text = re.sub(rf"(?:\bthe\s+)?(?:\bpaper\s+by\s+)?\b{re.escape(m.surface)}\b(?:['’]s)?"
+        text = re.sub(rf"(?:\bthe\s+)?(?:\bpaper\s+by\s+)?\b{re.escape(m.surface)}\b{COLLEAGUES}"
+                      r"(?:['’]s\b|['’](?=\s))?"
                       r"(?:\s+(?:paper|article|result|theorem|proof)\b)?", f"“{titles[0]}”", text,
                       count=1)  # fmt: skip
     return Part(text=text, subject=subject, items=items, titles=titles, name=name)
-
-
-def short_title(title: str) -> str:
-    """A title as a heading names it: its head before a colon, else the whole title."""
-    head = re.split(r"\s*(?::|—|–|\s-\s)\s*", title.strip(), maxsplit=1)[0]
-    return head if len(head.split()) <= 8 else " ".join(head.split()[:8]) + "…"
-
-
-# ------------------------------------------------------------------------------ headings
-HEADING_WORDS = 12
-_AUX_WORDS = frozenset([
-    "does", "do", "did", "can", "could", "would", "will", "should", "is", "are", "was", "were",
-    "has", "have", "had", "the", "a", "an", "in", "of", "on", "for", "by", "to", "from", "at",
-    "with", "paper", "papers", "its", "their", "according",
-])  # fmt: skip
-_WH_WORDS = frozenset([
-    "how", "what", "which", "why", "when", "where", "who", "whom", "whose", "whether",
-])  # fmt: skip
-_COMPARING_TAIL_RE = re.compile(
-    r"\s+(?:differs?|compares?|compared|contrasts?|versus|vs\.?|unlike|whereas|than|relative"
-    r"|(?:for|in) (?:each|both|all) of (?:them|the two|these|those)|for each|respectively"
-    r")\b.*$", re.I)  # fmt: skip
-_SAYING_RE = re.compile(r"^(?:says?|said|writes?|wrote|reports?|claims?|states?|tells? us)\s+"
-                        r"(?:about|on|regarding|of|that)?\s*", re.I)  # fmt: skip
 
 
 def heading(clause: str, subject: str, name: str = "") -> str:
@@ -492,72 +522,11 @@ def heading(clause: str, subject: str, name: str = "") -> str:
     clean span of its own words that says what is asked of it ("Raft: elect a new leader after
     the old one fails", "Paxos Made Simple (Lamport): what are the two phases of the
     algorithm"), never words glued or conjugated into a phrase the question does not hold."""
-    name = name or _capital(subject)
+    name = name or capital(subject)
     text = _plain(clause)
-    aspect = aspect_span(text, subject) if subject else _clip(text)
+    aspect = aspect_span(text, subject) if subject else clip(text)
     return f"{name}: {aspect}" if aspect else name
 
-
-def aspect_span(text: str, subject: str) -> str:
-    """The words of `text` that say what it asks of `subject`, as the question writes them
-    ("" when it has none: "Compare Raft with Zab"): what a question word asks for ("which hash
-    function", "who assigns the timestamps"), else what follows the name ("elect a leader"),
-    else what comes before it ("how are read-only operations handled")."""
-    m = re.search(rf"(?<![\w-]){re.escape(subject)}(?![\w-])", text, re.I)
-    if m is None:
-        return ""
-    differ = re.search(r"\bdiff(?:er|ers|erent)\s+(?:in|on|with respect to|regarding)\s+(.+)$",
-                       text[m.end():], re.I)  # fmt: skip
-    if differ:
-        return _clip(differ.group(1))
-    before = text[: m.start()].split()
-    while before and before[-1].lower().strip(",") in _AUX_WORDS:
-        before.pop()
-    while before and before[0].lower().strip(",") in ("in", "for", "of", "compare", "and"):
-        before.pop(0)
-    content = [w for w in before if w.lower().strip(",") not in _WH_WORDS | _AUX_WORDS]
-    joined = text[: m.start()].split()[-1:] == before[-1:]  # "monthly CRAN downloads"
-    asked = (len(before) >= 2 and not joined and before[0].lower() in _WH_WORDS
-             and before[1].lower() not in _AUX_WORDS | _WH_WORDS)  # fmt: skip
-    if asked:  # "Which hash function does Dynamo use?": what the question word asks for
-        return _clip(" ".join(before).strip(" ,"))
-    after = re.sub(r"^(?:['’]s)?\s+(?:[\w-]+,?\s+){1,3}?(?=(?:how|what|which|why|when|where|"
-                   r"who)\b)", "", text[m.end():], flags=re.I)  # "X's method how is …"
-    after = re.sub(r"^(?:['’]s\b)?\s*(?:papers?\b)?\s*(?:(?:each|both)\b)?[\s,]*", "", after)
-    after = re.sub(r"^(?:both|each|respectively)\s+", "", _SAYING_RE.sub("", after))
-    after = _COMPARING_TAIL_RE.sub("", after) if not after.lower().startswith(
-        ("and ", "or ", "with ", "as ")) else ""  # fmt: skip
-    words = after.split()
-    appositive = text[m.end():].lstrip().startswith(",") and content
-    if not appositive and (len(words) >= 2 or (words and not before)):
-        return _clip(after)
-    if not content or len(before) < 2:
-        return ""  # "What does Spanner add?": the name says it
-    return _clip(" ".join(before).strip(" ,"))
-
-
-def _capital(subject: str) -> str:
-    return subject[:1].upper() + subject[1:]
-
-
-def _clip(text: str) -> str:
-    # One sentence: "rely on a recurrence over a matrix. What do they each compute…" glues two.
-    text = (_sentences(text) or [""])[0].rstrip(".!?")
-    words = text.strip(" ,:;").split()
-    while len(words) > 1 and words[-1].lower() in _AUX_WORDS:
-        words.pop()  # "the distillation step for" ends at "step"
-    text = " ".join(words)
-    head, sep, _ = text.partition(", ")
-    if sep and len(head.split()) >= 3 and len(text.split()) > 8:
-        text = head  # "who assigns the timestamps, two systems that keep…": the first clause
-    words = text.split()
-    if len(words) > HEADING_WORDS:
-        cut = " ".join(words[:HEADING_WORDS])
-        comma = cut.rfind(",")
-        text = (cut[:comma] if comma > len(cut) // 2 else cut) + "…"
-    if text[:2].isupper() or re.match(r"^[A-Z][a-z]*[A-Z]", text):
-        return text  # an acronym or a name leads
-    return text[:1].lower() + text[1:]
 
 
 # ------------------------------------------------------------------------------ prompt form
@@ -592,5 +561,4 @@ __all__ = [
     "heading",
     "render_parts",
     "resolve_names",
-    "short_title",
 ]

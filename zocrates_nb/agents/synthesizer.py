@@ -120,10 +120,10 @@ async def synthesize(
         )
     turn.usage.add_run(rm, result.usage)
     keys, chunk_ids = plumbing(turn, [*ranked, *gathered])
-    # A model may cite a paper by its authors and year; the offline engine names its sources
-    # so above the quotes, which are cited by number.
+    # A model may cite in many forms (by authors and year, `{2}`, `¹`); the offline engine
+    # cites by `[n]` only, and the rest of its text is the papers' words.
     papers = [] if rm.offline else [(e.authors, e.year) for e in ranked]
-    text = cit.sanitize(result.output, keys, chunk_ids, papers)
+    text = cit.sanitize(result.output, keys, chunk_ids, papers, forms=not rm.offline)
     occurrences = cit.find_occurrences(text, len(ranked))
     if occurrences:
         turn.step("verify", "Verifying citations", citations=len(occurrences))

@@ -50,8 +50,9 @@ class Placement:
 
 
 def loose(text: str) -> str:
-    """Letters and digits only, folded: the form both sides are compared in."""
-    return "".join(_fold(ch) for ch in text)
+    """Letters and digits only, folded: the form both sides are compared in. PDFium ends a
+    line with "\r\n": that carriage return is no OT1 "fl" (code 13) of a TeX font."""
+    return "".join(_fold(ch) for ch in text.replace("\r\n", "\n"))
 
 
 def _fold(ch: str) -> str:
@@ -88,7 +89,7 @@ def _read(pdf: pdfium.PdfDocument, index: int) -> _Page:
                 generated = bool(raw.FPDFText_IsGenerated(tp.raw, i)) if i < n else True
                 box = None if generated or ch.isspace() or i >= n else tp.get_charbox(i)
                 boxes.append(box)
-                f = "" if generated or i in markers else _fold(ch)
+                f = "" if generated or i in markers or chars[i : i + 2] == "\r\n" else _fold(ch)
                 folded.append(f)
                 origin += [i] * len(f)
             try:
