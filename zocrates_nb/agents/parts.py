@@ -315,12 +315,13 @@ def _by_named_items(q: str, units: list[_Unit], cat: Catalogue) -> list[Part]:
     name alone (no clean span of the question says what is asked of each). A name several
     papers share and a name the library lacks are not papers of their own here."""
     subjects: list[Mention] = []
-    for clause, m in ((u, m) for u in units for m in u.mentions):
-        if len(m.keys) != 1 or _owned(clause.text, m):
-            continue  # "Paxos groups" in a question on Spanner: a name two papers share
-        if any(set(m.keys) & set(s.keys) for s in subjects):
-            continue  # "Ongaro and Ousterhout": one paper, named twice
-        subjects.append(m)
+    for u in units:
+        for m in u.mentions:
+            if len(m.keys) != 1 or _owned(u.text, m):
+                continue  # "Paxos groups" in a question on Spanner: a name two papers share
+            if any(set(m.keys) & set(s.keys) for s in subjects):
+                continue  # "Ongaro and Ousterhout": one paper, named twice
+            subjects.append(m)
     if len(subjects) < 2:
         return []
 

@@ -26,7 +26,7 @@ _BOLD_NAME = re.compile(
 _ITALIC_NAME = re.compile(r"italic|oblique|cmti|cmsl|cmmi|-it$|ital|\.i$|-ital", re.I)
 _FLAG_ITALIC = 1 << 6
 # TeX's OT1 text encoding, seen in Type-3 fonts that carry no Unicode map.
-_OT1_LIGATURES = {11: "ff", 12: "fi", 13: "fl", 14: "ffi", 15: "ffl"}
+OT1_LIGATURES = {11: "ff", 12: "fi", 13: "fl", 14: "ffi", 15: "ffl"}
 _OT1_PUNCT = {"{": "–", "|": "—", "\\": "“", '"': "”"}
 _FLAG_FORCE_BOLD = 1 << 18
 
@@ -191,8 +191,8 @@ def _lines(tp: raw.FPDF_TEXTPAGE, page_no: int, height: float, max_chars: int) -
             close_span()
             cur, span, space = None, None, 0
             continue
-        if u < 32 and u in _OT1_LIGATURES:
-            ch = _OT1_LIGATURES[u]  # TeX fonts without a ToUnicode map keep OT1 codes
+        if u < 32 and u in OT1_LIGATURES:
+            ch = OT1_LIGATURES[u]  # TeX fonts without a ToUnicode map keep OT1 codes
         else:
             ch = "-" if u in (2, 0xFFFE, 0xAD) else chr(u) if 0 < u < 0x110000 else ""
         if not ch or ch.isspace():

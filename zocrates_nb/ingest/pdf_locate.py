@@ -19,11 +19,11 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as raw
 
 from zocrates_nb.ingest.pdf import _open
+from zocrates_nb.ingest.pdf_chars import OT1_LIGATURES
 from zocrates_nb.ingest.problems import ConversionError
 from zocrates_nb.text import strip_reference_markers
 
 # TeX's OT1 text encoding, seen in Type-3 fonts that carry no Unicode map.
-_OT1 = {11: "ff", 12: "fi", 13: "fl", 14: "ffi", 15: "ffl"}
 MIN_CHARS = 20  # letters and digits: anything shorter is too ambiguous to highlight
 NEIGHBOURS = 2  # pages either side of the cited page searched before the rest
 MIN_PART = 4  # letters and digits of a sentence's part on either page
@@ -56,8 +56,8 @@ def loose(text: str) -> str:
 
 
 def _fold(ch: str) -> str:
-    if len(ch) == 1 and ord(ch) in _OT1:
-        return _OT1[ord(ch)]
+    if len(ch) == 1 and ord(ch) in OT1_LIGATURES:
+        return OT1_LIGATURES[ord(ch)]
     return "".join(c for c in unicodedata.normalize("NFKD", ch).casefold()
                    if c.isalnum() and not unicodedata.combining(c))  # fmt: skip
 
