@@ -168,3 +168,19 @@ def test_a_question_on_what_i_wrote_searches_my_notes_and_quotes_the_line(
     assert any(b.startswith("- Sinusoidal positional encodings added to the input embeddings.")
                for b in bullets[:3]), final.answer  # fmt: skip
     assert any(c.chunk_id.startswith("QLG29MTK:") for c in final.citations)
+
+
+def test_a_part_is_searched_inside_its_paper_without_the_name_every_passage_bears(
+    corpus_app: App,
+) -> None:
+    """Inside ZooKeeper's paper every passage is about ZooKeeper: searched with its name, the
+    passages that repeat it most (the throughput study, the conclusions) ranked above § 4.4,
+    which says how reads stay cheap. The part searches its paper without the name too."""
+    final = terminal(run(corpus_app.ask("How do ZooKeeper and Chubby each make reads cheap?",
+                                        hitl=False)))  # fmt: skip
+    parts = sections(final.answer)
+    zookeeper = next(body for heading, body in parts.items() if heading.startswith("ZooKeeper"))
+    bullets = [ln for ln in zookeeper if ln.startswith("- ")]
+    assert bullets[0].startswith("- By processing reads locally, we obtain excellent read"), (
+        final.answer)
+    assert "§ 4.4 Client-Server Interactions" in bullets[0]

@@ -70,6 +70,10 @@ def quoted(scorer: QuoteScorer, question: str, chunks: list[EvidenceChunk]) -> l
         ("We set K = 65536 and m = 0.999.", True),  # a setting, stated in symbols and values
         ("= 0.5 x + 3.2 y − 1.7 z ≈ 4.1 (12).", False),  # a formula
         ("ResNet-50 76.5 81.2 69.3 72.4 70.0 68.1.", False),  # a table's row
+        # the tail of a sentence a formula's subscripts broke off (Spanner § 4.1.2)
+        ("; and the commit timestamp of a transaction Ti by si.", False),
+        ("“Tour Bus” removes the erroneous bubbles of the graph in a breadth-first search.",
+         True),
     ],
 )  # fmt: skip
 def test_only_whole_sentences_of_prose_are_quotable(sentence: str, prose: bool) -> None:
@@ -132,6 +136,31 @@ def test_at_most_three_quotes_from_one_paper_unless_a_further_one_answers_as_wel
     assert len(picked) == 3
     paper[1].score, paper[2].score, paper[3].score = 0.88, 0.87, 0.86  # each adds an answer
     assert len(scorer.select(question, paper, max_words=1000)) == 4
+
+
+def test_the_next_quote_comes_from_beyond_what_the_first_quote_already_carries(
+    scorer: QuoteScorer,
+) -> None:
+    """A quote carries the sentences after its own: a sentence it already holds is no next
+    choice (it was chosen, then dropped as quoted, and the remedy stated in the next
+    paragraph was never reached)."""
+    text = "\n\n".join([
+        "A straggler is a machine that takes an unusually long time to finish its last tasks. "
+        "Stragglers can arise for a whole host of reasons on a busy cluster. "
+        "For example, a machine with a bad disk may see frequent correctable errors that slow "
+        "its reads.",
+        "When a job is close to completion, the master schedules backup executions of the "
+        "remaining in-progress tasks.",
+    ])  # fmt: skip
+    question = "What does MapReduce do about slow stragglers at the end of a job?"
+    paper = scorer.candidates([chunk(text, title="MapReduce", section="3.6 Backup Tasks")])
+    scorer.score(question, paper)
+    first, second, near, remedy = paper
+    for c, value in ((first, 0.9), (second, 0.3), (near, 0.8), (remedy, 0.8)):
+        c.score = value
+    picked = scorer.select(question, paper, max_sentences=2, max_words=1000)
+    assert [run[0].text[:20] for run, _ in picked] == [first.text[:20], remedy.text[:20]]
+    assert near in picked[0][0]  # said once, in the first quote
 
 
 @pytest.mark.parametrize(
@@ -408,7 +437,7 @@ def test_a_papers_sentences_are_ordered_as_if_the_question_did_not_name_it(
     """Every sentence of ZooKeeper's paper is about ZooKeeper: the name in the question drew
     the ones that repeat it ("… partitioning the ZooKeeper data …") ahead of the
     one that answers. How well a sentence answers stays the question's own measure."""
-    from zocrates_nb.agents.offline.writer import without_names
+    from zocrates_nb.agents.offline.aspects import without_names
 
     text = (
         "We increase write throughput by partitioning the ZooKeeper data into multiple "
@@ -448,7 +477,7 @@ def test_a_papers_sentences_are_ordered_as_if_the_question_did_not_name_it(
 )
 def test_a_question_without_the_names_of_its_papers(question: str, names: list[str], bare: str
                                                     ) -> None:  # fmt: skip
-    from zocrates_nb.agents.offline.writer import without_names
+    from zocrates_nb.agents.offline.aspects import without_names
 
     assert without_names(question, names) == bare
 

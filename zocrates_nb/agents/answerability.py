@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from zocrates_nb.agents.parts import Part, core_goal, decompose
 from zocrates_nb.index import Index
 from zocrates_nb.index.names import Catalogue, names_for
+from zocrates_nb.retrieval.scope_words import scope_free
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.turn import Scope, Source
@@ -104,7 +105,7 @@ def elsewhere(
         return Elsewhere()
     vectors = vectors or PassageVectors(index)
     inside = set(allowed)
-    queries = [p.text for p in parts] or [core_goal(goal) or goal]
+    queries = [scope_free(p.text) for p in parts] or [scope_free(core_goal(goal) or goal)]
     found: dict[str, tuple[float, str]] = {}  # item key → (paper score, its best section)
     near: dict[str, float] = {}
     for q in queries:

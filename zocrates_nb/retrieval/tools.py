@@ -28,6 +28,7 @@ from zocrates_nb.retrieval.results import (
     ToolResult,
 )
 from zocrates_nb.retrieval.scope import ACTIVE_WORDS, ALL_WORDS, ScopeGuard, parse_keys
+from zocrates_nb.retrieval.scope_words import scope_free
 from zocrates_nb.retrieval.state import (
     MAX_EXTENSIONS,
     CompletionReport,
@@ -201,13 +202,14 @@ class Toolkit:
             exclude_chunk_ids=list(st.seen_chunk_ids),
         )
         words_left = st.word_ceiling - st.words
+        searched = scope_free(query)  # the scope is the filter: its words would only be searched
         if survey:  # one frontmatter chunk per paper (an item may have several documents)
             by_item: dict[str, Hit] = {}
-            for h in self.index.search(query, flt, limit=limit * 3):
+            for h in self.index.search(searched, flt, limit=limit * 3):
                 by_item.setdefault(h.chunk.item_key, h)
             passages = [Passage(h, [h.chunk.chunk_id]) for h in list(by_item.values())[:limit]]
         else:
-            hits = self.index.search(query, flt, limit=max(limit, CANDIDATES))
+            hits = self.index.search(searched, flt, limit=max(limit, CANDIDATES))
             passages = join_adjacent(hits, limit, words_left=words_left)
         items = [
             Evidence.from_passage(

@@ -5,8 +5,9 @@ leader"), against a heading without its number ("5.2 Leader election" → "Leade
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from zocrates_nb.text import entities
+from zocrates_nb.text import entities, terms
 
 _ASPECT_DROP_RE = re.compile(
     r"\b(how|what|which|why|when|where|who|does|do|did|is|are|was|were|the|a|an|"
@@ -30,5 +31,21 @@ def bare_heading(heading: str) -> str:
     return re.sub(r"^\s*(?:[A-Z]|\d+)(?:\.\d+)*\.?\s+(?=[A-Za-z])", "", heading) or heading
 
 
+def drop_name(text: str, name: str) -> str:
+    """`text` without a paper's name, its possessive and its "et al." ("Snell and colleagues")."""
+    return re.sub(rf"\b{re.escape(name)}(?:['’]s)?(?:\s+(?:et al\.?|and (?:colleagues|"
+                  rf"coauthors|co-authors)))?(?!\w)", " ", text, flags=re.I)  # fmt: skip
 
-__all__ = ["aspect", "bare_heading"]
+
+def without_names(question: str, names: Sequence[str]) -> str:
+    """The question without the names it gives papers ("Velvet", "Snell and colleagues"), or
+    "" when too little is left to ask anything."""
+    bare = question
+    for name in names:
+        bare = drop_name(bare, name)
+    bare = re.sub(r"\s+(?:in|of|by|for|from|on|at|to)(?=\s*[?.!]|$)", "", bare)
+    bare = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(bare.split()))
+    return bare if bare != question and len(set(terms(bare))) >= 2 else ""
+
+
+__all__ = ["aspect", "bare_heading", "drop_name", "without_names"]

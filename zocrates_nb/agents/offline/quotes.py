@@ -57,6 +57,9 @@ CONTEXT = 0.45  # the share of a sentence's closeness that its neighbourhood's m
 QUOTE_BEFORE = 1
 QUOTE_AFTER = 2
 QUOTE_WORDS = 90
+# A sentence next to one already chosen adds little beyond that one's quote: the next quote is
+# sought elsewhere (MMR redundancy of at least this).
+NEIGHBOUR = 0.6
 # Retrieval's order of the passages (dense and lexical over the whole passage, fused) knows
 # what a sentence alone does not: the answering sentence is in the first passage in most
 # questions. Its weight: PASSAGE_PRIOR / (the passage's rank among those scored).
@@ -229,7 +232,10 @@ def is_prose(sentence: str) -> bool:
     # A sentence cut at a page or column break ends on a function word ("… rare; this."); a
     # capital is a label or a symbol ("… in Appendix A).", "… of AT."), not an article.
     last = ws[-1].rstrip(".!?:;,\"')”’")
-    return last not in _DANGLING and not sentence[:1].islower()
+    # A sentence begins with a word, a number or an opening quote or bracket; one that begins
+    # with a clause's punctuation ("; and the commit timestamp …") is the tail of a formula's.
+    opens = s[:1].isalnum() or s[:1] in "\"'“‘([¶§"
+    return last not in _DANGLING and not sentence[:1].islower() and opens
 
 
 def _attach_short(sentences: Sequence[str]) -> list[str]:
@@ -435,7 +441,7 @@ class QuoteScorer:
                     continue
                 if per.get(c.chunk.title, 0) >= per_paper and c.score < ADDS * top:
                     continue  # enough from this paper, unless it answers as well as the best
-                red = max((_cos(c.vec, o.vec) for o in chosen), default=0.0)
+                red = max((_redundancy(c, o) for o in chosen), default=0.0)
                 if red > 0.9:  # near-duplicate content adds nothing
                     continue
                 v = 0.75 * c.score - 0.25 * red
@@ -490,6 +496,15 @@ def _meaning(own: np.ndarray, context: Sequence[float]) -> np.ndarray:
 
 def _cos(a: np.ndarray | None, b: np.ndarray | None) -> float:
     return float(a @ b) if a is not None and b is not None else 0.0
+
+
+def _redundancy(c: Candidate, chosen: Candidate) -> float:
+    """How much of `c` a chosen sentence's quote already says: their closeness, and at least
+    NEIGHBOUR when `c` stands next to it in its paragraph (a quote carries its neighbours)."""
+    red = _cos(c.vec, chosen.vec)
+    near = (c.chunk.index == chosen.chunk.index and c.paragraph == chosen.paragraph
+            and abs(c.order - chosen.order) <= QUOTE_AFTER + 1)  # fmt: skip
+    return max(red, NEIGHBOUR) if near else red
 
 
 def filler(c: Candidate) -> float:

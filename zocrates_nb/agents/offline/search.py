@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from pydantic_ai import ModelResponse, ToolCallPart
@@ -31,6 +31,8 @@ from zocrates_nb.agents.offline.search_state import (
     Outline,
     Passage,
     SearchPlanState,
+    inside_query,
+    part_key,
     read_plan_state,
 )
 from zocrates_nb.agents.own_notes import asks_own_notes
@@ -77,12 +79,13 @@ class OfflineSearch:
 
     # -------------------------------------------------------------- judging what was found
     def passage_scores(
-        self, st: SearchPlanState, query: str | None = None, only: str | None = None
-    ) -> dict[str, float]:
+        self, st: SearchPlanState, query: str | None = None,
+        only: Collection[str] | None = None,
+    ) -> dict[str, float]:  # fmt: skip
         """How close each passage (by chunk id) comes to the goal (or `query`; `only`: the
-        passages that query found): its best stored window's cosine."""
+        passages these queries found): its best stored window's cosine."""
         query = query or st.goal
-        ps = [p for p in st.passages if p.text and (only is None or p.query == only)]
+        ps = [p for p in st.passages if p.text and (only is None or p.query in only)]
         return self._similarity(st, query, ps)
 
     def _similarity(self, st: SearchPlanState, query: str, ps: list[Passage]) -> dict[str, float]:
@@ -347,33 +350,38 @@ class OfflineSearch:
         return out[:2]
 
     # -------------------------------------------------------------- a question in parts
+    def part_queries(self, st: SearchPlanState, part: Part) -> set[str]:
+        """The searches a part's passages came from: inside its papers, or the whole scope."""
+        return {part.text, inside_query(st, part.text, part_key(st, part))}
+
     def part_step(self, st: SearchPlanState) -> ModelResponse | None:
         """The next call for a question in parts: first a search for every part (inside the
-        papers it names when the scope allows), then for each part its paper's outline and the
-        sections that answer that part. None: every part is covered."""
+        papers it names when the scope allows, without their names, then with them), then for
+        each part its paper's outline and the sections that answer it. None: all covered."""
         scope_key: Any = "active" if st.scope == "selection" else None
         attempted = {(q, k) for q, t, k in st.searched_queries if t == ""}
         found = {p.query for p in st.passages}
-
-        def key_for(part: Part) -> Any:
-            items = part.items
-            if st.scope == "selection":
-                items = [k for k in items if k in st.active_keys]
-            return (items[0] if len(items) == 1 else items) if items else scope_key
-
         # Every part's search must fit the word ceiling: the more parts, the fewer passages.
         limit = {1: 6, 2: 6, 3: 4, 4: 3}.get(len(st.parts), 2)
         for part in st.parts:
-            key = key_for(part)
-            if (part.text, str(key)) not in attempted:
-                return _search(part.text, key, limit=limit)
-            if part.text not in found and (part.text, str(scope_key)) not in attempted:
+            key = part_key(st, part)
+            query = inside_query(st, part.text, key)
+            if (query, str(key)) not in attempted:
+                return _search(query, key, limit=limit)
+            if not found & self.part_queries(st, part) and (
+                part.text, str(scope_key)) not in attempted:  # fmt: skip
                 # The named paper was out of scope (or held nothing): the whole scope.
                 return _search(part.text, scope_key, limit=limit)
+        # Then with the name, which a paper's statements of its own design often repeat ("In
+        # ZooKeeper, servers process read operations locally"), while words are left to read.
+        for part in st.parts:
+            key = part_key(st, part)
+            if (part.text, str(key)) not in attempted and self.words_left(st) > 2 * MIN_READ_WORDS:
+                return _search(part.text, key, limit=limit)
         if self.words_left(st) < MIN_READ_WORDS:
             return None  # no room left to read a section: opening outlines would be wasted
         for part in st.parts:
-            sims = self.passage_scores(st, part.text, only=part.text)
+            sims = self.passage_scores(st, part.text, only=self.part_queries(st, part))
             if not sims or self.best_match(st, sims, part.text, NOTHING_RELEVANT) < (
                 NOTHING_RELEVANT
             ):
@@ -397,8 +405,9 @@ class OfflineSearch:
         """The papers that answer a part: every paper it names that the search found, else its
         passages' best paper."""
         score: dict[str, float] = {}
+        queries = self.part_queries(st, part)
         for p in st.passages:
-            if p.query == part.text:
+            if p.query in queries:
                 s = _weight(p.rank) * (0.5 + sims.get(p.chunk_id, 0.0))
                 score[p.item_key] = score.get(p.item_key, 0.0) + s
         named = [k for k in part.items if k in score]
@@ -410,7 +419,7 @@ class OfflineSearch:
         """The parts no passage found closely matches."""
         gaps = []
         for part in st.parts:
-            sims = self.passage_scores(st, part.text, only=part.text)
+            sims = self.passage_scores(st, part.text, only=self.part_queries(st, part))
             if self.best_match(st, sims, part.text) < WEAK_EVIDENCE:
                 gaps.append(f"nothing found about {part.heading or part.text}")
         return gaps

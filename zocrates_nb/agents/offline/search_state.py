@@ -17,11 +17,13 @@ from typing import Any
 
 from pydantic_ai.messages import ModelMessage
 
+from zocrates_nb.agents.offline.aspects import without_names
 from zocrates_nb.agents.offline.brief import SearchBrief
 from zocrates_nb.agents.offline.messages import exchanges, refused, result_dict
 from zocrates_nb.agents.parts import Part
 from zocrates_nb.retrieval.assets import section_heading, section_words
 from zocrates_nb.retrieval.results import Refusal, succeeded
+from zocrates_nb.retrieval.scope_words import scope_free
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.tools import Toolkit
 from zocrates_nb.retrieval.vectors import PassageVectors
@@ -162,11 +164,34 @@ def _add_outline(st: SearchPlanState, key: str) -> None:
             st.outlines[k] = o
 
 
+def part_key(st: SearchPlanState, part: Part) -> Any:
+    """Where a part is searched: the papers it names (within a selection), else the scope."""
+    items = part.items
+    if st.scope == "selection":
+        items = [k for k in items if k in st.active_keys]
+    if items:
+        return items[0] if len(items) == 1 else items
+    return "active" if st.scope == "selection" else None
+
+
+def inside_query(st: SearchPlanState, text: str, key: Any) -> str:
+    """A search inside the papers `key` names asks what `text` asks of them, without the
+    names it gives them: every passage of a paper is about it, and a name's words rank the
+    passages that repeat it (an introduction, the conclusions) over the one that answers
+    ("How do ZooKeeper keep reads fast?" inside ZooKeeper: "keep reads fast")."""
+    inside = {key} if isinstance(key, str) else set(key or ())
+    cat = st.brief.catalogue
+    if cat is None or not inside or key == "active":
+        return text
+    names = [m.surface for m in cat.mentions(text) if m.keys and set(m.keys) <= inside]
+    return without_names(text, names) or text
+
+
 def read_plan_state(brief: SearchBrief, messages: Sequence[ModelMessage]) -> SearchPlanState:
     """The run as its brief and its tool results tell it."""
     run = brief.state
     st = SearchPlanState(
-        goal=run.follow_up.context(run.goal) if run.follow_up else run.goal,
+        goal=scope_free(run.follow_up.context(run.goal) if run.follow_up else run.goal),
         scope=run.scope.kind,
         active_keys=list(run.active_keys),
         budget=run.budget,
@@ -227,6 +252,8 @@ __all__ = [
     "OutlineEntry",
     "Passage",
     "SearchPlanState",
+    "inside_query",
+    "part_key",
     "passages_of",
     "read_plan_state",
 ]

@@ -18,6 +18,7 @@ from pydantic_ai import ModelResponse
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models.function import AgentInfo
 
+from zocrates_nb.agents.offline.aspects import drop_name, without_names
 from zocrates_nb.agents.offline.brief import WriterBrief, brief_of
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import text_response
@@ -40,13 +41,13 @@ from zocrates_nb.agents.offline.verdict import (
     verdict,
 )
 from zocrates_nb.agents.parts import Part, core_goal
+from zocrates_nb.retrieval.scope_words import scope_free
 from zocrates_nb.text import (
     STOPWORDS,
     entities,
     markdown_quote,
     markdown_text,
     mentions,
-    terms,
 )
 
 NO_LM_NOTE = (
@@ -83,33 +84,17 @@ def part_query(part: Part) -> str:
         for title in part.titles:
             bare = bare.replace(f"“{title}”", " ")
         if part.subject:
-            bare = _drop_name(bare, part.subject)
+            bare = drop_name(bare, part.subject)
         if len(re.findall(r"\w+", bare)) >= 3:
             query = " ".join(bare.split())
     return query if len(query.split()) >= 3 else part.text
 
 
-def _drop_name(text: str, name: str) -> str:
-    """`text` without a paper's name, its possessive and its "et al." ("Snell and colleagues")."""
-    return re.sub(rf"\b{re.escape(name)}(?:['’]s)?(?:\s+(?:et al\.?|and (?:colleagues|"
-                  rf"coauthors|co-authors)))?(?!\w)", " ", text, flags=re.I)  # fmt: skip
-
-
-def without_names(question: str, names: Sequence[str]) -> str:
-    """The question without the names it gives papers ("Velvet", "Snell and colleagues"), or
-    "" when too little is left to ask anything."""
-    bare = question
-    for name in names:
-        bare = _drop_name(bare, name)
-    bare = re.sub(r"\s+(?:in|of|by|for|from|on|at|to)(?=\s*[?.!]|$)", "", bare)
-    bare = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(bare.split()))
-    return bare if bare != question and len(set(terms(bare))) >= 2 else ""
-
-
 def asked(brief: WriterBrief) -> str:
-    """What the answer answers: the goal's own words, or, for a follow-up that says little by
-    itself ("Why?"), the goal with the earlier question it builds on."""
-    own = core_goal(brief.goal) or core_goal(brief.question)
+    """What the answer answers: the goal's own words (without those pointing at the scope:
+    "this paper" is no part of what is asked), or, for a follow-up that says little by itself
+    ("Why?"), the goal with the earlier question it builds on."""
+    own = scope_free(core_goal(brief.goal) or core_goal(brief.question))
     return brief.follow_up.context(own) if brief.follow_up else own
 
 
@@ -196,7 +181,7 @@ class OfflineSynthesizer:
         # A name the library knows stands for its paper, which need not repeat it ("Ghemawat").
         # A correction's own words name what is not meant ("BLAST, not BLAT"): the goal says
         # what is asked.
-        said = "" if fu is not None and fu.correction else core_goal(brief.question)
+        said = "" if fu is not None and fu.correction else scope_free(core_goal(brief.question))
         ents = [e for e in entities(f"{said} {question}")  # "Birney" of "Zerbino and Birney"
                 if not any(mentions(k, e) for k in brief.known_names)]  # fmt: skip
         missing = [e for e in ents if not mentions(everything, e)]
