@@ -184,3 +184,22 @@ def test_a_part_is_searched_inside_its_paper_without_the_name_every_passage_bear
     assert bullets[0].startswith("- By processing reads locally, we obtain excellent read"), (
         final.answer)
     assert "§ 4.4 Client-Server Interactions" in bullets[0]
+
+
+def test_what_i_wrote_about_a_paper_is_quoted_from_my_note_on_it_before_the_paper(
+    corpus_app: App,
+) -> None:
+    """The Velvet paper's own "We compared Velvet to …" shares more words with the question
+    than the researcher's note does, but a paper cannot say what the researcher wrote: the note
+    on the paper the question names comes first, whole, and the paper only after a line."""
+    question = "What did I write down to read alongside the Velvet paper, for comparison?"
+    final = terminal(run(corpus_app.ask(question, hitl=False)))
+    lines = [ln for ln in final.answer.splitlines() if ln.strip()]
+    assert lines[1].startswith("Your note on *Velvet"), final.answer
+    bullets = [ln for ln in lines if ln.startswith("- ")]
+    assert any(b.startswith("- Compare with the Eulerian path approach of Pevzner et al.")
+               for b in bullets[:3]), final.answer  # fmt: skip
+    assert "Reading list" not in final.answer  # another note, on other papers
+    if "We compared Velvet" in final.answer:
+        assert final.answer.index("_From the papers themselves:_") < final.answer.index(
+            "We compared Velvet")

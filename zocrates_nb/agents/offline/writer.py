@@ -22,6 +22,7 @@ from zocrates_nb.agents.offline.aspects import drop_name, without_names
 from zocrates_nb.agents.offline.brief import WriterBrief, brief_of
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import text_response
+from zocrates_nb.agents.offline.notes import asks_own_notes
 from zocrates_nb.agents.offline.quantity import asks_quantity
 from zocrates_nb.agents.offline.quotes import (
     FOCUS_WORDS,
@@ -61,6 +62,7 @@ RELEVANCE_FLOOR = 0.45
 # must score this to be quoted as the answer (else: "Not in the selected papers").
 SCOPE_ANSWERS = 0.6
 OTHER_PAPERS = "_From other papers in your library:_"
+PAPERS_TOO = "_From the papers themselves:_"  # after the researcher's notes, when those are asked
 # A part naming a paper the library holds: its closest sentences are quoted down to this score,
 # under PART_APPROACHED when none reaches STATES.
 OWN_FLOOR = 0.2
@@ -233,11 +235,19 @@ class OfflineSynthesizer:
         named: Sequence[str],
         **limits: int,
     ) -> list[str]:
-        """Quotes, the named papers' first; another paper's only under a line saying so."""
-        if not named:
+        """Quotes, the named papers' first (the researcher's notes on them, when what they
+        wrote is asked: a paper cannot say what they said of it); another's only under a line
+        saying so."""
+        def first(c: Candidate) -> bool:
+            mine = c.chunk.is_note or not notes_asked
+            return mine and (not named or c.chunk.item_key in named)
+
+        notes_asked = asks_own_notes(question) and any(
+            c.chunk.is_note and (not named or c.chunk.item_key in named) for c in cands)
+        if not named and not notes_asked:
             return quote_groups(scorer.select(question, cands, **limits))
-        own = [c for c in cands if c.chunk.item_key in named]
-        rest = [c for c in cands if c.chunk.item_key not in named]
+        own = [c for c in cands if first(c)]
+        rest = [c for c in cands if not first(c)]
         picked = scorer.select(question, own, **limits) if own else []
         lines = quote_groups(picked)
         best_own = max((u[1] for u in picked), default=0.0)
@@ -246,7 +256,7 @@ class OfflineSynthesizer:
             # Another paper earns a place when the named one says little (or nothing) on it.
             extra = [u for u in extra if u[1] >= max(HARD_FLOOR, best_own - 0.05)][:1]
             if extra:
-                lines += [OTHER_PAPERS, "", *quote_groups(extra)]
+                lines += [PAPERS_TOO if notes_asked else OTHER_PAPERS, "", *quote_groups(extra)]
         return lines
 
     def answer_parts(
