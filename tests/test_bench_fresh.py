@@ -21,13 +21,15 @@ def _module(name: str) -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("suffix", ["", "2", "3", "4"])  # set 1 and the sets written blind
+@pytest.mark.parametrize("suffix", ["", "2", "3", "4", "5"])  # set 1 and the sets written blind
 def test_every_sentence_is_in_its_paper_or_note(shared_corpus: Path, suffix: str) -> None:
     check = _module("check_fresh")
     corpus = check.Corpus(shared_corpus)
     questions = check.load(BENCH / f"questions-fresh{suffix}.jsonl")
     assert check.check(questions, corpus) == []
-    assert check.check_conversations(BENCH / f"conversations-fresh{suffix}.jsonl", corpus) == []
+    conversations = BENCH / f"conversations-fresh{suffix}.jsonl"  # set 5 has questions only
+    if suffix != "5":
+        assert check.check_conversations(conversations, corpus) == []
 
 
 def test_a_doctored_sentence_is_caught(shared_corpus: Path) -> None:

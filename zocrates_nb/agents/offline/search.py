@@ -373,11 +373,12 @@ class OfflineSearch:
                 # The named paper was out of scope (or held nothing): the whole scope.
                 return _search(part.text, scope_key, limit=limit)
         # Then with the name, which a paper's statements of its own design often repeat ("In
-        # ZooKeeper, servers process read operations locally"), while words are left to read.
+        # ZooKeeper, servers process read operations locally"): its few best passages, while
+        # most of the words are left for reading the sections that answer.
         for part in st.parts:
             key = part_key(st, part)
             if (part.text, str(key)) not in attempted and self.words_left(st) > 2 * MIN_READ_WORDS:
-                return _search(part.text, key, limit=limit)
+                return _search(part.text, key, limit=2)
         if self.words_left(st) < MIN_READ_WORDS:
             return None  # no room left to read a section: opening outlines would be wasted
         for part in st.parts:
