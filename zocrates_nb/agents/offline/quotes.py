@@ -319,15 +319,15 @@ class QuoteScorer:
                     scored = []
                 windows[id(ch)] = [(_loose(w.text), s) for w, s in scored]
         cheap: list[tuple[float, int]] = []
-        mine = OWN_NOTES if asks_own_notes(question) else 0.0  # the researcher's notes asked
+        own_notes = OWN_NOTES if asks_own_notes(question) else 0.0
         for i, c in enumerate(cands):
             ws = windows.get(id(c.chunk), [])
             probe = _loose(c.text)[:80]
             inside = [s for t, s in ws if probe and probe in t]
             c.prior = max(inside) if inside else max((s for _, s in ws), default=0.0) - 0.05
             lex = stats.overlap(q_terms, terms(c.text))
-            own = mine if c.chunk.is_note else 0.0
-            cheap.append((c.prior + 0.5 * lex + own - 0.002 * c.chunk.index, i))
+            mine = own_notes if c.chunk.is_note else 0.0
+            cheap.append((c.prior + 0.5 * lex + mine - 0.002 * c.chunk.index, i))
         picked: list[Candidate] = []
         total = 0
         for _, i in sorted(cheap, reverse=True):

@@ -33,6 +33,7 @@ from zocrates_nb.agents.offline.search_state import (
     SearchPlanState,
     inside_query,
     part_key,
+    part_queries,
     read_plan_state,
 )
 from zocrates_nb.agents.own_notes import asks_own_notes
@@ -350,10 +351,6 @@ class OfflineSearch:
         return out[:2]
 
     # -------------------------------------------------------------- a question in parts
-    def part_queries(self, st: SearchPlanState, part: Part) -> set[str]:
-        """The searches a part's passages came from: inside its papers, or the whole scope."""
-        return {part.text, inside_query(st, part.text, part_key(st, part))}
-
     def part_step(self, st: SearchPlanState) -> ModelResponse | None:
         """The next call for a question in parts: first a search for every part (inside the
         papers it names when the scope allows, without their names, then with them), then for
@@ -368,7 +365,7 @@ class OfflineSearch:
             query = inside_query(st, part.text, key)
             if (query, str(key)) not in attempted:
                 return _search(query, key, limit=limit)
-            if not found & self.part_queries(st, part) and (
+            if not found & part_queries(st, part) and (
                 part.text, str(scope_key)) not in attempted:  # fmt: skip
                 # The named paper was out of scope (or held nothing): the whole scope.
                 return _search(part.text, scope_key, limit=limit)
@@ -382,7 +379,7 @@ class OfflineSearch:
         if self.words_left(st) < MIN_READ_WORDS:
             return None  # no room left to read a section: opening outlines would be wasted
         for part in st.parts:
-            sims = self.passage_scores(st, part.text, only=self.part_queries(st, part))
+            sims = self.passage_scores(st, part.text, only=part_queries(st, part))
             if not sims or self.best_match(st, sims, part.text, NOTHING_RELEVANT) < (
                 NOTHING_RELEVANT
             ):
@@ -406,7 +403,7 @@ class OfflineSearch:
         """The papers that answer a part: every paper it names that the search found, else its
         passages' best paper."""
         score: dict[str, float] = {}
-        queries = self.part_queries(st, part)
+        queries = part_queries(st, part)
         for p in st.passages:
             if p.query in queries:
                 s = _weight(p.rank) * (0.5 + sims.get(p.chunk_id, 0.0))
@@ -420,7 +417,7 @@ class OfflineSearch:
         """The parts no passage found closely matches."""
         gaps = []
         for part in st.parts:
-            sims = self.passage_scores(st, part.text, only=self.part_queries(st, part))
+            sims = self.passage_scores(st, part.text, only=part_queries(st, part))
             if self.best_match(st, sims, part.text) < WEAK_EVIDENCE:
                 gaps.append(f"nothing found about {part.heading or part.text}")
         return gaps

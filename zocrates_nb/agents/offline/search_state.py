@@ -187,6 +187,11 @@ def inside_query(st: SearchPlanState, text: str, key: Any) -> str:
     return without_names(text, names) or text
 
 
+def part_queries(st: SearchPlanState, part: Part) -> set[str]:
+    """The searches a part's passages came from: inside its papers, or the whole scope."""
+    return {part.text, inside_query(st, part.text, part_key(st, part))}
+
+
 def read_plan_state(brief: SearchBrief, messages: Sequence[ModelMessage]) -> SearchPlanState:
     """The run as its brief and its tool results tell it."""
     run = brief.state
@@ -254,6 +259,7 @@ __all__ = [
     "SearchPlanState",
     "inside_query",
     "part_key",
+    "part_queries",
     "passages_of",
     "read_plan_state",
 ]

@@ -238,16 +238,13 @@ class OfflineSynthesizer:
         """Quotes, the named papers' first (the researcher's notes on them, when what they
         wrote is asked: a paper cannot say what they said of it); another's only under a line
         saying so."""
-        def first(c: Candidate) -> bool:
-            mine = c.chunk.is_note or not notes_asked
-            return mine and (not named or c.chunk.item_key in named)
-
-        notes_asked = asks_own_notes(question) and any(
-            c.chunk.is_note and (not named or c.chunk.item_key in named) for c in cands)
-        if not named and not notes_asked:
+        on_named = [c for c in cands if not named or c.chunk.item_key in named]
+        notes = [c for c in on_named if c.chunk.is_note] if asks_own_notes(question) else []
+        if not named and not notes:
             return quote_groups(scorer.select(question, cands, **limits))
-        own = [c for c in cands if first(c)]
-        rest = [c for c in cands if not first(c)]
+        own = notes or on_named
+        first = {id(c) for c in own}
+        rest = [c for c in cands if id(c) not in first]
         picked = scorer.select(question, own, **limits) if own else []
         lines = quote_groups(picked)
         best_own = max((u[1] for u in picked), default=0.0)
@@ -256,7 +253,7 @@ class OfflineSynthesizer:
             # Another paper earns a place when the named one says little (or nothing) on it.
             extra = [u for u in extra if u[1] >= max(HARD_FLOOR, best_own - 0.05)][:1]
             if extra:
-                lines += [PAPERS_TOO if notes_asked else OTHER_PAPERS, "", *quote_groups(extra)]
+                lines += [PAPERS_TOO if notes else OTHER_PAPERS, "", *quote_groups(extra)]
         return lines
 
     def answer_parts(
