@@ -203,3 +203,37 @@ def test_what_i_wrote_about_a_paper_is_quoted_from_my_note_on_it_before_the_pape
     if "We compared Velvet" in final.answer:
         assert final.answer.index("_From the papers themselves:_") < final.answer.index(
             "We compared Velvet")
+
+
+def test_parts_whose_papers_hold_nothing_on_them_are_said_not_given_with_the_closest(
+    corpus_app: App,
+) -> None:
+    """Every name is known and each part's paper is in the library, but neither says a word
+    on what is asked: the papers do not give it (not "the library holds no evidence", which
+    would say nothing in the library bears on the question), with each paper's closest
+    passage shown as such and nothing cited."""
+    final = terminal(run(corpus_app.ask(
+        "How do GFS and Bigtable each train their word embeddings?", hitl=False)))
+    assert final.type == "final"
+    assert final.answer.startswith("Your papers do not give this"), final.answer
+    assert "holds no evidence" not in final.answer
+    closest = final.answer.split("The closest passages, which do not answer it:")[1]
+    assert "*The Google File System*" in closest and "*Bigtable:" in closest
+    assert not final.citations
+
+
+def test_a_system_named_only_in_the_abstract_its_pdf_gives_is_known_by_that_name(
+    corpus_index: Any,
+) -> None:
+    """The Zotero record of the Eulerian path paper has no abstract, and its title never says
+    EULER; the abstract its PDF gives ("a new EULER algorithm … EULER, in contrast to …") does.
+    A question naming EULER asks of that paper, not of a name the library lacks."""
+    from zocrates_nb.agents.parts import decompose
+    from zocrates_nb.index.names import names_for
+
+    cat = names_for(corpus_index.index)
+    assert cat is not None
+    parts = decompose("How do EULER and Velvet each cope with repeats?", cat)
+    euler = next(p for p in parts if p.subject == "EULER")
+    assert [cat.items[k].title for k in euler.items] == [
+        "An Eulerian path approach to DNA fragment assembly"]

@@ -3,6 +3,8 @@ is a clean span of the question."""
 
 from __future__ import annotations
 
+import re
+
 from zocrates_nb.agents.headings import aspect_span
 from zocrates_nb.agents.parts import decompose
 from zocrates_nb.index.names import Catalogue, CatalogueItem
@@ -200,3 +202,53 @@ def test_names_in_what_one_paper_is_said_to_say_are_no_parts() -> None:
     two = decompose("What does Lamport say about proposers, and how does Ousterhout's algorithm "
                     "elect a leader?", cat)  # fmt: skip
     assert [p.items for p in two] == [["PS"], ["RA"]]
+
+
+def _systems() -> Catalogue:
+    return Catalogue(
+        [
+            CatalogueItem("GFS", "The Google File System", ("S. Ghemawat", "H. Gobioff")),
+            CatalogueItem("BT", "Bigtable: A Distributed Storage System for Structured Data",
+                          ("F. Chang",)),
+            CatalogueItem("DYN", "Dynamo: Amazon's Highly Available Key-value Store",
+                          ("G. DeCandia",)),
+            CatalogueItem("CR", "Chain Replication for Supporting High Throughput and "
+                          "Availability", ("R. van Renesse", "F. B. Schneider"),
+                          intro="Chain replication is a new approach to coordinating servers."),
+        ]
+    )  # fmt: skip
+
+
+def test_each_part_of_a_list_of_things_asks_of_its_own_thing_alone() -> None:
+    """ "a GFS chunk, a Bigtable tablet and a Dynamo node": the list's items are not names
+    alone, yet each is another paper's, and a part's question carries none of the others (a
+    search for one paper's part that names the others finds them instead)."""
+    q = ("How large are a GFS chunk, a Bigtable tablet and Dynamo's virtual node by default?")
+    parts = decompose(q, _systems())
+    assert [p.items for p in parts] == [["GFS"], ["BT"], ["DYN"]]
+    texts = [p.text for p in parts]
+    assert "Bigtable" not in texts[0] and "Dynamo" not in texts[0] and "GFS chunk" in texts[0]
+    assert "GFS" not in texts[1] and "Dynamo" not in texts[1] and "a Bigtable tablet" in texts[1]
+    assert "GFS" not in texts[2] and "Bigtable" not in texts[2] and "Dynamo's virtual" in texts[2]
+    assert not any(re.search(r"\b(?:are|a)\s+(?:and|,)", t) for t in texts)  # no joint left
+
+
+def test_a_clause_may_open_on_where_it_asks_after_a_comma() -> None:
+    """ "In GFS, how …, and in chain replication, which …": each system's clause is its part,
+    whole (the place it asks about, then its question)."""
+    q = ("In GFS, how does a client find the chunk it wants, and in chain replication, which "
+         "server answers a query?")
+    parts = decompose(q, _systems())
+    assert [p.items for p in parts] == [["GFS"], ["CR"]]
+    assert parts[0].text.startswith("In GFS, how does a client find the chunk")
+    assert "chain" not in parts[0].text
+    assert parts[1].text.startswith("In chain replication, which server answers a query")
+
+
+def test_a_conditional_clause_naming_another_system_is_a_part_of_its_own() -> None:
+    q = ("What does Bigtable keep its tablet locations in, and if a Dynamo node fails for a "
+         "while, who takes its writes?")
+    parts = decompose(q, _systems())
+    assert [p.items for p in parts] == [["BT"], ["DYN"]]
+    assert "Dynamo" not in parts[0].text and "Bigtable" not in parts[1].text
+    assert parts[1].text.lower().startswith("if a dynamo node fails")

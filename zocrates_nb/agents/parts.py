@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from zocrates_nb.agents import list_items
 from zocrates_nb.agents.headings import (
     AUX_WORDS,
     COLLEAGUES,
@@ -55,12 +56,18 @@ _CONNECTIVES = frozenset([
 ])  # fmt: skip
 # Clause boundaries inside a sentence: ", and which …", "; how …", " with what …", ", and say
 # how …".
+_CLAUSE_START = (
+    r"(?:what|which|how|why|when|where|who|whom|whose|if|does|do|did|is|are|say|explain|"
+    r"describe|tell|state|note|compare|contrast|give|list|show|discuss)\b"
+)
 _CLAUSE_RE = re.compile(
-    r"(?:,\s*(?:(?:and|but|while|whereas)\s+)?|;\s*(?:and\s+)?|\s+and\s+|\s+with\s+)"
-    r"(?=(?:(?:to|in|on|for|by|at|from|of)\s+(?:[\w'’-]+\s+){0,4}?)?"  # ", and in X what …"
-    r"(?:what|which|how|why|when|where|who|whom|"
-    r"whose|does|do|did|is|are|say|explain|describe|tell|state|note|compare|contrast|give|"
-    r"list|show|discuss)\b)",
+    # after punctuation the new clause may open on where it asks ("…, and in chain
+    # replication, which server …"); after a bare "and" that is a comparison's second name
+    # ("in few-shot prototypical networks and in MoCo, what …")
+    rf"(?:,\s*(?:(?:and|but|while|whereas)\s+)?|;\s*(?:and\s+)?)"
+    rf"(?=(?:(?:to|in|on|for|by|at|from|of)\s+(?:[\w'’-]+,?\s+){{0,4}}?)?{_CLAUSE_START})|"
+    rf"(?:\s+and\s+|\s+with\s+)"
+    rf"(?=(?:(?:to|in|on|for|by|at|from|of)\s+(?:[\w'’-]+\s+){{0,4}}?)?{_CLAUSE_START})",
     re.I,
 )
 _ASKS_RE = re.compile(r"\b(?:what|which|how|why|when|where|who|whom|whose|does|do|did|is|are|"
@@ -406,10 +413,16 @@ def _without_others(u: _Unit, m: Mention) -> str:
                     a, b = toks[o.start][1], toks[x.start][1]
                 cut.append((a, b))
                 break
-    text = u.text
-    for a, b in sorted(cut, reverse=True):
-        text = text[:a] + " " + text[b:]
-    return " ".join(text.split())
+        else:  # "a Chubby cell, a Raft cluster and MapReduce's input storage": a list of
+            # things, not of names alone; another paper's item says nothing of this one
+            after = next((x for x in named[i + 1 :] if x.keys and set(x.keys) != set(o.keys)),
+                         None)  # fmt: skip
+            span = list_items.item_span(
+                u.text, (toks[o.start][1], toks[o.end - 1][2]),
+                (toks[after.start][1], toks[after.end - 1][2]) if after else None)  # fmt: skip
+            cut += [span] if span else []
+    keep = [toks[x.start][1] for x in named if set(x.keys) & set(m.keys)]
+    return list_items.without(u.text, cut, keep)
 
 
 def _headings(parts: list[Part], own: dict[int, _Unit], q: str) -> None:

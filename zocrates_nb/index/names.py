@@ -481,11 +481,14 @@ def _disambiguate(mentions: list[Mention], claimed: set[str]) -> list[Mention]:
     return out
 
 
-def catalogue_of(records: Iterable[object], intros: dict[str, str] | None = None) -> Catalogue:
+def catalogue_of(records: Iterable[object], intros: dict[str, str] | None = None,
+                 abstracts: dict[str, str] | None = None) -> Catalogue:  # fmt: skip
     """A catalogue from the index's item records (notes and attachments left out), with the
-    opening of each item's introduction where known."""
+    opening of each item's introduction where known, and the abstract its PDF gives where
+    the library record has none (where "a new EULER algorithm" is named)."""
     items = []
     intros = intros or {}
+    abstracts = abstracts or {}
     for r in records:
         if getattr(r, "item_type", "") in ("note", "attachment"):
             continue
@@ -495,7 +498,7 @@ def catalogue_of(records: Iterable[object], intros: dict[str, str] | None = None
                 key,
                 str(getattr(r, "title", "")),
                 tuple(getattr(r, "authors", ()) or ()),
-                str(getattr(r, "abstract", "") or ""),
+                str(getattr(r, "abstract", "") or "") or abstracts.get(key, ""),
                 intros.get(key, ""),
                 tuple(str(t) for t in getattr(r, "tags", ()) or ()),
             )
@@ -523,6 +526,29 @@ def _intros(index: Index) -> dict[str, str]:
     return out
 
 
+# The abstract a document's bundle holds: its own chunk, else the front matter's line.
+_ABSTRACT_SQL = (
+    "SELECT item_key, chunk_type, text FROM chunks WHERE chunk_type IN ('abstract', "
+    "'frontmatter') ORDER BY item_key, line_start"
+)
+_FRONT_ABSTRACT_RE = re.compile(r"^Abstract:\s*(.+)$", re.M)
+
+
+def _abstracts(index: Index) -> dict[str, str]:
+    """Each document's abstract as its bundle gives it, in one query."""
+    out: dict[str, str] = {}
+    for row in index.catalog.query(_ABSTRACT_SQL):
+        key, text = str(row["item_key"]), str(row["text"])
+        if row["chunk_type"] == "frontmatter":
+            m = _FRONT_ABSTRACT_RE.search(text)
+            text = m.group(1) if m else ""
+        else:
+            text = re.sub(r"^#+\s*Abstract\s*", "", text.strip(), flags=re.I)
+        if text and key not in out:
+            out[key] = text[:INTRO_CHARS]
+    return out
+
+
 _CATALOGUES: dict[tuple[str, str], Catalogue] = {}
 _CATALOGUES_LOCK = threading.Lock()
 
@@ -535,7 +561,7 @@ def names_for(index: Index) -> Catalogue | None:
         with _CATALOGUES_LOCK:
             got = _CATALOGUES.get(key)
         if got is None:
-            got = catalogue_of(index.items(), _intros(index))
+            got = catalogue_of(index.items(), _intros(index), _abstracts(index))
             with _CATALOGUES_LOCK:
                 _CATALOGUES.clear()  # one library's names at a time
                 _CATALOGUES[key] = got

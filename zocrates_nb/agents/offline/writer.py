@@ -286,7 +286,13 @@ class OfflineSynthesizer:
             cited = cited or bool(quoted)
             lines += [f"**{head}**", "", *body]
         if len(uncovered) == len(brief.parts):
-            return self.no_evidence(brief, [])
+            closest = self.closest_own(scorer, uncovered, cands)
+            if not closest:
+                return self.no_evidence(brief, [])
+            # The papers the parts name are in the evidence: the library bears on the question,
+            # and saying it holds nothing would be untrue; their nearest sentences, uncited.
+            body = not_given(brief.question, closest, brief.scope_label)
+            return "\n".join([*follow_up_lines(brief), *body, NO_LM_NOTE])
         if not cited:  # no part is answered: said plainly, nothing cited
             lines[len(follow_up_lines(brief))] = (
                 "Your papers do not give this: none of the passages found answers any part of it."
@@ -325,6 +331,20 @@ class OfflineSynthesizer:
                     "from other papers in your library:_")  # fmt: skip
             return [note, "", *quote_groups(picked)], quoted
         return quote_groups(picked), quoted
+
+    def closest_own(self, scorer: QuoteScorer, parts: Sequence[Part], cands: list[Candidate]
+                    ) -> list[Candidate]:  # fmt: skip
+        """Each part's nearest sentence from the paper it names, when that paper has evidence."""
+        out: list[Candidate] = []
+        for part in parts:
+            own = self.part_pool(part, cands, own_only=True)
+            query = part_query(part)
+            mine = scorer.focus(query, own, PART_FOCUS_WORDS) if own else []
+            scorer.score(query, mine)
+            best = max(mine, key=lambda c: c.score, default=None)
+            if best is not None and best.score >= OWN_FLOOR and best not in out:
+                out.append(best)
+        return out
 
     @staticmethod
     def not_given_by(scorer: QuoteScorer, part: Part, own: list[Candidate]) -> list[str]:
