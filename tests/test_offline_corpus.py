@@ -237,3 +237,28 @@ def test_a_system_named_only_in_the_abstract_its_pdf_gives_is_known_by_that_name
     euler = next(p for p in parts if p.subject == "EULER")
     assert [cat.items[k].title for k in euler.items] == [
         "An Eulerian path approach to DNA fragment assembly"]
+
+
+def test_a_figure_i_recorded_in_a_note_table_is_quoted_from_its_row_and_cited(
+    corpus_app: App,
+) -> None:
+    """The reading note's "Results to remember" is a table: its row is what the researcher
+    recorded, quoted with its column's name, and the quote checks against the note."""
+    question = "Which BLEU did I write down for the big model on English-German in my notes?"
+    final = terminal(run(corpus_app.ask(question, hitl=False)))
+    bullets = [ln for ln in final.answer.splitlines() if ln.startswith("- ")]
+    assert any("WMT 2014 EN-DE (big): BLEU 28.4 [" in b for b in bullets[:3]), final.answer
+    assert "[unsupported]" not in final.answer
+    assert any(c.chunk_id.startswith("QLG29MTK:") for c in final.citations)
+
+
+def test_what_i_listed_after_a_named_paper_comes_from_my_standalone_list_first(
+    corpus_app: App,
+) -> None:
+    """The reading list hangs on no paper; the question names FLP's paper, whose passages on
+    consensus are many. What the researcher set down is in the list: it leads, cited."""
+    question = "On the consensus reading order I gave myself, which entry follows the FLP paper?"
+    final = terminal(run(corpus_app.ask(question, hitl=False)))
+    lines = [ln for ln in final.answer.splitlines() if ln.strip()]
+    assert lines[1].startswith("Your note “Reading list: consensus”"), final.answer
+    assert any(c.chunk_id.startswith("7I7Z73R3:") for c in final.citations)

@@ -35,3 +35,17 @@ def test_a_question_about_a_note_is_not_split_by_the_papers_it_names() -> None:
     assert len(decompose("How do Paxos and Raft elect a leader?", cat)) == 2
     assert decompose("On my consensus reading list, what comes between Paxos and Raft?", cat) == []
 
+
+
+def test_a_note_tables_rows_are_lines_under_their_columns_and_check_as_quotes() -> None:
+    from zocrates_nb.agents.offline.notes import note_lines, unframed
+    from zocrates_nb.agents.offline.support import is_quote
+
+    table = (
+        "| Task | BLEU | Steps |\n|---|:--:|---|\n| EN-DE (big) | 28.4 | 300k |\n| EN-FR | 41.8 | |"
+    )
+    assert note_lines(table) == ["EN-DE (big): BLEU 28.4; Steps 300k", "EN-FR: BLEU 41.8"]
+    assert is_quote("EN-DE (big): BLEU 28.4; Steps 300k", f"## Results\n\n{table}\n\nSee also.")
+    assert not is_quote("EN-DE (big): BLEU 41.8; Steps 300k", f"## Results\n\n{table}\n")
+    assert unframed("According to my own note, into which parts does Raft split consensus?") == (
+        "into which parts does Raft split consensus?")

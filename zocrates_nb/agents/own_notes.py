@@ -18,9 +18,21 @@ _OWN_NOTES_RE = re.compile(
 )
 
 
+# The ask with the words that frame it ("according to my own note", "in my reading notes").
+_FRAME_RE = re.compile(
+    rf"(?:\b(?:according\s+to|in|on|from|to)\s+)?(?:{_OWN_NOTES_RE.pattern})[\s,]*", re.I
+)
+
+
+def unframed(question: str) -> str:
+    """What an own-notes question asks, without its ask for the notes: a note's line answers
+    "into which sub-problems … break consensus", not "according to my own note"."""
+    return " ".join(_FRAME_RE.sub(" ", question).split()) or question
+
+
 def asks_own_notes(question: str) -> bool:
     """Whether the question asks what the researcher wrote in their notes."""
     return bool(_OWN_NOTES_RE.search(question))
 
 
-__all__ = ["asks_own_notes"]
+__all__ = ["asks_own_notes", "unframed"]

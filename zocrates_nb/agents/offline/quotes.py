@@ -22,7 +22,13 @@ import numpy as np
 
 from zocrates_nb.agents.offline.aspects import aspect, bare_heading
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
-from zocrates_nb.agents.offline.notes import OWN_NOTES, asks_own_notes, is_note_line, note_lines
+from zocrates_nb.agents.offline.notes import (
+    OWN_NOTES,
+    asks_own_notes,
+    is_note_line,
+    note_lines,
+    unframed,
+)
 from zocrates_nb.agents.offline.quantity import (
     asks_choice,
     asks_quantity,
@@ -369,6 +375,12 @@ class QuoteScorer:
         for c, v in zip(cands, vecs[1:], strict=True):
             c.vec = v
         dense = _meaning(vecs[1:] @ q, _context(cands, q))
+        own_notes = OWN_NOTES if asks_own_notes(question) else 0.0
+        notes = np.array([c.chunk.is_note for c in cands])
+        if own_notes and notes.any():  # a note answers what is asked, not "in my notes"
+            qn = self.emb.embed([unframed(unnamed or question)])[0]
+            dense = np.where(notes, np.maximum(dense, _meaning(vecs[1:] @ qn, _context(cands, qn))),
+                             dense)  # fmt: skip
         unnamed_lift = np.zeros(len(cands))
         if unnamed and named:
             qb = self.emb.embed([unnamed])[0]
@@ -381,7 +393,6 @@ class QuoteScorer:
         rank = {i: r for r, i in enumerate(sorted({c.chunk.index for c in cands}), 1)}
         wants_number = asks_quantity(question)
         wants_choice = asks_choice(question)
-        own_notes = OWN_NOTES if asks_own_notes(question) else 0.0
         fit = self.heading_fit(question, [c.chunk.section for c in cands])
         # A note's lines stand alone (`note_lines`): the note's nearest window is each line's.
         note_prior: dict[str, float] = {}
@@ -444,7 +455,7 @@ class QuoteScorer:
                 if per.get(c.chunk.title, 0) >= per_paper and c.score < ADDS * top:
                     continue  # enough from this paper, unless it answers as well as the best
                 red = max((_redundancy(c, o) for o in chosen), default=0.0)
-                if red > 0.9:  # near-duplicate content adds nothing
+                if red > DISTINCT:  # near-duplicate content adds nothing
                     continue
                 v = 0.75 * c.score - 0.25 * red
                 if chosen and c.score >= 0.85 * top and c.chunk.title not in titles:
@@ -500,10 +511,17 @@ def _cos(a: np.ndarray | None, b: np.ndarray | None) -> float:
     return float(a @ b) if a is not None and b is not None else 0.0
 
 
+_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+DISTINCT = 0.9  # the most two sentences giving different figures can repeat each other
+
+
 def _redundancy(c: Candidate, chosen: Candidate) -> float:
     """How much of `c` a chosen sentence's quote already says: their closeness, and at least
     NEIGHBOUR when `c` stands next to it in its paragraph (a quote carries its neighbours)."""
     red = _cos(c.vec, chosen.vec)
+    a, b = _NUMBER_RE.findall(c.text), _NUMBER_RE.findall(chosen.text)
+    if a and b and set(a) != set(b):  # two rows of a table, two settings: each its own figure
+        red = min(red, DISTINCT)
     near = (c.chunk.index == chosen.chunk.index and c.paragraph == chosen.paragraph
             and abs(c.order - chosen.order) <= QUOTE_AFTER + 1)  # fmt: skip
     return max(red, NEIGHBOUR) if near else red
@@ -525,6 +543,8 @@ def in_passage(c: Candidate, at: dict[tuple[int, int, int], Candidate], used: se
     prefers, the one naming the question's topic ("A straggler … lengthens the job." then
     "… the master schedules backup executions …")."""
     run = [c]
+    if c.chunk.is_note:  # a note's line, a list item, a table's row: each says its own thing
+        return run
     words = len(c.text.split())
     room = {1: QUOTE_AFTER, -1: QUOTE_BEFORE if _ANAPHOR_RE.match(c.text) else 0}
     while any(room.values()):
@@ -558,9 +578,8 @@ def cover_entities(question: str, pool: list[Unit], picked: list[Unit], used: se
         return extra
 
     def covers(units: list[Unit], ent: str) -> bool:
-        return any(
-            mentions(u[0][0].chunk.title + " " + " ".join(c.text for c in u[0]), ent) for u in units
-        )
+        return any(mentions(f"{u[0][0].chunk.title} {' '.join(c.text for c in u[0])}", ent)
+                   for u in units)  # fmt: skip
 
     for ent in ents:
         if covers(picked + extra, ent):
@@ -577,15 +596,5 @@ def cover_entities(question: str, pool: list[Unit], picked: list[Unit], used: se
     return extra
 
 
-__all__ = [
-    "Candidate",
-    "EvidenceChunk",
-    "QuoteScorer",
-    "Unit",
-    "chunks_of",
-    "filler",
-    "in_passage",
-    "is_prose",
-    "is_roadmap",
-    "quotable",
-]
+__all__ = ["Candidate", "EvidenceChunk", "QuoteScorer", "Unit", "chunks_of", "filler",
+           "in_passage", "is_prose", "is_roadmap", "quotable"]  # fmt: skip

@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+from zocrates_nb.agents.offline.notes import table_lines
 from zocrates_nb.text import (
     TermStats,
     clean_passage,
@@ -28,7 +29,9 @@ def is_quote(claim: str, passage: str) -> bool:
     c = _loose(strip_reference_markers(claim))
     if len(c) < 20:
         return False
-    return c in _loose(strip_reference_markers(clean_passage(passage)))
+    text = strip_reference_markers(clean_passage(passage))
+    rows = (row for para in re.split(r"\n\s*\n", text) if "|" in para for row in table_lines(para))
+    return c in _loose(text) or any(c == _loose(row) for row in rows)  # a table's row, as quoted
 
 
 def offline_support(emb: SentenceEmbeddings, claim: str, passage: str) -> float:

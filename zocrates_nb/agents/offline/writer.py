@@ -201,6 +201,7 @@ class OfflineSynthesizer:
         # A question naming a paper asks what that paper says: another paper's figure is not
         # its answer ("What ImageNet accuracy does the Transformer reach?").
         own = [c for c in mine if c.chunk.item_key in named] if named else mine
+        own += [c for c in own_notes(question, mine, named) if c not in own]
         judged = verdict(question, own or mine, named=bool(own))
         if judged is Verdict.NOT_GIVEN:
             closest = sorted(own or mine, key=lambda c: -c.score)[:2]
@@ -239,7 +240,7 @@ class OfflineSynthesizer:
         wrote is asked: a paper cannot say what they said of it); another's only under a line
         saying so."""
         on_named = [c for c in cands if not named or c.chunk.item_key in named]
-        notes = [c for c in on_named if c.chunk.is_note] if asks_own_notes(question) else []
+        notes = own_notes(question, cands, named)
         if not named and not notes:
             return quote_groups(scorer.select(question, cands, **limits))
         own = notes or on_named
@@ -431,6 +432,15 @@ class OfflineSynthesizer:
             f"addresses it{about}, so there is nothing I can cite.\n\n"
             "_Answered by the embedded offline engine, without a language model._"
         )
+
+
+def own_notes(question: str, cands: Sequence[Candidate], named: Sequence[str]) -> list[Candidate]:
+    """The researcher's notes when what they wrote is asked: those on the named papers, else
+    any ("the reading order I set myself … after Lamport's paper" is a standalone list)."""
+    if not asks_own_notes(question):
+        return []
+    notes = [c for c in cands if c.chunk.is_note]
+    return [c for c in notes if c.chunk.item_key in named] or notes
 
 
 def uncovered_lines(parts: Sequence[Part], uncovered: Sequence[Part]) -> list[str]:
