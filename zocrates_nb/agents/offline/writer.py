@@ -201,7 +201,7 @@ class OfflineSynthesizer:
         # A question naming a paper asks what that paper says: another paper's figure is not
         # its answer ("What ImageNet accuracy does the Transformer reach?").
         own = [c for c in mine if c.chunk.item_key in named] if named else mine
-        own += [c for c in own_notes(question, mine, named) if c not in own]
+        own += [c for c in own_notes(question, mine, named) if all(c is not o for o in own)]
         judged = verdict(question, own or mine, named=bool(own))
         if judged is Verdict.NOT_GIVEN:
             closest = sorted(own or mine, key=lambda c: -c.score)[:2]
