@@ -262,3 +262,19 @@ def test_what_i_listed_after_a_named_paper_comes_from_my_standalone_list_first(
     lines = [ln for ln in final.answer.splitlines() if ln.strip()]
     assert lines[1].startswith("Your note “Reading list: consensus”"), final.answer
     assert any(c.chunk_id.startswith("7I7Z73R3:") for c in final.citations)
+
+
+def test_a_benchmark_named_beside_a_paper_is_what_it_is_asked_not_another_part(
+    corpus_index: Any,
+) -> None:
+    """GLUE is a word only BERT's abstract uses, so the catalogue knows it as BERT's; written
+    beside "MoCo" with nothing joining them it is what MoCo is asked about, not a second paper
+    to answer in a part of its own. Joined ("MoCo and BERT") they are two parts."""
+    from zocrates_nb.agents.parts import decompose
+    from zocrates_nb.index.names import names_for
+
+    cat = names_for(corpus_index.index)
+    assert cat is not None
+    assert decompose("What GLUE average does MoCo's encoder score when transferred?", cat) == []
+    joined = decompose("How large are the batches that MoCo and BERT train with?", cat)
+    assert [p.subject for p in joined] == ["MoCo", "BERT"]

@@ -60,8 +60,14 @@ def writer_brief(
     known: list[str] = []
     if len(parts) < 2:
         catalogue = answerability.catalogue_for(turn.index)
-        for m in catalogue.mentions(core_goal(state.goal)) if catalogue else []:
-            if m.keys and not m.shared_word:
+        found = [m for m in (catalogue.mentions(core_goal(state.goal)) if catalogue else [])
+                 if m.keys and not m.shared_word]  # fmt: skip
+        # A word only abstracts use ("BLEU", "WMT") beside a paper named by its own name
+        # ("BERT") is what that paper is asked about, not a paper the question names.
+        if any(not m.weak or m.author for m in found):
+            found = [m for m in found if not m.weak or m.author]
+        for m in found:
+            if m.keys:
                 named.extend(k for k in m.keys if k not in named)
                 known.append(m.surface)
     return WriterBrief(

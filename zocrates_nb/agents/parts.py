@@ -314,6 +314,27 @@ def _named(ms: list[Mention]) -> list[Mention]:
     return [m for m in ms if not m.shared_word]
 
 
+# What joins two things a question asks about: a connective, a comparison, a list.
+_JOINS_RE = re.compile(r"\b(?:and|or|vs\.?|versus|compar\w*|than|like|the way|both|each|"
+                       r"between|unlike|whereas|while|differ\w*)\b|[,;]", re.I)
+
+
+def _joins(units: list[_Unit]) -> bool:
+    """Whether the question joins the things it names, outside the names themselves ("Pevzner
+    and Tesler" is one paper's authors). Two names side by side with nothing joining them are
+    one paper and what it is asked about: "What BLEU score does BERT get …", "… cost Google to
+    run one Chubby cell"."""
+    for u in units:
+        toks = tokens(u.text)
+        text, at = "", 0
+        for m in sorted(u.mentions, key=lambda m: m.start):
+            text += u.text[at : toks[m.start][1]] + " "
+            at = toks[m.end - 1][2]
+        if _JOINS_RE.search(text + u.text[at:]):
+            return True
+    return False
+
+
 def _by_named_items(q: str, units: list[_Unit], cat: Catalogue) -> list[Part]:
     """A question naming two or more of the library's papers, however its sentence joins
     them ("Does SimCLRv2 keep a memory … the way MoCo does", "a Chubby cell, a Raft cluster
@@ -329,7 +350,7 @@ def _by_named_items(q: str, units: list[_Unit], cat: Catalogue) -> list[Part]:
             if any(set(m.keys) & set(s.keys) for s in subjects):
                 continue  # "Ongaro and Ousterhout": one paper, named twice
             subjects.append(m)
-    if len(subjects) < 2:
+    if len(subjects) < 2 or not _joins(units):
         return []
 
     def names(u: _Unit, m: Mention) -> bool:

@@ -3,27 +3,34 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from zocrates_nb.index import Index
 
 
-def library_lexicon(index: Index) -> Callable[[str], bool]:
-    """A cached BM25 term look-up (one matching chunk id is enough; no chunk is loaded)."""
+class Lexicon(Protocol):
+    """Whether a word occurs in the library, or in one item of it (`within`: its key)."""
+
+    def __call__(self, word: str, within: str = "") -> bool: ...
+
+
+def library_lexicon(index: Index) -> Lexicon:
+    """A cached BM25 term look-up (one matching chunk id is enough; no chunk is loaded):
+    `has(word)` in the library, `has(word, within=key)` in one item (its passages and notes)."""
     from zocrates_nb.index import SearchFilter
 
     @lru_cache(maxsize=4096)
-    def found(word: str) -> bool:
+    def found(word: str, within: str) -> bool:
+        flt = SearchFilter(item_keys=[within]) if within else SearchFilter()
         try:
-            return bool(index.catalog.bm25(word, SearchFilter(), 1))
+            return bool(index.catalog.bm25(word, flt, 1))
         except Exception:
             return True  # unsure: assume present (never refuse on a lookup failure)
 
-    def has(word: str) -> bool:
-        return any(found(w) for w in spellings(word))
+    def has(word: str, within: str = "") -> bool:
+        return any(found(w, within) for w in spellings(word))
 
     return has
 

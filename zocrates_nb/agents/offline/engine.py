@@ -10,7 +10,7 @@ import re
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic_ai import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ModelMessage, ModelRequest
@@ -25,6 +25,9 @@ from zocrates_nb.agents.offline.search import OfflineSearch
 from zocrates_nb.agents.offline.support import offline_support
 from zocrates_nb.agents.offline.writer import OfflineSynthesizer
 from zocrates_nb.sessions.compaction import CHARS_PER_TOKEN, estimate_tokens
+
+if TYPE_CHECKING:
+    from zocrates_nb.retrieval.lexicon import Lexicon
 
 
 def stream_from(
@@ -106,7 +109,7 @@ class OfflineEngine:
     _lock = threading.Lock()
 
     def __init__(
-        self, embedding_model: str | None = None, lexicon: Callable[[str], bool] | None = None
+        self, embedding_model: str | None = None, lexicon: Lexicon | None = None
     ) -> None:
         self.emb = SentenceEmbeddings(embedding_model)
         self.coordinator = function_model(

@@ -14,6 +14,7 @@ from enum import Enum
 
 from zocrates_nb.agents.offline.quantity import asks_only_count, asks_quantity, gives_quantity
 from zocrates_nb.agents.offline.quotes import NUMBER_SHARE, Candidate
+from zocrates_nb.text import markdown_text
 
 # Calibrated on the development questions and our own (the best sentence of an answerable
 # question scores above STATES; a plausible question the papers do not answer stays below).
@@ -57,13 +58,17 @@ def verdict(question: str, cands: Sequence[Candidate], named: bool = False) -> V
     return Verdict.STATED if top >= CLEAR else Verdict.APPROACHED
 
 
-def not_given(question: str, closest: Sequence[Candidate], where: str = "") -> list[str]:
-    """The plain negative and the closest passages, labelled, with no citation marker: they
-    are shown for orientation, not as support."""
+def not_given(question: str, closest: Sequence[Candidate], where: str = "", never: str = ""
+              ) -> list[str]:  # fmt: skip
+    """The plain negative (with why, when the papers asked about never mention what is asked
+    of them: `never`) and the closest passages, labelled, with no citation marker: they are
+    shown for orientation, not as support."""
     asked = " ".join(question.split())
     scope = f" ({where})" if where else ""
     lines = [f"Your papers do not give this{scope}: none of the passages found states an "
              f"answer to “{asked}”", ""]  # fmt: skip
+    if never:
+        lines += [never, ""]
     if closest:
         lines += ["The closest passages, which do not answer it:", ""]
         for c in closest:
@@ -74,8 +79,19 @@ def not_given(question: str, closest: Sequence[Candidate], where: str = "") -> l
     return lines
 
 
+def never_line(unsaid: Sequence[str], own: Sequence[Candidate]) -> str:
+    """"*BERT: …* never mentions English-German.": what the named papers lack, by name."""
+    if not unsaid:
+        return ""
+    titles = list(dict.fromkeys(c.chunk.title for c in own if not c.chunk.is_note))
+    who = " or ".join(f"*{markdown_text(t)}*" for t in titles) or "The paper it names"
+    names = [f"“{markdown_text(e)}”" for e in unsaid]
+    what = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    return f"{who} never {'mention' if len(titles) > 1 else 'mentions'} {what}."
+
+
 APPROACHED_LEAD = (
     "Nothing in your papers states this directly; the closest they come, in their own words:"
 )
 
-__all__ = ["APPROACHED_LEAD", "CLEAR", "STATES", "Verdict", "not_given", "verdict"]
+__all__ = ["APPROACHED_LEAD", "CLEAR", "STATES", "Verdict", "never_line", "not_given", "verdict"]

@@ -12,7 +12,8 @@ section whose heading names what is asked comes first.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic_ai import ModelResponse
 from pydantic_ai.messages import ModelMessage
@@ -38,6 +39,7 @@ from zocrates_nb.agents.offline.verdict import (
     APPROACHED_LEAD,
     STATES,
     Verdict,
+    never_line,
     not_given,
     verdict,
 )
@@ -50,6 +52,9 @@ from zocrates_nb.text import (
     markdown_text,
     mentions,
 )
+
+if TYPE_CHECKING:
+    from zocrates_nb.retrieval.lexicon import Lexicon
 
 NO_LM_NOTE = (
     "_Answered by the embedded offline engine, without a language model: the sentences above "
@@ -117,7 +122,7 @@ class OfflineSynthesizer:
     """The synthesizer's `FunctionModel` function: the answer to its brief's question, quoted."""
 
     def __init__(
-        self, emb: SentenceEmbeddings, lexicon: Callable[[str], bool] | None = None
+        self, emb: SentenceEmbeddings, lexicon: Lexicon | None = None
     ) -> None:
         self.emb = emb
         # Whether a word occurs anywhere in the library: a question whose subject the library
@@ -202,10 +207,12 @@ class OfflineSynthesizer:
         # its answer ("What ImageNet accuracy does the Transformer reach?").
         own = [c for c in mine if c.chunk.item_key in named] if named else mine
         own += [c for c in own_notes(question, mine, named) if all(c is not o for o in own)]
-        judged = verdict(question, own or mine, named=bool(own))
+        unsaid = self.unsaid(ents, named) if own else []
+        judged = Verdict.NOT_GIVEN if unsaid else verdict(question, own or mine, named=bool(own))
         if judged is Verdict.NOT_GIVEN:
             closest = sorted(own or mine, key=lambda c: -c.score)[:2]
-            body = not_given(brief.question or question, closest, brief.scope_label)
+            body = not_given(brief.question or question, closest, brief.scope_label,
+                             never=never_line(unsaid, own))  # fmt: skip
             near = self.outside(brief)
             return "\n".join([*body, *([near.strip(), ""] if near else []), NO_LM_NOTE])
         lead = ("What the papers in your library say, in their own words:"
@@ -221,6 +228,21 @@ class OfflineSynthesizer:
             lines += [gaps_line(real_gaps), ""]
         lines.append(NO_LM_NOTE)
         return "\n".join(lines)
+
+    def unsaid(self, ents: Sequence[str], named: Sequence[str]) -> list[str]:
+        """The named things of the question that the papers it names never mention, anywhere
+        in their text: "Omniglot" of "What accuracy does MoCo reach on Omniglot?". What those
+        papers say about something else is not its answer (another paper's figure, a near
+        topic), however close it reads."""
+        if self.lexicon is None or not named:
+            return []
+        lexicon = self.lexicon
+
+        def never(ent: str, key: str) -> bool:
+            ws = [w for w in re.findall(r"[A-Za-z]{3,}", ent) if w.lower() not in STOPWORDS]
+            return bool(ws) and not all(lexicon(w.lower(), within=key) for w in ws)
+
+        return [e for e in ents if all(never(e, k) for k in named)]
 
     @staticmethod
     def named_items(brief: WriterBrief, chunks: Sequence[EvidenceChunk]) -> list[str]:
