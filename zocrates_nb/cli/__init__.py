@@ -28,6 +28,7 @@ from zocrates_nb.cli.options import (
     positive_int,
     trailing_text,
 )
+from zocrates_nb.cli.terminal import safe_streams
 from zocrates_nb.config import default_home
 from zocrates_nb.errors import UsageError, ZocratesError
 from zocrates_nb.turn import CHUNK_TYPES
@@ -236,6 +237,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     _logging(args.debug or os.environ.get("ZOCRATES_DEBUG", "").strip() not in ("", "0"))
     args.home = (args.home or default_home()).expanduser().resolve()
     func: Callable[[argparse.Namespace], int] = args.func
+    if argv is None and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        # `kill`, a service manager, a closing terminal: ended like Ctrl-C (a running turn is
+        # saved as cancelled, one plain line), not cut off mid-write by the signal.
+        signal.signal(signal.SIGTERM, _terminated)
+    # Library, paper and model text never drives the terminal (the MCP server's stdout is a
+    # protocol, not a terminal).
+    shown = contextlib.nullcontext() if func is mcp_command else safe_streams()
+    with shown:
+        return _run(func, args, argv)
+
+
+def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace,
+         argv: Sequence[str] | None) -> int:  # fmt: skip
     try:
         return func(args)
     except BrokenPipeError:  # `zocrates-nb search … | head`: the reader has what it wanted
@@ -244,15 +258,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ZocratesError as e:
         print(f"zocrates-nb: error: {lib.as_typed(str(e), args)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("zocrates-nb: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        ended = isinstance(e, Terminated)
+        print(f"zocrates-nb: {'terminated' if ended else 'interrupted'}", file=sys.stderr)
         # A second Ctrl-C while the workers and stores close would end the process by the
         # signal instead (status -2, a traceback): the one line above has said it all. Only
         # the command's own process, which ends now: a caller in-process (a notebook, a test)
         # keeps its Ctrl-C, and the processes it starts would inherit an ignored one.
         if argv is None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-        return 130
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        return 143 if ended else 130
     except Exception as e:  # not ours to explain: one plain line, details at debug level
         from zocrates_nb.app import describe_error, disk_full
 
@@ -261,6 +277,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   "to see its cause")  # fmt: skip
         print(f"zocrates-nb: error: {message}", file=sys.stderr)
         return 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that it ends the way Ctrl-C ends it."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def _logging(debug: bool) -> None:
