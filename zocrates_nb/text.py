@@ -18,8 +18,7 @@ import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
-
-import snowballstemmer
+from typing import Any
 
 _STOPWORDS_TEXT = """
 a about above after again against all almost also although always am among an
@@ -99,19 +98,27 @@ _SPLIT_RE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“(\[]?[A-Z0-9])")
 
 # Snowball's stemmers keep their working string on the object: one per process, behind a lock,
 # with the answers cached (a library's vocabulary is small next to how often words recur).
-_PORTER = snowballstemmer.stemmer("porter")
 _PORTER_LOCK = threading.Lock()
+
+
+@functools.cache
+def _porter_stemmer() -> Any:
+    """Loaded on first use: importing snowballstemmer loads every language's stemmer, which
+    the command line's start (`--help`, the terminal-safe streams) has no use for."""
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("porter")
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _porter(word: str) -> str:
     with _PORTER_LOCK:
-        return str(_PORTER.stemWord(word))
+        return str(_porter_stemmer().stemWord(word))
 
 
 # Control characters (C0 but tab/newline, DEL, C1) and NUL become spaces; lone surrogates (from
 # JSON "\\ud800" escapes or undecodable argv bytes) cannot be encoded and become U+FFFD.
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SURROGATE_RE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -128,7 +135,7 @@ def safe_text(text: object, *, max_chars: int | None = None, what: str = "the te
     """
     s = text if isinstance(text, str) else str(text)
     s = _SURROGATE_RE.sub("\ufffd", s)
-    s = _CONTROL_RE.sub(" ", unicodedata.normalize("NFC", s)).strip()
+    s = CONTROL_RE.sub(" ", unicodedata.normalize("NFC", s)).strip()
     if max_chars is not None and len(s) > max_chars:
         raise TextTooLong(
             f"{what} is too long ({len(s):,} characters; at most {max_chars:,}): shorten it"

@@ -10,6 +10,7 @@ from zocrates_nb.agents import answerability
 from zocrates_nb.agents.offline.brief import SearchBrief, WriterBrief
 from zocrates_nb.agents.parts import Part, core_goal
 from zocrates_nb.agents.runtime import TurnContext
+from zocrates_nb.index.names import papers_named
 from zocrates_nb.retrieval.state import CompletionReport, Evidence, RunState
 from zocrates_nb.retrieval.vectors import PassageVectors
 
@@ -60,16 +61,9 @@ def writer_brief(
     known: list[str] = []
     if len(parts) < 2:
         catalogue = answerability.catalogue_for(turn.index)
-        found = [m for m in (catalogue.mentions(core_goal(state.goal)) if catalogue else [])
-                 if m.keys and not m.shared_word]  # fmt: skip
-        # A word only abstracts use ("BLEU", "WMT") beside a paper named by its own name
-        # ("BERT") is what that paper is asked about, not a paper the question names.
-        if any(not m.weak or m.author for m in found):
-            found = [m for m in found if not m.weak or m.author]
-        for m in found:
-            if m.keys:
-                named.extend(k for k in m.keys if k not in named)
-                known.append(m.surface)
+        for m in papers_named(catalogue.mentions(core_goal(state.goal)) if catalogue else []):
+            named.extend(k for k in m.keys if k not in named)
+            known.append(m.surface)
     return WriterBrief(
         question=turn.user_query,
         goal=state.goal,

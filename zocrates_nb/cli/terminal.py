@@ -11,24 +11,22 @@ Tab and newline stay; on stderr a carriage return stays too (the indexing bar re
 from __future__ import annotations
 
 import contextlib
-import re
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from zocrates_nb.text import CONTROL_RE
+
 REPLACEMENT = "\ufffd"
-# C0 controls but tab and newline, DEL, and C1 controls (U+0080-U+009F: CSI, OSC, ST…).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CONTROL_KEEP_CR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def terminal_text(text: str, *, keep_cr: bool = False) -> str:
-    """`text` with every control character that a terminal would act on replaced by U+FFFD
-    (CRLF line ends become LF, and a lone CR a line end, unless `keep_cr`)."""
+    """`text` with every control character that a terminal would act on (`text.CONTROL_RE`:
+    C0 but tab and newline, DEL, C1) replaced by U+FFFD; CRLF line ends become LF, and a lone
+    CR a line end, unless `keep_cr`."""
     if keep_cr:
-        return _CONTROL_KEEP_CR.sub(REPLACEMENT, text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROL.sub(REPLACEMENT, text)
+        return "\r".join(CONTROL_RE.sub(REPLACEMENT, piece) for piece in text.split("\r"))
+    return CONTROL_RE.sub(REPLACEMENT, text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 class TerminalSafe:
@@ -38,10 +36,6 @@ class TerminalSafe:
     def __init__(self, inner: TextIO, *, keep_cr: bool = False) -> None:
         self._inner = inner
         self._keep_cr = keep_cr
-
-    @property
-    def inner(self) -> TextIO:
-        return self._inner
 
     def write(self, text: str) -> int:
         self._inner.write(terminal_text(text, keep_cr=self._keep_cr))

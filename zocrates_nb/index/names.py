@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -570,6 +570,16 @@ def names_for(index: Index) -> Catalogue | None:
         return None
 
 
+def papers_named(mentions: Sequence[Mention]) -> list[Mention]:
+    """The mentions that name a paper of the library: not a word several papers' abstracts
+    share ("ImageNet"), and not a word only an abstract uses ("BLEU", "WMT") beside a paper
+    named by its own name ("What BLEU score does BERT get …"): that is what it is asked."""
+    found = [m for m in mentions if m.keys and not m.shared_word]
+    if any(not m.weak or m.author for m in found):
+        found = [m for m in found if not m.weak or m.author]
+    return found
+
+
 def resolve_names(text: str, catalogue: Catalogue) -> list[tuple[str, ...]]:
     """The library items each named thing of `text` stands for (names it lacks left out)."""
     return [m.keys for m in catalogue.mentions(text) if m.keys]
@@ -582,6 +592,7 @@ __all__ = [
     "Mention",
     "catalogue_of",
     "names_for",
+    "papers_named",
     "resolve_names",
     "tokens",
 ]
