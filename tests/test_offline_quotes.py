@@ -87,6 +87,11 @@ def test_roadmaps_and_pointers_are_not_evidence() -> None:
     assert is_roadmap("Leader election: a new leader must be chosen when an existing leader "
                       "fails (Section 5.2).")  # fmt: skip
     assert is_roadmap("See also arXiv:1706.03762.")  # a note's pointer, not what it says
+    # A section as the subject, whatever its verb ("investigates", "surveys", not only the
+    # few verbs a paper usually uses).
+    assert is_roadmap("Finally, Section 6 examines how large the base set must grow, and "
+                      "Section 9 surveys earlier proposals.")  # fmt: skip
+    assert not is_roadmap("The master kills itself if its Chubby session expires.")
     assert not is_roadmap("In this paper, we show that no asynchronous consensus protocol "
                           "can tolerate even a single unannounced process death.")  # fmt: skip
 

@@ -159,8 +159,8 @@ class Candidate:
 _ROADMAP_RE = re.compile(
     r"\b(?:in|see) (?:section|sec\.|§|chapter|appendix)\s*[A-Z]?\d|"
     r"\b(?:this|next|following|previous|preceding|last) (?:section|subsection|chapter)\b|"
-    r"\b(?:section|sections|chapter|appendix) [A-Z]?\d[\d.]* (?:describes?|presents?|gives?|"
-    r"discusses|shows?|covers?|explains?|reviews?|introduces?|concludes?|summari[sz]es?)\b|"
+    r"(?:^|[,;:] |\b(?:and|while|then) )(?:section|chapter|appendix)s? [A-Z]?\d[\d.]*(?: and \d+)?"
+    r" (?:\w+ly )?(?:[a-z]{3,}s|describe|present|give|discuss|show|cover|explain|review)\b|"
     r"\b(?:rest|remainder) of (?:this|the) (?:paper|article|section)\b|"
     r"\bas (?:previously |already |briefly )?(?:mentioned|noted|described|discussed|explained)"
     r" (?:above|earlier|before|in|\()|\((?:see )?(?:§|sections?|sec\.)\s*\d|"
