@@ -48,7 +48,10 @@ SAID = re.compile(
     r"cover|covers|covered|mention|mentions|mentioned|report|reports|reported|contain|contains|"
     r"evidence|found|find|discuss|discusses|address|addresses|answer|answers|appear|appears)\b",
     re.I)
-CITE_TAIL = re.compile(r"(\s*\[\d+\](,?\s*\[\d+\])*)?(\s*_\(.*?\)_)?\s*$")
+# A quote's citation and section; a closest passage's "(*Title*, § 2)" label.
+CITE_TAIL = re.compile(
+    r"(\s*\[\d+\](,?\s*\[\d+\])*)?(\s*_\(.*?\)_)?(\s*\(\*[^()]*\*(, § [^()]*)?\))?\s*$"
+)
 SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 ELLIPSIS = re.compile(r"\w{1,20}(…|\.\.\.)(?=\s|$)")  # text shortened mid-sentence
 

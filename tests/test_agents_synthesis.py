@@ -235,3 +235,6 @@ def test_a_question_asking_only_how_many_is_answered_only_by_that_number() -> No
     assert asks_only_count("How many milliseconds does the Viterbi algorithm take here?")
     assert not asks_only_count("How many replicas does Chubby use, and why five?")
     assert not asks_only_count("How does Raft elect a leader?")
+    # a sentence setting the scene is not a second question
+    assert asks_only_count("Salimans and Kingma say it is cheap. How many seconds per epoch did "
+                           "each take?")  # fmt: skip

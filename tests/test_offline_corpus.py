@@ -229,7 +229,7 @@ def test_a_system_named_only_in_the_abstract_its_pdf_gives_is_known_by_that_name
     EULER; the abstract its PDF gives ("a new EULER algorithm … EULER, in contrast to …") does.
     A question naming EULER asks of that paper, not of a name the library lacks."""
     from zocrates_nb.agents.parts import decompose
-    from zocrates_nb.index.names import names_for
+    from zocrates_nb.index.library_names import names_for
 
     cat = names_for(corpus_index.index)
     assert cat is not None
@@ -271,10 +271,75 @@ def test_a_benchmark_named_beside_a_paper_is_what_it_is_asked_not_another_part(
     beside "MoCo" with nothing joining them it is what MoCo is asked about, not a second paper
     to answer in a part of its own. Joined ("MoCo and BERT") they are two parts."""
     from zocrates_nb.agents.parts import decompose
-    from zocrates_nb.index.names import names_for
+    from zocrates_nb.index.library_names import names_for
 
     cat = names_for(corpus_index.index)
     assert cat is not None
     assert decompose("What GLUE average does MoCo's encoder score when transferred?", cat) == []
     joined = decompose("How large are the batches that MoCo and BERT train with?", cat)
     assert [p.subject for p in joined] == ["MoCo", "BERT"]
+
+
+def test_a_dataset_the_named_paper_never_mentions_is_said_by_name_not_no_evidence(
+    corpus_app: App,
+) -> None:
+    """The Transformer paper is in the library and never mentions SQuAD: the answer says so by
+    name, with its closest passages uncited, rather than that the library holds nothing."""
+    final = terminal(run(corpus_app.ask("Which SQuAD F1 does the Transformer get?", hitl=False)))
+    assert final.type == "final"
+    assert "never mentions “SQuAD”" in final.answer, final.answer
+    assert "Attention Is All You Need" in final.answer
+    assert not final.citations
+
+
+def test_a_measure_the_named_paper_never_reports_is_said_by_name(corpus_app: App) -> None:
+    """What a number asked for measures must be in the paper: ZooKeeper's paper never writes
+    "lines of code" (though it has both words), GFS's never "percentile" (though it reports
+    read rates), so neither figure is given, whatever numbers their passages hold."""
+    for question, paper, what in (
+        ("How many lines of code does the ZooKeeper server have?", "ZooKeeper", "lines of code"),
+        ("What 99th-percentile latency does a GFS read have, per Ghemawat et al.?",
+         "The Google File System", "percentile"),
+    ):  # fmt: skip
+        final = terminal(run(corpus_app.ask(question, hitl=False)))
+        assert final.answer.startswith("Your papers do not give this"), final.answer
+        assert f"never mentions “{what}”" in final.answer and paper in final.answer
+        assert not final.citations
+
+
+def test_a_shared_name_beside_its_authors_names_their_paper(corpus_index: Any) -> None:
+    """Velvet's title and the primer's both say "de Bruijn graphs": written with the primer's
+    authors ("… primer by Compeau, Pevzner and Tesler") it is their paper; beside Velvet's own
+    name it is the other one."""
+    from zocrates_nb.index.library_names import names_for
+
+    cat = names_for(corpus_index.index)
+    assert cat is not None
+    primer = "How to apply de Bruijn graphs to genome assembly"
+    by = cat.mentions("Why pick a larger k, says the de Bruijn primer by Compeau and Pevzner?")
+    assert {corpus_index.index.item(k).title for m in by for k in m.keys} == {primer}
+    beside = cat.mentions("Does the de Bruijn graph primer agree with what Velvet reports?")
+    bruijn = next(m for m in beside if "Bruijn" in m.surface)
+    assert [corpus_index.index.item(k).title for k in bruijn.keys] == [primer]
+
+
+def test_a_surname_typed_in_lower_case_names_its_paper_where_it_is_cited(
+    corpus_index: Any,
+) -> None:
+    """Typed casually, "eddy's", "jacot et al" and "smith and waterman" still cite papers;
+    "peers" and "the page" alone are the words, not Peer's or Page's papers."""
+    from zocrates_nb.index.library_names import names_for
+
+    cat = names_for(corpus_index.index)
+    assert cat is not None
+
+    def titles(q: str) -> set[str]:
+        return {corpus_index.index.item(k).title for m in cat.mentions(q) if m.author
+                for k in m.keys}  # fmt: skip
+
+    assert titles("in eddy's toy splice site model, how many paths?") == {
+        "What is a hidden Markov model?"}
+    assert titles("what bias factor do jacot et al recommend?") == {
+        "Neural Tangent Kernel: Convergence and Generalization in Neural Networks"}
+    assert len(titles("why did smith and waterman pick -1/3 for a mismatch")) == 1
+    assert titles("how do bitcoin peers agree on which page is first?") == set()

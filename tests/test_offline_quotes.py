@@ -17,10 +17,9 @@ from zocrates_nb.agents.offline.quotes import (
     QuoteScorer,
     chunks_of,
     in_passage,
-    is_prose,
-    is_roadmap,
     quotable,
 )
+from zocrates_nb.agents.offline.sentences import is_prose, is_roadmap
 from zocrates_nb.agents.offline.verdict import Verdict, not_given, verdict
 from zocrates_nb.retrieval.state import Evidence
 
@@ -318,10 +317,10 @@ def test_a_scope_with_nothing_names_the_closest_papers_outside_it() -> None:
                         nearest=("Paxos Made Moderately Complex",))  # fmt: skip
     answer = OfflineSynthesizer(SentenceEmbeddings()).no_evidence(brief, [])
     assert answer.startswith("Not in the selected paper.")
-    assert "closest papers in your library are *Paxos Made Moderately Complex*" in answer
+    assert "closest paper in your library is *Paxos Made Moderately Complex*" in answer
     clear = WriterBrief(question="q", goal="q", evidence=(), scope_label="the selected paper",
                         elsewhere=("Raft",), nearest=("Paxos Made Moderately Complex",))
-    assert "closest papers" not in OfflineSynthesizer(SentenceEmbeddings()).no_evidence(clear, [])
+    assert "closest paper" not in OfflineSynthesizer(SentenceEmbeddings()).no_evidence(clear, [])
 
 
 def test_a_part_asking_a_figure_its_paper_never_gives_is_said_and_uncited(
@@ -370,7 +369,7 @@ def test_a_scope_that_does_not_give_what_is_asked_names_the_closest_papers_outsi
                         nearest=("ZooKeeper: Wait-free coordination",))  # fmt: skip
     answer = OfflineSynthesizer(SentenceEmbeddings()).answer(brief)
     assert answer.startswith("Your papers do not give this (the selected paper)")
-    assert "closest papers in your library are *ZooKeeper: Wait-free coordination*" in answer
+    assert "closest paper in your library is *ZooKeeper: Wait-free coordination*" in answer
     assert "[1]" not in answer
 
 
@@ -559,3 +558,53 @@ def test_a_notes_lines_are_ordered_by_what_they_say_not_by_their_window(
         scorer.score(question, cands)
         gaps.append(round(cands[1].score - cands[0].score, 6))
     assert gaps[0] == gaps[1]
+
+
+def test_a_scope_that_only_comes_near_says_so_and_where_else_to_look() -> None:
+    """The selected paper has sequencers, not sequential nodes: its quotes only come near what
+    is asked, so the answer says that is as close as the scope comes and names the closest
+    paper outside it (one paper: "is", "it")."""
+    from zocrates_nb.agents.offline.brief import WriterBrief
+    from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
+    from zocrates_nb.agents.offline.writer import OfflineSynthesizer
+
+    chubby = body_passage("C", "Chubby", "A lock holder may request a sequencer, an opaque "
+                          "byte-string that describes the state of the lock immediately after "
+                          "acquisition. The client passes the sequencer to servers if it expects "
+                          "the operation to be protected by the lock.")  # fmt: skip
+    q = ("Can the service stamp an ever-growing sequence number onto the name of a node a "
+         "client creates?")
+    brief = WriterBrief(question=q, goal=q, evidence=(chubby,), scope_label="the selected paper",
+                        nearest=("ZooKeeper: Wait-free coordination",))  # fmt: skip
+    answer = OfflineSynthesizer(SentenceEmbeddings()).answer(brief)
+    assert answer.startswith("Nothing in your papers states this directly"), answer
+    assert ("That is the closest the selected paper comes. Outside it, the closest paper in your "
+            "library is *ZooKeeper: Wait-free coordination*: search the whole library to read "
+            "it.") in answer  # fmt: skip
+
+
+def test_an_acronym_the_paper_defines_answers_its_long_form_in_the_question(
+    scorer: QuoteScorer,
+) -> None:
+    """The paper defines "Deep Q-Network (DQN)" once and then writes only "DQN": a question
+    spelling it out shares its words with the sentences using the acronym, and only those."""
+    from zocrates_nb.text import defined_acronyms, with_acronyms
+
+    text = ("The approach we use is the Deep Q-Network (DQN) proposed by Mnih et al. for the "
+            "Atari games. Weight normalization was easy to apply in this setting.\n\n"
+            "We were not able to get batch normalization to work for DQN without using an "
+            "impractically large minibatch size.")  # fmt: skip
+    assert defined_acronyms(text) == {"DQN": "Deep Q Network"}
+    q = "Could batch normalization be used in the deep Q-network experiments?"
+    assert with_acronyms(q, defined_acronyms(text)).endswith(" DQN")
+
+    def scores(acronyms: bool) -> dict[str, float]:
+        cands = scorer.candidates([chunk(text, section="5.4 Reinforcement Learning")])
+        if not acronyms:
+            scorer.defined = {}
+        scorer.score(q, cands)
+        return {c.text[:12]: c.score for c in cands}
+
+    on, off = scores(True), scores(False)
+    gain = {k: on[k] - off[k] for k in on}
+    assert gain["We were not "] > gain["Weight norma"] + 0.03, gain

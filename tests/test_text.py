@@ -217,6 +217,19 @@ def test_a_sentence_cut_at_a_page_break_joins_and_a_list_opener_keeps_its_first_
     ]
 
 
+def test_a_running_head_in_capitals_between_a_sentences_halves_is_dropped() -> None:
+    """The page break fell after "must have": the journal's running head sits between the
+    halves, and a sentence ending on "have" would take it in as words."""
+    text = ("For us to guess intelligently, the sequences of exons and introns must have\n\n"
+            "NATURE BIOTECHNOLOGY VOLUME 22 NUMBER 10 OCTOBER 2004\n\n"
+            "different statistical properties. Exons are uniform.")  # fmt: skip
+    assert split_sentences(text) == [
+        "For us to guess intelligently, the sequences of exons and introns must have different "
+        "statistical properties.",
+        "Exons are uniform.",
+    ]
+
+
 def test_paragraphs_that_end_their_sentence_stay_apart_and_numbered_items_are_their_own() -> None:
     text = "Raft elects a leader.\n\nSplit votes are rare.\n\n1. FLP (1985)\n2. Paxos Made Simple"
     assert split_sentences(text) == [

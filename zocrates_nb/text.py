@@ -168,6 +168,44 @@ def terms(text: str) -> list[str]:
     return out
 
 
+_DEFINED_RE = re.compile(
+    r"((?:[A-Za-z][\w’'-]*\s+){0,6}[A-Za-z][\w’'-]*)\s+\(([A-Z][A-Za-z0-9]{1,8})\)"
+)
+
+
+def defined_acronyms(text: str) -> dict[str, str]:
+    """The acronyms a text defines, with their long forms: "the Deep Q-Network (DQN)" gives
+    DQN → Deep Q-Network (the initials of the words before it spell it; "of", "the" may sit
+    between them)."""
+    out: dict[str, str] = {}
+    for m in _DEFINED_RE.finditer(text):
+        short, letters = m.group(2), [c for c in m.group(2) if c.isupper() or c.isdigit()]
+        if len(letters) < 2:
+            continue
+        pieces = re.split(r"[\s-]+", m.group(1))
+        taken, want = 0, len(letters)
+        for i in range(len(pieces) - 1, -1, -1):
+            if pieces[i].lower() in STOPWORDS and taken:
+                continue
+            if pieces[i][:1].upper() != letters[want - 1 - taken]:
+                break
+            taken += 1
+            if taken == want:
+                out.setdefault(short, " ".join(pieces[i:]))
+                break
+    return out
+
+
+def with_acronyms(question: str, defined: dict[str, str]) -> str:
+    """The question with the other form of each acronym it uses or spells out ("deep
+    Q-network" → "… DQN"): a paper that writes one form answers the other."""
+    flat = " ".join(re.split(r"[\s-]+", question.lower()))
+    extra = [long if re.search(rf"\b{re.escape(short)}\b", question) else short
+             for short, long in defined.items()
+             if re.search(rf"\b{re.escape(short)}\b", question) or long.lower() in flat]
+    return " ".join([question, *extra])
+
+
 _MARKUP = re.compile(r"([\\`*_\[\]<>#|~]|&(?=#?\w+;))")  # an & only where it opens an entity
 _TAGS = re.compile(r"([\\`<>]|&(?=#?\w+;))")
 
@@ -223,6 +261,16 @@ BROKEN_WORD_RE = re.compile(r"[A-Za-z]-$")  # a line or paragraph ending in half
 _MAX_HELD = 4  # a page's running head, address and figure labels; not the rest of a page
 
 
+_HEAD_RE = re.compile(r"[A-Z0-9][A-Z0-9 .,:;&'’()/–-]{12,120}")
+
+
+def is_running_head(paragraph: str) -> bool:
+    """A page's running head or footer in capitals ("NATURE BIOTECHNOLOGY VOLUME 22 NUMBER
+    10 OCTOBER 2004"): one line of three words or more, no lower-case letter."""
+    p = paragraph.strip()
+    return "\n" not in p and len(p.split()) >= 3 and bool(_HEAD_RE.fullmatch(p))
+
+
 def _continues(prev: str, nxt: str) -> bool:
     """Whether `nxt` carries on the sentence `prev` breaks off: it starts in lower case, or
     `prev` stops on a word no sentence ends with ("… the", "… of every")."""
@@ -266,6 +314,9 @@ def clean_passage(text: str) -> str:
             para = "\n".join(lines)
         else:
             para = " ".join(lines)
+        if prose >= 0 and held < _MAX_HELD and is_running_head(para):
+            held += 1  # "NATURE BIOTECHNOLOGY VOLUME 22 …" between a sentence's halves
+            continue
         if prose >= 0 and _continues(out[prose], para):
             out[prose] = _join(out[prose], para)
         elif (

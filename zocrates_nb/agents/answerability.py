@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from zocrates_nb.agents.parts import Part, core_goal, decompose
 from zocrates_nb.index import Index
-from zocrates_nb.index.names import Catalogue, names_for
+from zocrates_nb.index.library_names import names_for
+from zocrates_nb.index.names import Catalogue
 from zocrates_nb.retrieval.scope_words import scope_free
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.vectors import PassageVectors
@@ -36,13 +37,16 @@ from zocrates_nb.turn import Scope, Source
 # are those whose best passage is within 0.6 of the best one's.
 ELSEWHERE_RATIO = 2.0
 ELSEWHERE_FLOOR = 0.5
+# Where to look is said on less than that another paper answers: the closest papers outside,
+# named when the scope answers nothing or only comes near.
+NEAREST_FLOOR = 0.4
 WIDE_DEPTH = 20
 MAX_ELSEWHERE = 3
 PART_PASSAGES = 3  # per part, guaranteed a place in the synthesizer's evidence
 
 
 def catalogue_for(index: Index) -> Catalogue | None:
-    """The library's names (`index.names.names_for`)."""
+    """The library's names (`index.library_names.names_for`)."""
     return names_for(index)
 
 
@@ -126,8 +130,8 @@ def elsewhere(
         if not outside:
             continue
         top = outside[0][0]
-        for v, key in outside[:2]:  # named only where the scope answers nothing
-            if v >= max(ELSEWHERE_FLOOR, 0.8 * top):
+        for v, key in outside[:2]:  # named only where the scope answers nothing or only nears
+            if v >= max(NEAREST_FLOOR, 0.8 * top):
                 near[key] = max(v, near.get(key, 0.0))
         if top < ELSEWHERE_FLOOR or top < ELSEWHERE_RATIO * best_in:
             continue  # the scope stands as well as the rest of the library

@@ -4,6 +4,7 @@ built from the turn. A configured model reads its prompt instead and ignores the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from zocrates_nb.agents import answerability
@@ -13,6 +14,7 @@ from zocrates_nb.agents.runtime import TurnContext
 from zocrates_nb.index.names import papers_named
 from zocrates_nb.retrieval.state import CompletionReport, Evidence, RunState
 from zocrates_nb.retrieval.vectors import PassageVectors
+from zocrates_nb.text import entities
 
 
 def scope_label(turn: TurnContext) -> str:
@@ -64,6 +66,7 @@ def writer_brief(
         for m in papers_named(catalogue.mentions(core_goal(state.goal)) if catalogue else []):
             named.extend(k for k in m.keys if k not in named)
             known.append(m.surface)
+        known += venue_names(state.goal, [it.venue for k in named if (it := turn.index.item(k))])
     return WriterBrief(
         question=turn.user_query,
         goal=state.goal,
@@ -80,4 +83,13 @@ def writer_brief(
     )
 
 
-__all__ = ["scope_label", "search_brief", "writer_brief"]
+def venue_names(question: str, venues: Sequence[str]) -> list[str]:
+    """The named things of the question that are where a paper it names appeared ("(the
+    primer in Nature Biotech)" of *Nature Biotechnology*): the paper's, not things it says."""
+    words = [w.casefold() for v in venues for w in re.findall(r"\w{3,}", v)]
+    return [e for e in entities(question) if words and all(
+        any(w.startswith(x.casefold()) for w in words) for x in re.findall(r"\w{3,}", e)
+    ) and re.search(r"\w{3,}", e)]  # fmt: skip
+
+
+__all__ = ["scope_label", "search_brief", "venue_names", "writer_brief"]

@@ -37,11 +37,11 @@ from zocrates_nb.agents.headings import (
     short_title,
 )
 from zocrates_nb.agents.own_notes import asks_own_notes
+from zocrates_nb.index.library_names import catalogue_of
 from zocrates_nb.index.names import (
     Catalogue,
     CatalogueItem,
     Mention,
-    catalogue_of,
     resolve_names,
     tokens,
 )

@@ -548,6 +548,17 @@ class Catalog:
         rows = self.query(sql, [fts_query(words), *params, limit])
         return [(r["chunk_id"], -float(r["s"])) for r in rows]  # FTS5's bm25(): lower is better
 
+    def has_phrase(self, phrase: str, flt: SearchFilter) -> bool:
+        """Whether the words of `phrase` stand together, in order, in a chunk ("lines of
+        code"; stemmed as the index is, so "line of code" too)."""
+        words = query_words(phrase)
+        if not words:
+            return False
+        where, params = filter_sql(flt, "c")
+        sql = ("SELECT 1 FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
+               f" WHERE chunks_fts MATCH ? {where} LIMIT 1")  # fmt: skip
+        return bool(self.query(sql, ['"' + " ".join(words) + '"', *params]))
+
     def discriminating(self, words: Sequence[str]) -> list[str]:
         """`words` without those in more than `MAX_DOC_FRACTION` of the chunks (all of them
         when every one is that common: a query of common words must still rank)."""

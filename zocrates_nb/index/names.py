@@ -5,9 +5,8 @@ and the authors' initials ("FLP"), and the names its abstract and introduction g
 paper presents ("Raft", "the Transformer", "a lock service called Chubby", "our method
 (SimCLRv2)"), which resolve to the item whose text uses them most.
 
-`names_for(index)` builds the catalogue once per index generation (its abstracts and the
-first passages of its introductions come in one query), so every question is read through
-the library's own names, not English phrase rules.
+`index.library_names.names_for(index)` builds the catalogue once per index generation, so
+every question is read through the library's own names, not English phrase rules.
 
 `Catalogue.mentions` finds them (and other named things the catalogue does not know) in a
 question, the longest first; `resolve_names` gives the items each mention names.
@@ -17,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,7 +23,7 @@ from typing import TYPE_CHECKING
 from zocrates_nb.text import STOPWORDS, entities, stem
 
 if TYPE_CHECKING:
-    from zocrates_nb.index.store import Index
+    pass
 
 # Words that start an instruction or a question: never a name, whatever their case.
 IMPERATIVES = frozenset([
@@ -224,7 +222,9 @@ class Catalogue:
         out: list[Mention] = []
         i = 0
         while i < len(toks):
-            if i in taken or low[i] not in self.creators or not toks[i][0][:1].isupper():
+            if i in taken or low[i] not in self.creators or not (
+                toks[i][0][:1].isupper() or _casual_pair(text, toks, i)
+            ):
                 i += 1
                 continue
             j, keys = i + 1, set(self.creators[low[i]])
@@ -235,7 +235,7 @@ class Catalogue:
                     continue
                 if gap not in ("-", "–", ",", "&", "") or low[j] not in self.creators:
                     break
-                if not toks[j][0][:1].isupper():
+                if not toks[j][0][:1].isupper() and not toks[i][0].islower():
                     break
                 keys &= self.creators[low[j]]
                 j += 1
@@ -262,11 +262,13 @@ class Catalogue:
 
     def mentions(self, text: str, context: str = "") -> list[Mention]:
         """Library names and other named things in `text`, not overlapping (the longest
-        wins); a name two items share goes to the one no other mention in `context` claims."""
+        wins); a name two items share goes to the one its authors named in `context` claim,
+        else to the one no other mention there claims."""
         found = self._find(text)
         around = self._find(context) if context and context != text else found
         claimed = {k for m in around if len(m.keys) == 1 for k in m.keys}
-        return self._without_makers(_disambiguate(found, claimed), around)
+        by_author = {k for m in around if len(m.keys) == 1 and m.author for k in m.keys}
+        return self._without_makers(_disambiguate(found, claimed, by_author), around)
 
     def _without_makers(self, ms: list[Mention], around: list[Mention]) -> list[Mention]:
         """A name another named paper's title gives in the possessive is its maker, not a
@@ -298,7 +300,9 @@ class Catalogue:
                 word = toks[i][0]
                 if name.acronym and not word.isupper():
                     continue
-                if name.strict_case and not word[:1].isupper():
+                if name.strict_case and not word[:1].isupper() and not (
+                    name.author and _cited(text, toks[i + n - 1][2])
+                ):
                     continue
                 if n == 1 and word.lower() in IMPERATIVES | STOPWORDS:
                     continue
@@ -467,107 +471,38 @@ def _first_word(title: str) -> str:
     return words[0] if words else ""
 
 
-def _disambiguate(mentions: list[Mention], claimed: set[str]) -> list[Mention]:
-    """A name two items share ("de Bruijn graphs") names the one no other mention claims; an
-    author of several papers, the one another name claims ("van Renesse's Paxos Made
-    Moderately Complex")."""
+_CITED_RE = re.compile(r"(?:['’]s\b|\s+et\.?\s+al\b)")
+
+
+def _cited(text: str, end: int) -> bool:
+    """A surname typed in lower case is still one where it is cited as a paper: "eddy's
+    model", "jacot et al"; alone ("a peer", "the page") it is the word."""
+    return bool(_CITED_RE.match(text, end))
+
+
+def _casual_pair(text: str, toks: list[tuple[str, int, int]], i: int) -> bool:
+    """Lower-case co-authors joined and cited ("smith and waterman's", "page and brin"):
+    the pair is checked against one item's creators like capitalised ones."""
+    return (i + 2 < len(toks) and toks[i + 1][0] in ("and", "&")
+            and toks[i][0].islower() and toks[i + 2][0].islower())  # fmt: skip
+
+
+def _disambiguate(mentions: list[Mention], claimed: set[str], by_author: set[str]
+                  ) -> list[Mention]:  # fmt: skip
+    """A name two items share ("de Bruijn graphs") names the one its authors' names claim
+    ("the de Bruijn graph primer by Compeau, Pevzner and Tesler"), else the one no other name
+    claims ("the de Bruijn graph primer … with what Velvet reports"); an author of several
+    papers, the one another name claims ("van Renesse's Paxos Made Moderately Complex")."""
     out = []
     for m in mentions:
         if len(m.keys) > 1:
             rest = tuple(k for k in m.keys if (k in claimed) is m.author)
+            if not m.author and set(m.keys) & by_author:
+                rest = tuple(k for k in m.keys if k in by_author)
             if rest:
                 m = dataclasses.replace(m, keys=rest)
         out.append(m)
     return out
-
-
-def catalogue_of(records: Iterable[object], intros: dict[str, str] | None = None,
-                 abstracts: dict[str, str] | None = None) -> Catalogue:  # fmt: skip
-    """A catalogue from the index's item records (notes and attachments left out), with the
-    opening of each item's introduction where known, and the abstract its PDF gives where
-    the library record has none (where "a new EULER algorithm" is named)."""
-    items = []
-    intros = intros or {}
-    abstracts = abstracts or {}
-    for r in records:
-        if getattr(r, "item_type", "") in ("note", "attachment"):
-            continue
-        key = str(getattr(r, "key", ""))
-        items.append(
-            CatalogueItem(
-                key,
-                str(getattr(r, "title", "")),
-                tuple(getattr(r, "authors", ()) or ()),
-                str(getattr(r, "abstract", "") or "") or abstracts.get(key, ""),
-                intros.get(key, ""),
-                tuple(str(t) for t in getattr(r, "tags", ()) or ()),
-            )
-        )
-    return Catalogue(items)
-
-
-INTRO_CHARS = 3000  # of each introduction: where a paper says what it presents
-
-_INTRO_SQL = (
-    "SELECT item_key, text FROM chunks WHERE chunk_type = 'body' AND "
-    "(lower(section) LIKE '%introduction%' OR lower(section) LIKE '%overview%') "
-    "ORDER BY item_key, line_start"
-)
-
-
-def _intros(index: Index) -> dict[str, str]:
-    """The first characters of every item's introduction, in one query."""
-    out: dict[str, str] = {}
-    for row in index.catalog.query(_INTRO_SQL):
-        key = str(row["item_key"])
-        have = out.get(key, "")
-        if len(have) < INTRO_CHARS:
-            out[key] = (have + "\n\n" + str(row["text"]))[:INTRO_CHARS].strip()
-    return out
-
-
-# The abstract a document's bundle holds: its own chunk, else the front matter's line.
-_ABSTRACT_SQL = (
-    "SELECT item_key, chunk_type, text FROM chunks WHERE chunk_type IN ('abstract', "
-    "'frontmatter') ORDER BY item_key, line_start"
-)
-_FRONT_ABSTRACT_RE = re.compile(r"^Abstract:\s*(.+)$", re.M)
-
-
-def _abstracts(index: Index) -> dict[str, str]:
-    """Each document's abstract as its bundle gives it, in one query."""
-    out: dict[str, str] = {}
-    for row in index.catalog.query(_ABSTRACT_SQL):
-        key, text = str(row["item_key"]), str(row["text"])
-        if row["chunk_type"] == "frontmatter":
-            m = _FRONT_ABSTRACT_RE.search(text)
-            text = m.group(1) if m else ""
-        else:
-            text = re.sub(r"^#+\s*Abstract\s*", "", text.strip(), flags=re.I)
-        if text and key not in out:
-            out[key] = text[:INTRO_CHARS]
-    return out
-
-
-_CATALOGUES: dict[tuple[str, str], Catalogue] = {}
-_CATALOGUES_LOCK = threading.Lock()
-
-
-def names_for(index: Index) -> Catalogue | None:
-    """The library's names, built once per index generation (None: the catalogue is
-    unreadable, and questions are decomposed by their own names)."""
-    try:
-        key = (str(index.home), index.catalog.generation() or "")
-        with _CATALOGUES_LOCK:
-            got = _CATALOGUES.get(key)
-        if got is None:
-            got = catalogue_of(index.items(), _intros(index), _abstracts(index))
-            with _CATALOGUES_LOCK:
-                _CATALOGUES.clear()  # one library's names at a time
-                _CATALOGUES[key] = got
-        return got
-    except Exception:
-        return None
 
 
 def papers_named(mentions: Sequence[Mention]) -> list[Mention]:
@@ -590,8 +525,6 @@ __all__ = [
     "Catalogue",
     "CatalogueItem",
     "Mention",
-    "catalogue_of",
-    "names_for",
     "papers_named",
     "resolve_names",
     "tokens",

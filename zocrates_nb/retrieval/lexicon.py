@@ -18,13 +18,16 @@ class Lexicon(Protocol):
 
 def library_lexicon(index: Index) -> Lexicon:
     """A cached BM25 term look-up (one matching chunk id is enough; no chunk is loaded):
-    `has(word)` in the library, `has(word, within=key)` in one item (its passages and notes)."""
+    `has(word)` in the library, `has(word, within=key)` in one item (its passages and notes);
+    words with spaces between them are a phrase ("lines of code")."""
     from zocrates_nb.index import SearchFilter
 
     @lru_cache(maxsize=4096)
     def found(word: str, within: str) -> bool:
         flt = SearchFilter(item_keys=[within]) if within else SearchFilter()
         try:
+            if " " in word.strip():
+                return index.catalog.has_phrase(word, flt)
             return bool(index.catalog.bm25(word, flt, 1))
         except Exception:
             return True  # unsure: assume present (never refuse on a lookup failure)

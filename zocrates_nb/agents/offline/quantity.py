@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import re
 
+from zocrates_nb.text import STOPWORDS
+
 # Metrics asked for by their acronym, in their own case ("what map function" asks no number).
 _METRICS = r"AP|mAP|BLEU|F1|AUC"
 _METRIC_RE = re.compile(rf"\b({_METRICS})\b")
@@ -151,12 +153,44 @@ def counted_unit(question: str) -> tuple[frozenset[str], ...]:
     return parts if any(len(p) > 1 for p in parts) else ()
 
 
+_MEASURE_RE = re.compile(
+    rf"\b(?:what|which|whose)\s+((?:[\w./-]+\s+){{0,3}}?{_QUANTITY_NOUNS})\b", re.I
+)
+
+
+def measure(question: str) -> list[str]:
+    """What a number asked for measures, where a paper reporting it must use the same words:
+    a counted "X of Y" as its phrase ("How many lines of code …"), a word a number defines
+    ("percentile" of "What 99th-percentile read latency …", "shot" of "5-way 1-shot
+    accuracy"). Other words naming it are the researcher's ("neighborhood-word threshold",
+    "how much downtime"): the paper may say it otherwise."""
+    m = _COUNTED_RE.search(question)
+    if m:
+        words = m.group(1).split()
+        if len(words) >= 3 and words[1].lower() == "of" and words[2].lower() not in _NOT_COUNTED:
+            return [" ".join(w.lower() for w in words[:3])]
+        return []
+    w = _MEASURE_RE.search(question)
+    span = w.group(1).split() if w else []
+    out: list[str] = []
+    for i, s in enumerate(span):
+        if re.search(r"\d", s):  # "99th-percentile"; "99.9th percentile": the next word
+            words = re.findall(r"[A-Za-z]{3,}", s)
+            out += words or re.findall(r"[A-Za-z]{3,}", " ".join(span[i + 1 : i + 2]))
+    out = [t.lower() for t in out]
+    return [t for t in dict.fromkeys(out) if t not in STOPWORDS]
+
+
 def asks_only_count(question: str) -> bool:
     """A question that asks nothing but how many of something ("How many lines of code is the
-    server?"): only a number of that thing answers it, however close other sentences come."""
-    return bool(counted_unit(question)) and not re.search(
-        r"\b(?:and|why|whether|how (?!many|much)\w+)\b", question, re.I
-    )
+    server?"): only a number of that thing answers it, however close other sentences come.
+    What the question asks is read from "how many" on: a sentence before it sets the scene
+    ("Salimans and Kingma say … How many seconds per epoch …")."""
+    m = _COUNTED_RE.search(question)
+    if m is None or not counted_unit(question):
+        return False
+    asked = question[m.start() :]
+    return not re.search(r"\b(?:and|why|whether|how (?!many|much)\w+)\b", asked, re.I)
 
 
 def counts(sentence: str, counted: tuple[frozenset[str], ...]) -> bool:
@@ -209,6 +243,7 @@ __all__ = [
     "counted_unit",
     "counts",
     "gives_quantity",
+    "measure",
     "states_choice",
     "states_quantity",
 ]

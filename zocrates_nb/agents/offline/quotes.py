@@ -35,11 +35,13 @@ from zocrates_nb.agents.offline.quantity import (
     gives_quantity,
     states_choice,
 )
+from zocrates_nb.agents.offline.sentences import is_prose, is_roadmap
 from zocrates_nb.retrieval.state import Evidence
 from zocrates_nb.retrieval.vectors import PassageVectors
 from zocrates_nb.text import (
     TermStats,
     clean_passage,
+    defined_acronyms,
     entities,
     is_caption,
     markdown_text,
@@ -48,6 +50,7 @@ from zocrates_nb.text import (
     split_sentences,
     strip_reference_markers,
     terms,
+    with_acronyms,
 )
 
 HARD_FLOOR = 0.30
@@ -154,27 +157,10 @@ class Candidate:
         return self.score - self.lift
 
 
-# Sentences about the paper rather than its subject: a roadmap ("In Section 3 we explain …",
-# "The rest of the paper …"), a pointer to where something is said. Not evidence.
-_ROADMAP_RE = re.compile(
-    r"\b(?:in|see) (?:section|sec\.|§|chapter|appendix)\s*[A-Z]?\d|"
-    r"\b(?:this|next|following|previous|preceding|last) (?:section|subsection|chapter)\b|"
-    r"(?:^|[,;:] |\b(?:and|while|then) )(?:section|chapter|appendix)s? [A-Z]?\d[\d.]*(?: and \d+)?"
-    r" (?:\w+ly )?(?:[a-z]{3,}s|describe|present|give|discuss|show|cover|explain|review)\b|"
-    r"\b(?:rest|remainder) of (?:this|the) (?:paper|article|section)\b|"
-    r"\bas (?:previously |already |briefly )?(?:mentioned|noted|described|discussed|explained)"
-    r" (?:above|earlier|before|in|\()|\((?:see )?(?:§|sections?|sec\.)\s*\d|"
-    r"^(?:see also|cf\.)\s|"  # a pointer to elsewhere ("See also arXiv:1706.03762.")
-    r"^(?:we|this paper|here we|in this paper,? we) (?:first |then |next |now |briefly )?"
-    r"(?:describe|present|discuss|review|introduce|outline|explain|summari[sz]e|turn to)\b",
-    re.I,
-)
-ROADMAP_PENALTY = 0.15
+ROADMAP_PENALTY = 0.15  # a roadmap sentence (`is_roadmap`) may still be what a note says
 # Where a passage sits says how likely its sentences are to be what is asked: front matter
 # (affiliations, keywords) and an abstract's summary fill in only when the body is silent.
 _KIND_PENALTY = {"frontmatter": 0.06, "abstract": 0.03}
-_CLOSED_RE = re.compile(r"[.!?][\"'”’)\]]*$")
-_REPEAT_RE = re.compile(r"\b(\w+)\s+\1\b", re.I)
 # A sentence that goes on from the one before: it opens with a pointer back ("It first …",
 # "However, …") or says "then"/"thus" within its first words ("Rows can then be ordered …").
 _ANAPHOR_RE = re.compile(
@@ -183,65 +169,7 @@ _ANAPHOR_RE = re.compile(
     r"^(?:[\w-]+\s+){1,3}(?:then|thus|hence|therefore)\b",
     re.I,
 )
-_FILLER_RE = re.compile(
-    r"(as follows[.:]?$|^(in|the) (this|next|following|remainder of this) (section|paper)|"
-    r"^(table|figure|fig\.)\s*\d+\s*[:.]|\*\*|^this paper is organi[sz]ed)",
-    re.I,
-)
-_DANGLING_TEXT = """a an the this that these those of to in on for with by and or but as at from
-its their our which whose is are was were be"""
-_DANGLING = frozenset(_DANGLING_TEXT.split())
-
-
 _BACK_MATTER_RE = re.compile(r"\b(references|bibliography|acknowledge?ments?)\b", re.I)
-# An entry of a reference list under another heading (a primer's numbered references at the
-# end of its last section): "1. Rabiner, L.R. A tutorial …", "Durbin, R., Eddy, S.R. & …".
-_AUTHOR_RE = re.compile(r"\b[A-Z][A-Za-z'’-]+,\s(?:[A-Z]\.\s?-?){1,3}")
-_ENTRY_RE = re.compile(r"^(?:\[\d{1,3}\]|\d{1,3}\.)\s+[A-Z][A-Za-z'’-]+,\s(?:[A-Z]\.\s?){1,3}")
-
-
-def is_reference(sentence: str) -> bool:
-    """A sentence that is an entry of a reference list, not what the paper says."""
-    return bool(_ENTRY_RE.match(sentence)) or len(_AUTHOR_RE.findall(sentence)) >= 2
-
-
-def is_roadmap(sentence: str) -> bool:
-    """A sentence about where the paper says things ("In Section 3 we explain …")."""
-    return bool(_ROADMAP_RE.search(sentence))
-
-
-def is_prose(sentence: str) -> bool:
-    """A whole sentence worth quoting: it ends as a sentence ends (not cut at a page break or
-    a passage's edge), has enough words, mostly letters; not a caption stub, the text of a
-    figure's labels ("encoder encoder encoder"), a formula, a rhetorical question or a
-    signpost ("The paper is organized as follows.")."""
-    s = sentence.strip()
-    if s.endswith(("?", ":")) or _FILLER_RE.search(s) or not _CLOSED_RE.search(s):
-        return False
-    if is_reference(s):
-        return False
-    if _REPEAT_RE.search(re.sub(r"\d[\d.,]*", " ", s)):
-        return False
-    ws = sentence.split()
-    if len(ws) < 6 or len(ws) > 90:
-        return False
-    # Digits count with letters: "We set K = 65536 and m = 0.999." states a setting; a formula
-    # or a figure's axis is mostly symbols, and a table row fails the word test below.
-    if sum(c.isalnum() for c in sentence) < 0.6 * len(sentence.replace(" ", "")):
-        return False
-    # Words among the tokens that are not numbers or operators ("K = 65536" is a word and a
-    # value); a table row or a formula has too few of them at all.
-    alpha_words = [w for w in ws if re.fullmatch(r"[A-Za-z][A-Za-z'’-]*[,.;:]?", w)]
-    valued = [w for w in ws if not re.fullmatch(r"[=<>≈×~+−-]|[(\[]?[\d.,%]+[)\]]?[,.;:]?", w)]
-    if len(alpha_words) < max(0.6 * len(valued), 0.4 * len(ws), 4):
-        return False
-    # A sentence cut at a page or column break ends on a function word ("… rare; this."); a
-    # capital is a label or a symbol ("… in Appendix A).", "… of AT."), not an article.
-    last = ws[-1].rstrip(".!?:;,\"')”’")
-    # A sentence begins with a word, a number or an opening quote or bracket; one that begins
-    # with a clause's punctuation ("; and the commit timestamp …") is the tail of a formula's.
-    opens = s[:1].isalnum() or s[:1] in "\"'“‘([¶§"
-    return last not in _DANGLING and not sentence[:1].islower() and opens
 
 
 def _attach_short(sentences: Sequence[str]) -> list[str]:
@@ -298,12 +226,18 @@ class QuoteScorer:
         self.emb = emb
         self.vectors = vectors
         self.pool: list[Candidate] = []  # every candidate of the evidence (`candidates`)
+        self.defined: dict[str, str] = {}  # the acronyms the evidence defines ("DQN")
 
     # ------------------------------------------------------------------ candidates
     def candidates(self, chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
         """Quotable sentences of the evidence (kept: a quote takes in its sentence's
         neighbours, scored or not)."""
         self.pool = quotable(chunks)
+        # Not a paper's own name ("Neural Tangent Kernel (NTK)"): every sentence of it is on that.
+        titles = " ".join(re.split(r"[\s-]+", " ".join({ch.title for ch in chunks}).lower()))
+        defined = defined_acronyms(" ".join(ch.text for ch in chunks))
+        self.defined = {k: v for k, v in defined.items()
+                        if v.lower() not in titles and k.lower() not in titles.split()}  # fmt: skip
         return self.pool
 
     # ------------------------------------------------------------------ focus
@@ -313,7 +247,7 @@ class QuoteScorer:
         if not cands:
             return []
         stats = TermStats([terms(c.text) for c in cands])
-        q_terms = terms(question)
+        q_terms = terms(with_acronyms(question, self.defined))
         windows: dict[int, list[tuple[str, float]]] = {}
         if self.vectors is not None:
             for ch in {id(c.chunk): c.chunk for c in cands}.values():
@@ -389,7 +323,7 @@ class QuoteScorer:
             unnamed_lift = np.where(own, closer, 0.0)
         doc_terms = [terms(c.text) for c in cands]
         stats = TermStats(doc_terms)
-        q_terms = terms(question)
+        q_terms = terms(with_acronyms(question, self.defined))
         rank = {i: r for r, i in enumerate(sorted({c.chunk.index for c in cands}), 1)}
         wants_number = asks_quantity(question)
         wants_choice = asks_choice(question)
@@ -597,4 +531,4 @@ def cover_entities(question: str, pool: list[Unit], picked: list[Unit], used: se
 
 
 __all__ = ["Candidate", "EvidenceChunk", "QuoteScorer", "Unit", "chunks_of", "filler",
-           "in_passage", "is_prose", "is_roadmap", "quotable"]  # fmt: skip
+           "in_passage", "quotable"]  # fmt: skip

@@ -24,7 +24,7 @@ from zocrates_nb.agents.offline.brief import WriterBrief, brief_of
 from zocrates_nb.agents.offline.embeddings import SentenceEmbeddings
 from zocrates_nb.agents.offline.messages import text_response
 from zocrates_nb.agents.offline.notes import asks_own_notes
-from zocrates_nb.agents.offline.quantity import asks_quantity
+from zocrates_nb.agents.offline.quantity import asks_quantity, measure
 from zocrates_nb.agents.offline.quotes import (
     FOCUS_WORDS,
     HARD_FLOOR,
@@ -195,19 +195,20 @@ class OfflineSynthesizer:
         top = max((c.relevance for c in mine), default=0.0)
         plain = re.sub("|".join(rf"\b{re.escape(n)}\b" for n in brief.known_names) or "^$", " ",
                        question)  # fmt: skip
-        held = bool(set(brief.named) & {c.item_key for c in chunks})
-        if (
-            not mine
-            or self.off_topic(plain, top, missing, ents, everything, paper=held)
-            or (brief.elsewhere and top < SCOPE_ANSWERS)
-        ):
-            return self.no_evidence(brief, missing)
         named = self.named_items(brief, chunks)
         # A question naming a paper asks what that paper says: another paper's figure is not
         # its answer ("What ImageNet accuracy does the Transformer reach?").
         own = [c for c in mine if c.chunk.item_key in named] if named else mine
         own += [c for c in own_notes(question, mine, named) if all(c is not o for o in own)]
-        unsaid = self.unsaid(ents, named) if own else []
+        # What a paper the question names never mentions is said by name ("… never mentions
+        # “SQuAD”"), before the evidence is judged off the topic: that is why it is.
+        unsaid = self.unsaid([*ents, *measure(question)], named) if own else []
+        if not unsaid and (
+            not mine
+            or self.off_topic(plain, top, missing, ents, everything, paper=bool(named))
+            or (brief.elsewhere and top < SCOPE_ANSWERS)
+        ):
+            return self.no_evidence(brief, missing)
         judged = Verdict.NOT_GIVEN if unsaid else verdict(question, own or mine, named=bool(own))
         if judged is Verdict.NOT_GIVEN:
             closest = sorted(own or mine, key=lambda c: -c.score)[:2]
@@ -226,19 +227,24 @@ class OfflineSynthesizer:
         real_gaps = [g for g in brief.gaps if not g.startswith(("passages not yet", "no passage"))]
         if real_gaps:
             lines += [gaps_line(real_gaps), ""]
+        if judged is Verdict.APPROACHED and (near := self.outside(brief)):
+            lines += [f"That is the closest {brief.scope_label} comes.{near}", ""]
         lines.append(NO_LM_NOTE)
         return "\n".join(lines)
 
     def unsaid(self, ents: Sequence[str], named: Sequence[str]) -> list[str]:
         """The named things of the question that the papers it names never mention, anywhere
-        in their text: "Omniglot" of "What accuracy does MoCo reach on Omniglot?". What those
-        papers say about something else is not its answer (another paper's figure, a near
-        topic), however close it reads."""
+        in their text: "Omniglot" of "What accuracy does MoCo reach on Omniglot?", or what a
+        number asked of them measures ("percentile" of "What 99th-percentile latency …", "lines
+        of code"). What those papers say about something else is not its answer (another
+        paper's figure, a near topic), however close it reads."""
         if self.lexicon is None or not named:
             return []
         lexicon = self.lexicon
 
         def never(ent: str, key: str) -> bool:
+            if ent.islower() and " " in ent:  # what a number measures: "lines of code"
+                return not lexicon(ent, within=key)
             ws = [w for w in re.findall(r"[A-Za-z]{3,}", ent) if w.lower() not in STOPWORDS]
             return bool(ws) and not all(lexicon(w.lower(), within=key) for w in ws)
 
@@ -437,8 +443,10 @@ class OfflineSynthesizer:
         if not brief.scope_label or not brief.nearest or brief.elsewhere:
             return ""
         titles = " and ".join(f"*{markdown_text(t)}*" for t in brief.nearest)
-        return (f" Outside it, the closest papers in your library are {titles}: "
-                "search the whole library to read them.")  # fmt: skip
+        many = len(brief.nearest) > 1
+        return (f" Outside it, the closest {'papers' if many else 'paper'} in your library "
+                f"{'are' if many else 'is'} {titles}: search the whole library to read "
+                f"{'them' if many else 'it'}.")  # fmt: skip
 
     def no_evidence(self, brief: WriterBrief, missing: list[str]) -> str:
         about = f" (nothing in it mentions {', '.join(missing)})" if missing else ""
