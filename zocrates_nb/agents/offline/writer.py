@@ -202,7 +202,7 @@ class OfflineSynthesizer:
         own += [c for c in own_notes(question, mine, named) if all(c is not o for o in own)]
         # What a paper the question names never mentions is said by name ("… never mentions
         # “SQuAD”"), before the evidence is judged off the topic: that is why it is.
-        unsaid = self.unsaid([*ents, *measure(question)], named) if own else []
+        unsaid = self.unsaid(ents, named, measure(question)) if own else []
         if not unsaid and (
             not mine
             or self.off_topic(plain, top, missing, ents, everything, paper=bool(named))
@@ -232,23 +232,24 @@ class OfflineSynthesizer:
         lines.append(NO_LM_NOTE)
         return "\n".join(lines)
 
-    def unsaid(self, ents: Sequence[str], named: Sequence[str]) -> list[str]:
+    def unsaid(self, ents: Sequence[str], named: Sequence[str], measured: Sequence[str] = ()
+               ) -> list[str]:  # fmt: skip
         """The named things of the question that the papers it names never mention, anywhere
-        in their text: "Omniglot" of "What accuracy does MoCo reach on Omniglot?", or what a
-        number asked of them measures ("percentile" of "What 99th-percentile latency …", "lines
-        of code"). What those papers say about something else is not its answer (another
-        paper's figure, a near topic), however close it reads."""
+        in their text: "Omniglot" of "What accuracy does MoCo reach on Omniglot?", and what a
+        number asked of them measures (`measured`: "percentile", "lines of code"). What those
+        papers say about something else is not its answer (another paper's figure, a near
+        topic), however close it reads."""
         if self.lexicon is None or not named:
             return []
         lexicon = self.lexicon
 
         def never(ent: str, key: str) -> bool:
-            if ent.islower() and " " in ent:  # what a number measures: "lines of code"
-                return not lexicon(ent, within=key)
             ws = [w for w in re.findall(r"[A-Za-z]{3,}", ent) if w.lower() not in STOPWORDS]
             return bool(ws) and not all(lexicon(w.lower(), within=key) for w in ws)
 
-        return [e for e in ents if all(never(e, k) for k in named)]
+        # A measure is looked up as written: "lines of code" is a phrase, not its words.
+        absent = [m for m in measured if not any(lexicon(m, within=k) for k in named)]
+        return [e for e in ents if all(never(e, k) for k in named)] + absent
 
     @staticmethod
     def named_items(brief: WriterBrief, chunks: Sequence[EvidenceChunk]) -> list[str]:
