@@ -252,3 +252,53 @@ def test_a_conditional_clause_naming_another_system_is_a_part_of_its_own() -> No
     assert [p.items for p in parts] == [["BT"], ["DYN"]]
     assert "Dynamo" not in parts[0].text and "Bigtable" not in parts[1].text
     assert parts[1].text.lower().startswith("if a dynamo node fails")
+
+
+def test_a_name_typed_in_another_form_is_headed_by_the_librarys_name() -> None:
+    """ "Salimans and Kingma's weight-normalized networks": the heading is the paper's name,
+    "Weight Normalization", not the question's "Weight-normalized"."""
+    cat = Catalogue(
+        [
+            CatalogueItem("WN", "Weight Normalization: A Simple Reparameterization to Accelerate "
+                          "Training of Deep Neural Networks", ("T. Salimans", "D. P. Kingma")),
+            CatalogueItem("ZK", "ZooKeeper: Wait-free coordination for Internet-scale systems",
+                          ("P. Hunt",)),
+        ]
+    )  # fmt: skip
+    q = "How does ZooKeeper order writes, and how are weights set in weight-normalized nets?"
+    parts = decompose(q, cat)
+    assert [p.items for p in parts] == [["ZK"], ["WN"]]
+    assert parts[0].heading.startswith("ZooKeeper")
+    assert parts[1].heading.startswith("Weight Normalization")
+
+
+def test_a_heading_whose_question_words_say_too_little_goes_on_past_the_name() -> None:
+    """ "how much did SimCLRv2 gain …": "SimCLRv2: how much" asks nothing a reader can tell;
+    the heading goes on after the name, marked as elided, and stops short of another part's."""
+    cat = Catalogue(
+        [
+            CatalogueItem("MR", "MapReduce: Simplified Data Processing on Large Clusters",
+                          ("J. Dean", "S. Ghemawat")),
+            CatalogueItem("ZK", "ZooKeeper: Wait-free coordination for Internet-scale systems",
+                          ("P. Hunt",)),
+        ]
+    )  # fmt: skip
+    q = ("How much do MapReduce's backup tasks buy on the sort benchmark, and how long does "
+         "ZooKeeper take to elect a new leader?")  # fmt: skip
+    parts = decompose(q, cat)
+    assert [p.heading for p in parts] == [
+        "MapReduce: how much … backup tasks buy on the sort benchmark",
+        "ZooKeeper: how long … take to elect a new leader",
+    ]
+    # Where the words after the name name another part, the heading stops before them.
+    cat = Catalogue(
+        [
+            CatalogueItem("MO", "Momentum Contrast for Unsupervised Visual Representation "
+                          "Learning", ("K. He",), abstract="We present Momentum Contrast (MoCo)."),
+            CatalogueItem("SC", "Big Self-Supervised Models are Strong Semi-Supervised Learners",
+                          ("T. Chen",), abstract="SimCLRv2 is a semi-supervised algorithm."),
+        ]
+    )  # fmt: skip
+    q = "What does the queue buy MoCo, and how much did SimCLRv2 gain from adopting MoCo's memory?"
+    assert [p.heading for p in decompose(q, cat)] == ["MoCo: what does the queue buy",
+                                                      "SimCLRv2: how much"]  # fmt: skip

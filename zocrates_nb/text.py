@@ -219,8 +219,8 @@ def markdown_text(text: str) -> str:
 
 def markdown_quote(text: str) -> str:
     """Quoted paper text as Markdown: its emphasis and brackets kept (they are the paper's),
-    but no tag, entity or code span opened."""
-    return _TAGS.sub(r"\\\1", text)
+    but no tag, entity, code span or link opened (a note's `[x](javascript:…)` stays text)."""
+    return _TAGS.sub(r"\\\1", text).replace("](", "]\\(")
 
 
 def shorten(text: str, n: int = 80) -> str:

@@ -28,6 +28,8 @@ function escapeMarkdown(text) {
 }
 
 const CODE = /(```[\s\S]*?```|~~~[\s\S]*?~~~|`[^`\n]*`)/;
+// A `<` opening a tag or an `&` opening an entity, with the backslashes before it.
+const OPENS = /(\\*)(<(?=[A-Za-z!/?])|&(?=#?\w+;))/g;
 
 /**
  * Model and paper text written into a notebook stays text: a raw HTML tag or entity in the
@@ -37,7 +39,9 @@ const CODE = /(```[\s\S]*?```|~~~[\s\S]*?~~~|`[^`\n]*`)/;
 export function inertMarkdown(text) {
   return String(text ?? "")
     .split(CODE)
-    .map((piece, i) => (i % 2 ? piece : piece.replace(/&(?=#?\w+;)/g, "&amp;").replace(/<(?=[A-Za-z!/?])/g, "&lt;")))
+    .map((piece, i) => (i % 2 ? piece : piece.replace(OPENS, (all, slashes, ch) =>
+      // `\<` is escaped already (the offline engine's quotes): it shows as `<`, kept as it is.
+      slashes.length % 2 ? all : slashes + (ch === "&" ? "&amp;" : "&lt;"))))
     .join("");
 }
 

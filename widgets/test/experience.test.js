@@ -333,6 +333,11 @@ test("answerMarkdown keeps hostile titles, names and model output as text", () =
   assert.match(html, /<code>&lt;code&gt;<\/code>/, "code keeps its characters");
   assert.match(html, /&amp;lt;b&amp;gt;/, "an entity the model wrote is shown as written");
   assert.match(html, /&lt;img src=x onerror=alert\(1\)&gt;/, "the title reads as written");
+
+  // The offline engine's quotes arrive escaped already ("\\<img …"): shown as written, once.
+  const quoted = new MarkdownIt({ html: true }).render(answerMarkdown({ answer: "- a \\<img src=x> and \\&lt; [1]" }));
+  assert.match(quoted, /a &lt;img src=x&gt; and &amp;lt; \[1\]/);
+  assert.doesNotMatch(quoted, /<img/);
 });
 
 test("answerMarkdown escapes titles so they cannot become links or markup", () => {

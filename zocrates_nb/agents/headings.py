@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from zocrates_nb.text import terms
+
 
 def sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text.strip()) if s.strip()]
@@ -15,6 +17,14 @@ def short_title(title: str) -> str:
     """A title as a heading names it: its head before a colon, else the whole title."""
     head = re.split(r"\s*(?::|—|–|\s-\s)\s*", title.strip(), maxsplit=1)[0]
     return head if len(head.split()) <= 8 else " ".join(head.split()[:8]) + "…"
+
+
+def casual_form(surface: str, name: str) -> bool:
+    """`surface` is another form of the library's `name` ("weight-normalized" of "Weight
+    Normalization"): the same words, written otherwise."""
+    loose = terms(surface.replace("-", " "))
+    same = bool(loose) and loose == terms(name.replace("-", " "))
+    return same and surface.lower() != name.lower()
 
 
 HEADING_WORDS = 12
@@ -56,19 +66,20 @@ def aspect_span(text: str, subject: str) -> str:
         before.pop()
     while before and before[0].lower().strip(",") in ("in", "for", "of", "compare", "and"):
         before.pop(0)
+    lead = next((i for i, w in enumerate(before[:3]) if w.lower() in WH_WORDS), 0)
+    if lead and not any(w.lower() in AUX_WORDS for w in before[:lead]):
+        before = before[lead:]  # "Roughly how many iterations …": from its question word
     content = [w for w in before if w.lower().strip(",") not in WH_WORDS | AUX_WORDS]
     joined = text[: m.start()].split()[-1:] == before[-1:]  # "monthly CRAN downloads"
     asked = (len(before) >= 2 and not joined and before[0].lower() in WH_WORDS
              and before[1].lower() not in AUX_WORDS | WH_WORDS)  # fmt: skip
+    rest = _after(text[m.end():])
     if asked:  # "Which hash function does Dynamo use?": what the question word asks for
+        if len(before) == 2 and rest[:1].isalpha() and len(rest.split()) >= 2:
+            # "how much" says too little: "how much … gain from adopting MoCo's memory"
+            return clip(f"{' '.join(before).strip(' ,')} … {rest}")
         return clip(" ".join(before).strip(" ,"))
-    after = re.sub(rf"^{COLLEAGUES}{_POSSESSIVE}\s+(?:[\w-]+,?\s+){{1,3}}?(?=(?:how|what|which|"
-                   r"why|when|where|who)\b)", "", text[m.end():], flags=re.I)  # "X's method how …"
-    after = re.sub(rf"^{COLLEAGUES}{_POSSESSIVE}\s*(?:papers?\b)?\s*(?:(?:each|both)\b)?[\s,]*", "",
-                   after)  # fmt: skip
-    after = re.sub(r"^(?:both|each|respectively)\s+", "", _SAYING_RE.sub("", after))
-    after = _COMPARING_TAIL_RE.sub("", after) if not after.lower().startswith(
-        ("and ", "or ", "with ", "as ")) else ""  # fmt: skip
+    after = rest
     words = after.split()
     appositive = text[m.end():].lstrip().startswith(",") and content
     if not appositive and (len(words) >= 2 or (words and not before)):
@@ -76,6 +87,18 @@ def aspect_span(text: str, subject: str) -> str:
     if not content or len(before) < 2:
         return ""  # "What does Spanner add?": the name says it
     return clip(" ".join(before).strip(" ,"))
+
+
+def _after(tail: str) -> str:
+    """What the question asks after the name, without its possessive, "et al." and the words
+    that only compare ("… differs from Zab's")."""
+    after = re.sub(rf"^{COLLEAGUES}{_POSSESSIVE}\s+(?:[\w-]+,?\s+){{1,3}}?(?=(?:how|what|which|"
+                   r"why|when|where|who)\b)", "", tail, flags=re.I)  # "X's method how …"
+    after = re.sub(rf"^{COLLEAGUES}{_POSSESSIVE}\s*(?:papers?\b)?\s*(?:(?:each|both)\b)?[\s,]*", "",
+                   after)  # fmt: skip
+    after = re.sub(r"^(?:both|each|respectively)\s+", "", _SAYING_RE.sub("", after))
+    return _COMPARING_TAIL_RE.sub("", after) if not after.lower().startswith(
+        ("and ", "or ", "with ", "as ")) else ""  # fmt: skip
 
 
 def capital(subject: str) -> str:

@@ -32,19 +32,14 @@ from zocrates_nb.agents.headings import (
     WH_WORDS,
     aspect_span,
     capital,
+    casual_form,
     clip,
     sentences,
     short_title,
 )
 from zocrates_nb.agents.own_notes import asks_own_notes
 from zocrates_nb.index.library_names import catalogue_of
-from zocrates_nb.index.names import (
-    Catalogue,
-    CatalogueItem,
-    Mention,
-    resolve_names,
-    tokens,
-)
+from zocrates_nb.index.names import Catalogue, CatalogueItem, Mention, resolve_names, tokens
 from zocrates_nb.text import STOPWORDS
 
 # Between two coordinated names only these may stand ("Dynamo and chain replication",
@@ -461,7 +456,10 @@ def _headings(parts: list[Part], own: dict[int, _Unit], q: str) -> None:
                 break
     for part in parts:
         span = aspects.get(id(part), "")
-        if any(sub in span.lower() for sub in subjects if sub != part.subject.lower()):
+        others = [sub for sub in subjects if sub != part.subject.lower()]
+        if " … " in span and any(sub in span.lower() for sub in others):
+            span = span.partition(" … ")[0]  # "how much … gain from adopting MoCo's memory"
+        if any(sub in span.lower() for sub in others):
             clause = own.get(id(part))
             siblings = [aspects.get(id(o), "") for o in parts if o is not part
                         and own.get(id(o)) is clause]  # fmt: skip
@@ -540,6 +538,8 @@ def _part(text: str, m: Mention, cat: Catalogue) -> Part:
     if at > 0 and (p := _PARTICLE_RE.search(text[:at])):
         subject = f"{p.group(1)} {subject}"  # "de Bruijn", "van Renesse"
     name = capital(subject)
+    if len(titles) == 1 and not m.author and casual_form(subject, short_title(titles[0])):
+        name = short_title(titles[0])  # "weight-normalized networks": Weight Normalization
     if m.author and len(titles) == 1:
         # "Lamport's paper", "FLP": the paper is what the part is about, and its title is what
         # its text can answer to (the paper never calls itself so).

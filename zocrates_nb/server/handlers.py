@@ -219,6 +219,10 @@ class _StreamHandler(ZocratesHandler):
         once it does (`Begun`), the 200 and the headers go out and the events follow."""
         self._gone = asyncio.Event()
         first = await run.next()
+        if isinstance(first, BaseException) or first is None:
+            # A turn refused before it holds its session gives its slot back before the refusal
+            # goes out: a client's next request must not meet a 429 for it (its task ends now).
+            await asyncio.wait([run.task])
         if isinstance(first, BaseException):
             raise service.http_error(first) from first
         if first is None:

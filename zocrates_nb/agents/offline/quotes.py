@@ -66,6 +66,8 @@ CONTEXT = 0.45  # the share of a sentence's closeness that its neighbourhood's m
 QUOTE_BEFORE = 1
 QUOTE_AFTER = 2
 QUOTE_WORDS = 90
+# Past two quotes, a further one must score this share of the best.
+STOP = 0.75
 # A sentence next to one already chosen adds little beyond that one's quote: the next quote is
 # sought elsewhere (MMR redundancy of at least this).
 NEIGHBOUR = 0.6
@@ -217,6 +219,11 @@ def quotable(chunks: Sequence[EvidenceChunk]) -> list[Candidate]:
 
 
 Unit = tuple[list[Candidate], float]
+Position = tuple[int, int, int]  # a sentence's place: its chunk, paragraph and order
+
+
+def _at(c: Candidate) -> Position:
+    return (c.chunk.index, c.paragraph, c.order)
 
 
 class QuoteScorer:
@@ -369,23 +376,35 @@ class QuoteScorer:
         pool = [c for c in cands if c.score >= max(HARD_FLOOR, 0.62 * top)]
         pool.sort(key=lambda c: c.score, reverse=True)
         pool = pool[:60]
+        at = {_at(c): c for c in (*self.pool, *cands)}
+        # A sentence another's quote took in is quoted already: it is not chosen again, and
+        # the quotes, not the sentences they carry, are what the limits count.
+        used: set[Position] = set()
+        picked: list[Unit] = []
         chosen: list[Candidate] = []
         words = 0
         per: dict[str, int] = {}
+
+        def take(c: Candidate) -> None:
+            nonlocal words
+            run = in_passage(c, at, used)
+            picked.append((run, c.score))
+            chosen.append(c)
+            per[c.chunk.title] = per.get(c.chunk.title, 0) + 1
+            words += len(c.text.split())
+
         # A question asking for a number is answered by the sentence that gives one, when
         # it is anywhere near the best: it leads, before sentences that only name the topic.
         number = next((c for c in pool if asks_quantity(question) and c.score >= NUMBER_SHARE * top
                        and gives_quantity(question, c.text)), None)  # fmt: skip
         if number is not None:
-            chosen.append(number)
-            per[number.chunk.title] = 1
-            words = len(number.text.split())
+            take(number)
         while len(chosen) < max_sentences and words < max_words:
             best, best_v = None, -1e9
             titles = {c.chunk.title for c in chosen}
             for c in pool:
-                if c in chosen:
-                    continue
+                if _at(c) in used:
+                    continue  # quoted already, in the quote of a sentence chosen before
                 if per.get(c.chunk.title, 0) >= per_paper and c.score < ADDS * top:
                     continue  # enough from this paper, unless it answers as well as the best
                 red = max((_redundancy(c, o) for o in chosen), default=0.0)
@@ -398,18 +417,9 @@ class QuoteScorer:
                     best, best_v = c, v
             if best is None:
                 break
-            if len(chosen) >= 2 and best.score < 0.75 * top:
+            if len(chosen) >= 2 and best.score < STOP * top:
                 break  # beyond the core of the answer, only strong material
-            chosen.append(best)
-            per[best.chunk.title] = per.get(best.chunk.title, 0) + 1
-            words += len(best.text.split())
-        at = {(c.chunk.index, c.paragraph, c.order): c for c in (*self.pool, *cands)}
-        used: set[int] = set()
-        picked: list[Unit] = []
-        for c in chosen:  # a chosen sentence another's quote took in is not quoted twice
-            if id(c) not in used:
-                used.add(id(c))
-                picked.append((in_passage(c, at, used), c.score))
+            take(best)
         floor = [([c], c.score) for c in cands if c.score >= HARD_FLOOR]
         return picked + cover_entities(question, floor, picked, used)
 
@@ -425,7 +435,7 @@ def _context(cands: Sequence[Candidate], q: np.ndarray) -> list[float]:
     """Each sentence's neighbourhood's closeness to the question: the mean vector of it and
     the sentences beside it in its paragraph. A long question is answered by a paragraph; its
     answering sentence alone may share few of its words."""
-    at = {(c.chunk.index, c.paragraph, c.order): c.vec for c in cands}
+    at = {_at(c): c.vec for c in cands}
     out = []
     for c in cands:
         near = [at.get((c.chunk.index, c.paragraph, c.order + k)) for k in (-1, 0, 1)]
@@ -468,7 +478,7 @@ def filler(c: Candidate) -> float:
     return (ROADMAP_PENALTY if is_roadmap(c.text) else 0.0) + _KIND_PENALTY.get(kind, 0.0)
 
 
-def in_passage(c: Candidate, at: dict[tuple[int, int, int], Candidate], used: set[int]
+def in_passage(c: Candidate, at: dict[Position, Candidate], used: set[Position]
                ) -> list[Candidate]:  # fmt: skip
     """The sentence as quoted: first (the answer leads), with up to two after it in its
     paragraph and, when it leans on the one before ("It first picks …", "This ensures …"),
@@ -477,6 +487,7 @@ def in_passage(c: Candidate, at: dict[tuple[int, int, int], Candidate], used: se
     prefers, the one naming the question's topic ("A straggler … lengthens the job." then
     "… the master schedules backup executions …")."""
     run = [c]
+    used.add(_at(c))
     if c.chunk.is_note:  # a note's line, a list item, a table's row: each says its own thing
         return run
     words = len(c.text.split())
@@ -489,7 +500,7 @@ def in_passage(c: Candidate, at: dict[tuple[int, int, int], Candidate], used: se
             nxt = at.get((c.chunk.index, c.paragraph, edge.order + side))
             if (
                 nxt is None
-                or id(nxt) in used
+                or _at(nxt) in used
                 or is_roadmap(nxt.text)
                 or words + len(nxt.text.split()) > QUOTE_WORDS
             ):
@@ -497,12 +508,12 @@ def in_passage(c: Candidate, at: dict[tuple[int, int, int], Candidate], used: se
                 continue
             room[side] -= 1
             words += len(nxt.text.split())
-            used.add(id(nxt))
+            used.add(_at(nxt))
             run = [*run, nxt] if side > 0 else [nxt, *run]
     return run
 
 
-def cover_entities(question: str, pool: list[Unit], picked: list[Unit], used: set[int]
+def cover_entities(question: str, pool: list[Unit], picked: list[Unit], used: set[Position]
                    ) -> list[Unit]:  # fmt: skip
     """For a question naming several things ("Dynamo and Spanner"), the best passage about
     each named thing the answer does not cover yet, when the evidence has one."""
@@ -520,13 +531,13 @@ def cover_entities(question: str, pool: list[Unit], picked: list[Unit], used: se
             continue
         about = [
             u for u in pool
-            if not any(id(c) in used for c in u[0])
+            if not any(_at(c) in used for c in u[0])
             and (mentions(u[0][0].chunk.title, ent) or any(mentions(c.text, ent) for c in u[0]))
         ]  # fmt: skip
         if about:
             best = max(about, key=lambda u: u[1])
             extra.append(best)
-            used.update(id(c) for c in best[0])
+            used.update(_at(c) for c in best[0])
     return extra
 
 

@@ -21,6 +21,10 @@ _ROADMAP_RE = re.compile(
     re.I,
 )
 _CLOSED_RE = re.compile(r"[.!?][\"'”’)\]]*$")
+# The labels of a figure's panels run together as one "sentence": "(a) The 2nd and 3rd principal
+# (b) Deviation of the network function (c) …" (a list in prose puts a comma or a semicolon
+# between its items).
+_PANELS_RE = re.compile(r"^\(a\)\s[^,;.:]+\s\(b\)\s")
 _REPEAT_RE = re.compile(r"\b(\w+)\s+\1\b", re.I)
 _FILLER_RE = re.compile(
     r"(as follows[.:]?$|^(in|the) (this|next|following|remainder of this) (section|paper)|"
@@ -56,7 +60,7 @@ def is_prose(sentence: str) -> bool:
     s = sentence.strip()
     if s.endswith(("?", ":")) or _FILLER_RE.search(s) or not _CLOSED_RE.search(s):
         return False
-    if is_reference(s):
+    if is_reference(s) or _PANELS_RE.search(s):
         return False
     if _REPEAT_RE.search(re.sub(r"\d[\d.,]*", " ", s)):
         return False
