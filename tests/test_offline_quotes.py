@@ -73,6 +73,12 @@ def quoted(scorer: QuoteScorer, question: str, chunks: list[EvidenceChunk]) -> l
         ("; and the commit timestamp of a transaction Ti by si.", False),
         ("“Tour Bus” removes the erroneous bubbles of the graph in a breadth-first search.",
          True),
+        # a sentence may end on a preposition or a pronoun (Bitcoin § 8, Paxos Made Simple)
+        ("A user only needs to keep a copy of the block headers and obtain the Merkle branch "
+         "linking the transaction to the block it's timestamped in.", True),
+        ("Ballots are not created; they just are.", True),
+        ("We hope an advanced pretext task will improve this.", True),
+        ("The deletion weight must be chosen to be at least equal to the.", False),  # cut
         # the labels of a figure's panels (NTK § 6.3), and a list in prose that is not
         ("(a) The 2nd and 3rd principal (b) Deviation of the network function (c) Convergence "
          "of fθ along the 2nd components of MNIST.", False),
